@@ -1,0 +1,98 @@
+package apis
+
+import corev1 "k8s.io/api/core/v1"
+
+// API groups and versions of the two kinds.
+const (
+	KarpenterGroup         = "karpenter.sh"
+	AWSGroup               = "karpenter.k8s.aws"
+	Version                = "v1"
+	NodePoolKind           = "NodePool"
+	EC2NodeClassKind       = "EC2NodeClass"
+	NodePoolAPIVersion     = KarpenterGroup + "/" + Version
+	EC2NodeClassAPIVersion = AWSGroup + "/" + Version
+)
+
+// Well-known Kubernetes labels.
+const (
+	LabelArch         = corev1.LabelArchStable         // kubernetes.io/arch
+	LabelOS           = corev1.LabelOSStable           // kubernetes.io/os
+	LabelInstanceType = corev1.LabelInstanceTypeStable // node.kubernetes.io/instance-type
+	LabelZone         = corev1.LabelTopologyZone       // topology.kubernetes.io/zone
+	LabelRegion       = corev1.LabelTopologyRegion     // topology.kubernetes.io/region
+	LabelHostname     = corev1.LabelHostname           // kubernetes.io/hostname
+	LabelWindowsBuild = corev1.LabelWindowsBuild       // node.kubernetes.io/windows-build
+	LabelZoneID       = "topology.k8s.aws/zone-id"
+)
+
+// Karpenter's labels, annotations and taints (karpenter.sh).
+const (
+	LabelNodePool          = KarpenterGroup + "/nodepool"
+	LabelCapacityType      = KarpenterGroup + "/capacity-type"
+	LabelInitialized       = KarpenterGroup + "/initialized"
+	LabelRegistered        = KarpenterGroup + "/registered"
+	LabelNodeClaim         = KarpenterGroup + "/nodeclaim"
+	AnnotationDoNotDisrupt = KarpenterGroup + "/do-not-disrupt"
+	TaintKeyDisrupted      = KarpenterGroup + "/disrupted"
+	TaintKeyUnregistered   = KarpenterGroup + "/unregistered"
+
+	CapacityTypeSpot     = "spot"
+	CapacityTypeOnDemand = "on-demand"
+	CapacityTypeReserved = "reserved"
+)
+
+// The AWS provider's instance labels (karpenter.k8s.aws).
+const (
+	LabelEC2NodeClass                    = AWSGroup + "/ec2nodeclass"
+	LabelInstanceHypervisor              = AWSGroup + "/instance-hypervisor"
+	LabelInstanceEncryptionInTransit     = AWSGroup + "/instance-encryption-in-transit-supported"
+	LabelInstanceCategory                = AWSGroup + "/instance-category"
+	LabelInstanceFamily                  = AWSGroup + "/instance-family"
+	LabelInstanceGeneration              = AWSGroup + "/instance-generation"
+	LabelInstanceLocalNVME               = AWSGroup + "/instance-local-nvme"
+	LabelInstanceSize                    = AWSGroup + "/instance-size"
+	LabelInstanceCPU                     = AWSGroup + "/instance-cpu"
+	LabelInstanceCPUManufacturer         = AWSGroup + "/instance-cpu-manufacturer"
+	LabelInstanceCPUSustainedClockSpeed  = AWSGroup + "/instance-cpu-sustained-clock-speed-mhz"
+	LabelInstanceMemory                  = AWSGroup + "/instance-memory"
+	LabelInstanceEBSBandwidth            = AWSGroup + "/instance-ebs-bandwidth"
+	LabelInstanceNetworkBandwidth        = AWSGroup + "/instance-network-bandwidth"
+	LabelInstanceGPUName                 = AWSGroup + "/instance-gpu-name"
+	LabelInstanceGPUManufacturer         = AWSGroup + "/instance-gpu-manufacturer"
+	LabelInstanceGPUCount                = AWSGroup + "/instance-gpu-count"
+	LabelInstanceGPUMemory               = AWSGroup + "/instance-gpu-memory"
+	LabelInstanceAcceleratorName         = AWSGroup + "/instance-accelerator-name"
+	LabelInstanceAcceleratorManufacturer = AWSGroup + "/instance-accelerator-manufacturer"
+	LabelInstanceAcceleratorCount        = AWSGroup + "/instance-accelerator-count"
+	LabelInstanceCapabilityFlex          = AWSGroup + "/instance-capability-flex"
+	LabelCapacityReservationID           = AWSGroup + "/capacity-reservation-id"
+)
+
+// Extended resources that instance types advertise.
+const (
+	ResourceNVIDIAGPU     corev1.ResourceName = "nvidia.com/gpu"
+	ResourceAMDGPU        corev1.ResourceName = "amd.com/gpu"
+	ResourceAWSNeuron     corev1.ResourceName = "aws.amazon.com/neuron"
+	ResourceAWSNeuronCore corev1.ResourceName = "aws.amazon.com/neuroncore"
+	ResourceHabanaGaudi   corev1.ResourceName = "habana.ai/gaudi"
+	ResourceEFA           corev1.ResourceName = "vpc.amazonaws.com/efa"
+	ResourcePodENI        corev1.ResourceName = "vpc.amazonaws.com/pod-eni"
+)
+
+// WellKnownLabels are the label keys a NodePool requirement or a pod's node
+// selector may constrain and that Nodewright can satisfy by choosing an instance
+// type or offering (or sets on the node it launches).
+var WellKnownLabels = map[string]bool{
+	LabelArch: true, LabelOS: true, LabelInstanceType: true, LabelZone: true, LabelRegion: true,
+	LabelWindowsBuild: true, LabelZoneID: true,
+	LabelNodePool: true, LabelCapacityType: true,
+	LabelEC2NodeClass: true, LabelInstanceHypervisor: true, LabelInstanceEncryptionInTransit: true,
+	LabelInstanceCategory: true, LabelInstanceFamily: true, LabelInstanceGeneration: true,
+	LabelInstanceLocalNVME: true, LabelInstanceSize: true, LabelInstanceCPU: true,
+	LabelInstanceCPUManufacturer: true, LabelInstanceCPUSustainedClockSpeed: true,
+	LabelInstanceMemory: true, LabelInstanceEBSBandwidth: true, LabelInstanceNetworkBandwidth: true,
+	LabelInstanceGPUName: true, LabelInstanceGPUManufacturer: true, LabelInstanceGPUCount: true,
+	LabelInstanceGPUMemory: true, LabelInstanceAcceleratorName: true,
+	LabelInstanceAcceleratorManufacturer: true, LabelInstanceAcceleratorCount: true,
+	LabelInstanceCapabilityFlex: true, LabelCapacityReservationID: true,
+}
