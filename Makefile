@@ -3,11 +3,6 @@ SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 GO ?= go
 
-# Reference files shared with the team (examples, instance data); tests find
-# them through this variable (see shared/refdata).
-NODEWRIGHT_SHARED ?= $(abspath $(CURDIR)/../shared)
-export NODEWRIGHT_SHARED
-
 .PHONY: all test lint unit fuzz bench generate run
 
 all: test
