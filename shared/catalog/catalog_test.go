@@ -1,0 +1,133 @@
+package catalog
+
+import (
+	"bytes"
+	"encoding/csv"
+	"fmt"
+	"math"
+	"os"
+	"sort"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/nodewright/nodewright/shared/catalog/internal/gen"
+	"github.com/nodewright/nodewright/shared/refdata"
+)
+
+func TestGeneratedCatalogIsUpToDate(t *testing.T) {
+	csvPath, err := refdata.InstanceTypesCSV()
+	if err != nil {
+		t.Fatal(err)
+	}
+	describe, err := gen.MotoDescribePath()
+	if err != nil {
+		t.Fatalf("the generator's second input (moto's DescribeInstanceTypes data) is missing: %v", err)
+	}
+	want, err := gen.Generate(csvPath, describe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile("zz_generated_types.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatal("zz_generated_types.go is stale: run `make generate` and commit the result")
+	}
+}
+
+func TestDefaultCatalogHasEveryType(t *testing.T) {
+	c := Default()
+	if c.Len() != 1363 {
+		t.Fatalf("catalog has %d types, want 1363", c.Len())
+	}
+	arch := map[string]int{}
+	for i, it := range c.Types() {
+		arch[it.Arch]++
+		if i > 0 && c.Types()[i-1].Name >= it.Name {
+			t.Fatalf("types not sorted by name at %s", it.Name)
+		}
+	}
+	if arch["amd64"] != 967 || arch["arm64"] != 396 {
+		t.Fatalf("arch counts %v, want 967 amd64 and 396 arm64", arch)
+	}
+	m5, ok := c.Get("m5.large")
+	if !ok || m5.VCPU != 2 || m5.MemoryMiB != 8192 || m5.OnDemandPrice != 0.096 || m5.Family != "m5" || m5.Generation != 5 {
+		t.Fatalf("m5.large = %+v", m5)
+	}
+	if _, ok := c.Get("m5.huge"); ok {
+		t.Fatal("unknown type found")
+	}
+}
+
+// reference is one CSV row's allocatable, as Karpenter computes it.
+type reference struct {
+	name                   string
+	milliCPU, memMiB, pods int64
+}
+
+func readReference(t *testing.T) []reference {
+	t.Helper()
+	path, err := refdata.InstanceTypesCSV()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	recs, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	col := map[string]int{}
+	for i, h := range recs[0] {
+		col[h] = i
+	}
+	var out []reference
+	for _, r := range recs[1:] {
+		cpu := resource.MustParse(r[col["alloc_cpu"]])
+		mem := resource.MustParse(r[col["alloc_memory"]])
+		pods := resource.MustParse(r[col["alloc_pods"]])
+		out = append(out, reference{r[col["name"]], cpu.MilliValue(), mem.Value() >> 20, pods.Value()})
+	}
+	return out
+}
+
+func TestAllocatableMatchesKarpenterReference(t *testing.T) {
+	refs := readReference(t)
+	type miss struct {
+		name  string
+		worst float64
+		line  string
+	}
+	var misses []miss
+	for _, ref := range refs {
+		it, ok := Default().Get(ref.name)
+		if !ok {
+			t.Fatalf("%s missing from the catalog", ref.name)
+		}
+		_, a := it.Compute(NodeSettings{})
+		got := [3]int64{a.MilliCPU, a.MemoryBytes >> 20, a.Pods}
+		want := [3]int64{ref.milliCPU, ref.memMiB, ref.pods}
+		worst := 0.0
+		for i := range got {
+			worst = math.Max(worst, math.Abs(float64(got[i]-want[i]))/float64(want[i]))
+		}
+		if worst > 0.02 {
+			misses = append(misses, miss{ref.name, worst, fmt.Sprintf("%s: cpu %dm/%dm memory %dMi/%dMi pods %d/%d (ours/reference)",
+				ref.name, got[0], want[0], got[1], want[1], got[2], want[2])})
+		}
+	}
+	share := 1 - float64(len(misses))/float64(len(refs))
+	t.Logf("allocatable within 2%% of the reference for %d of %d types (%.1f%%)", len(refs)-len(misses), len(refs), 100*share)
+	if share < 0.95 {
+		sort.Slice(misses, func(i, j int) bool { return misses[i].worst > misses[j].worst })
+		for _, m := range misses[:min(20, len(misses))] {
+			t.Log(m.line)
+		}
+		t.Fatalf("only %.1f%% of types within 2%%, want at least 95%%", 100*share)
+	}
+}

@@ -1,0 +1,130 @@
+package catalog
+
+import (
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/nodewright/nodewright/shared/apis"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+func TestComputeWithNodeSettings(t *testing.T) {
+	m5 := mustGet(t, "m5.large") // 2 vCPU, 8192Mi, 3 ENIs x 10 IPv4 -> 29 pods
+	// Capacity memory: 8192 - ceil(8192*0.075) = 7577Mi.
+	tests := []struct {
+		name     string
+		settings NodeSettings
+		want     Amounts // allocatable; zero fields are not checked
+	}{
+		{"defaults", NodeSettings{}, Amounts{MilliCPU: 1930, MemoryBytes: (7577 - 11*29 - 255 - 100) * mi, Pods: 29, EphemeralBytes: 17 * gi}},
+		{"maxPods", NodeSettings{Kubelet: &apis.KubeletConfiguration{MaxPods: ptr(int32(110))}},
+			Amounts{Pods: 110, MemoryBytes: (7577 - 11*110 - 255 - 100) * mi}},
+		{"podsPerCore caps the ENI limit", NodeSettings{Kubelet: &apis.KubeletConfiguration{PodsPerCore: ptr(int32(4))}}, Amounts{Pods: 8}},
+		{"podsPerCore ignored by Bottlerocket", NodeSettings{AMIFamily: "Bottlerocket", Kubelet: &apis.KubeletConfiguration{PodsPerCore: ptr(int32(4))}}, Amounts{Pods: 29}},
+		{"windows uses 110 pods", NodeSettings{AMIFamily: "Windows2022"}, Amounts{Pods: 110}},
+		{"reserved ENIs", NodeSettings{ReservedENIs: 1}, Amounts{Pods: 20}},
+		{"kubeReserved overrides", NodeSettings{Kubelet: &apis.KubeletConfiguration{KubeReserved: map[string]string{"cpu": "200m", "memory": "1Gi", "ephemeral-storage": "3Gi"}}},
+			Amounts{MilliCPU: 1800, MemoryBytes: (7577 - 1024 - 100) * mi, EphemeralBytes: 15 * gi}},
+		{"systemReserved adds", NodeSettings{Kubelet: &apis.KubeletConfiguration{SystemReserved: map[string]string{"cpu": "100m", "memory": "100Mi"}}},
+			Amounts{MilliCPU: 1830, MemoryBytes: (7577 - 11*29 - 255 - 100 - 100) * mi}},
+		{"evictionHard percentage", NodeSettings{Kubelet: &apis.KubeletConfiguration{EvictionHard: map[string]string{"memory.available": "10%", "nodefs.available": "20%"}}},
+			Amounts{MemoryBytes: 7577*mi - (11*29+255)*mi - (7577*mi+9)/10, EphemeralBytes: 15 * gi}},
+		{"evictionSoft larger than hard wins", NodeSettings{Kubelet: &apis.KubeletConfiguration{
+			EvictionHard: map[string]string{"memory.available": "100Mi"}, EvictionSoft: map[string]string{"memory.available": "500Mi"}}},
+			Amounts{MemoryBytes: (7577 - 11*29 - 255 - 500) * mi}},
+		{"root volume", NodeSettings{RootVolumeBytes: 100 * gi}, Amounts{EphemeralBytes: 100*gi - gi - 10*gi}},
+		{"VM overhead", NodeSettings{VMMemoryOverheadPercent: 0.1}, Amounts{MemoryBytes: (8192 - 820 - 11*29 - 255 - 100) * mi}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, got := m5.Compute(tt.settings)
+			check := func(field string, got, want int64) {
+				if want != 0 && got != want {
+					t.Errorf("%s = %d, want %d", field, got, want)
+				}
+			}
+			check("cpu", got.MilliCPU, tt.want.MilliCPU)
+			check("memory", got.MemoryBytes, tt.want.MemoryBytes)
+			check("ephemeral", got.EphemeralBytes, tt.want.EphemeralBytes)
+			check("pods", got.Pods, tt.want.Pods)
+		})
+	}
+}
+
+func TestSettingsForNodeClass(t *testing.T) {
+	nc := &apis.EC2NodeClass{Spec: apis.EC2NodeClassSpec{
+		AMISelectorTerms: []apis.AMISelectorTerm{{Alias: "bottlerocket@latest"}},
+		BlockDeviceMappings: []*apis.BlockDeviceMapping{
+			{DeviceName: ptr("/dev/xvda"), EBS: &apis.BlockDevice{VolumeSize: ptr(resource.MustParse("4Gi"))}},
+			{DeviceName: ptr("/dev/xvdb"), EBS: &apis.BlockDevice{VolumeSize: ptr(resource.MustParse("80Gi"))}},
+		},
+		Kubelet: &apis.KubeletConfiguration{MaxPods: ptr(int32(50))},
+	}}
+	s := SettingsFor(nc)
+	if s.AMIFamily != "Bottlerocket" || s.RootVolumeBytes != 80*gi || s.Kubelet.MaxPods == nil {
+		t.Fatalf("settings = %+v, want Bottlerocket with the 80Gi data volume", s)
+	}
+	nc.Spec.BlockDeviceMappings[0].RootVolume = true
+	if s := SettingsFor(nc); s.RootVolumeBytes != 4*gi {
+		t.Fatalf("rootVolume flag ignored: %d", s.RootVolumeBytes)
+	}
+	if s := SettingsFor(nil); s.RootVolumeBytes != 0 || s.Kubelet != nil {
+		t.Fatalf("nil node class gives %+v", s)
+	}
+}
+
+func TestExtendedResources(t *testing.T) {
+	tests := []struct {
+		typ  string
+		want Amounts
+	}{
+		{"p5.48xlarge", Amounts{NvidiaGPU: 8, EFA: 32}},
+		{"g5.xlarge", Amounts{NvidiaGPU: 1}},
+		{"g4ad.8xlarge", Amounts{AMDGPU: 2}},
+		{"inf1.6xlarge", Amounts{Neuron: 4, NeuronCore: 16}},
+		{"trn1.32xlarge", Amounts{Neuron: 16, NeuronCore: 32, EFA: 8}},
+		{"g6f.large", Amounts{}}, // a fractional GPU is no nvidia.com/gpu
+		{"m5.large", Amounts{}},
+	}
+	for _, tt := range tests {
+		it := mustGet(t, tt.typ)
+		c, a := it.Compute(NodeSettings{})
+		for _, am := range []Amounts{c, a} {
+			got := Amounts{NvidiaGPU: am.NvidiaGPU, AMDGPU: am.AMDGPU, Neuron: am.Neuron, NeuronCore: am.NeuronCore, EFA: am.EFA}
+			if got != tt.want {
+				t.Errorf("%s extended = %+v, want %+v", tt.typ, got, tt.want)
+			}
+		}
+		rl := a.ResourceList()
+		if q, ok := rl[apis.ResourceNVIDIAGPU]; ok != (tt.want.NvidiaGPU > 0) || (ok && q.Value() != tt.want.NvidiaGPU) {
+			t.Errorf("%s resource list nvidia.com/gpu = %v (present %v)", tt.typ, q.String(), ok)
+		}
+	}
+}
+
+func TestResourceListOfDefaults(t *testing.T) {
+	rl := mustGet(t, "m5.large").Allocatable(nil)
+	for name, want := range map[string]string{"cpu": "1930m", "memory": "6903Mi", "pods": "29", "ephemeral-storage": "17Gi"} {
+		got := rl[corev1ResourceName(name)]
+		if got.Cmp(resource.MustParse(want)) != 0 {
+			t.Errorf("allocatable %s = %s, want %s", name, got.String(), want)
+		}
+	}
+	if len(rl) != 4 {
+		t.Errorf("allocatable has %d resources, want 4: %v", len(rl), rl)
+	}
+	if c := mustGet(t, "m5.large").Capacity(); c.Cpu().MilliValue() != 2000 || c.Memory().Value() != 7577*mi {
+		t.Errorf("capacity = %v", c)
+	}
+}
+
+func mustGet(t *testing.T, name string) *InstanceType {
+	t.Helper()
+	it, ok := Default().Get(name)
+	if !ok {
+		t.Fatalf("%s not in catalog", name)
+	}
+	return it
+}
