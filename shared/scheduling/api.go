@@ -1,0 +1,112 @@
+// Package scheduling decides where pending pods go: onto existing nodes, onto
+// launched NodeClaims that have not registered yet, or onto new NodeClaims it
+// plans from the NodePools, choosing instance types so that the new capacity
+// is as cheap as it can make it while honouring every scheduling constraint
+// Kubernetes users rely on (requests, node selectors and affinity, taints and
+// tolerations, pod (anti-)affinity, topology spread, host ports, daemonset
+// overhead, NodePool limits and minValues).
+//
+// Solve is pure: it takes plain values and returns plain values, with no I/O,
+// and the same input gives the same output byte for byte.
+package scheduling
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nodewright/nodewright/shared/apis"
+	"github.com/nodewright/nodewright/shared/catalog"
+)
+
+// DefaultMaxInstanceTypes is how many instance types a NodeClaim offers EC2
+// CreateFleet at most (the fleet's override limit the design allows).
+const DefaultMaxInstanceTypes = 60
+
+// Input is the cluster as a solve sees it. Slices may come in any order.
+type Input struct {
+	// Pods are the pending pods to place (spec.nodeName empty).
+	Pods []*corev1.Pod
+	// Nodes are the existing nodes and the launched NodeClaims that have not
+	// registered yet, with the pods bound to them.
+	Nodes       []*Node
+	NodePools   []*apis.NodePool
+	NodeClasses []*apis.EC2NodeClass
+	DaemonSets  []*appsv1.DaemonSet
+	// InstanceTypes is the catalog to choose from (the real one or a
+	// synthetic one for tests and benchmarks).
+	InstanceTypes []*catalog.InstanceType
+	// Zones are the zones the cluster has subnets in.
+	Zones []string
+	// Spot prices spot offerings; nil offers no spot capacity.
+	Spot catalog.SpotPricer
+	// Unavailable reports offerings EC2 refused recently (nil: none).
+	Unavailable func(instanceType, zone, capacityType string) bool
+	// MaxInstanceTypes caps each NodeClaim's instance types (0: 60).
+	MaxInstanceTypes int
+}
+
+// Node is an existing node, or a launched NodeClaim not registered yet (then
+// Node carries the labels, taints and allocatable it will register with).
+type Node struct {
+	Node *corev1.Node
+	// Pods are the pods bound to the node.
+	Pods []*corev1.Pod
+	// InFlight marks a launched NodeClaim that has not registered.
+	InFlight bool
+}
+
+// Result is a solve's plan. Every slice is sorted; JSON field names are the
+// `nodewright plan` output.
+type Result struct {
+	NodeClaims    []NodeClaim     `json:"nodeClaims"`
+	ExistingNodes []NodePlacement `json:"existingNodes"`
+	Unschedulable []Unschedulable `json:"unschedulable"`
+	// PricePerHour is the expected price of the new NodeClaims.
+	PricePerHour float64 `json:"pricePerHour"`
+	// LowerBoundPricePerHour is a price no plan for the same pods on new
+	// capacity can beat (a linear-programming relaxation).
+	LowerBoundPricePerHour float64 `json:"lowerBoundPricePerHour"`
+}
+
+// NodeClaim is a node to launch: the pool it comes from, the instance types
+// (cheapest first) and offerings it may use, and the pods it is for.
+type NodeClaim struct {
+	NodePool  string `json:"nodePool"`
+	NodeClass string `json:"nodeClass,omitempty"`
+	// InstanceTypes are the types that fit the pods, by expected price then
+	// name, at most MaxInstanceTypes, keeping minValues.
+	InstanceTypes []string `json:"instanceTypes"`
+	// CapacityType and Zones describe the expected (cheapest) offering's
+	// capacity type and every zone the claim may launch in.
+	CapacityType  string   `json:"capacityType"`
+	CapacityTypes []string `json:"capacityTypes"`
+	Zones         []string `json:"zones"`
+	// PricePerHour is the price of the cheapest offering of the cheapest type.
+	PricePerHour float64  `json:"pricePerHour"`
+	Pods         []string `json:"pods"`
+	// Requirements are what the launched node must satisfy (the pool's and
+	// the pods', narrowed: zone, capacity type, arch, instance types).
+	Requirements []corev1.NodeSelectorRequirement `json:"requirements"`
+	// Labels, Taints and StartupTaints come from the pool template and the
+	// single-valued requirements.
+	Labels        map[string]string `json:"labels,omitempty"`
+	Taints        []corev1.Taint    `json:"taints,omitempty"`
+	StartupTaints []corev1.Taint    `json:"startupTaints,omitempty"`
+	// Requests are the pods' requests plus the daemonsets' that will run
+	// on the node.
+	Requests corev1.ResourceList `json:"requests"`
+}
+
+// NodePlacement lists the pending pods that fit on an existing node or a
+// launched NodeClaim.
+type NodePlacement struct {
+	Node     string   `json:"node"`
+	InFlight bool     `json:"inFlight,omitempty"`
+	Pods     []string `json:"pods"`
+}
+
+// Unschedulable is a pod no node can take, with a reason a person can act on.
+type Unschedulable struct {
+	Pod    string `json:"pod"`
+	Reason string `json:"reason"`
+}
