@@ -1,0 +1,453 @@
+package scheduling
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nodewright/nodewright/shared/apis"
+)
+
+// claim is a NodeClaim being planned: the pool it comes from, the
+// requirements its pods added, the instance types still possible, and the
+// pods it holds. Its expected type is the cheapest possible one that fits.
+type claim struct {
+	id       int
+	name     string
+	pool     *pool
+	rs       *reqSet
+	exotic   bool
+	state    *reqState
+	total    vec
+	pods     []*corev1.Pod
+	ports    []hostPort
+	cur      int // expected type, -1 before the first pod
+	price    float64
+	capacity vec // of the expected type, counted against the pool's limits
+}
+
+// reqState is what a requirement set allows in a pool: shared by every claim
+// with the same requirements.
+type reqState struct {
+	mask     uint64
+	viable   bitset // types the requirements and offerings allow
+	maxAlloc vec    // per-dimension maximum allocatable over viable
+	prices   []float64
+	minKeys  []minKey
+	order    []int // viable types by price, built on first use
+}
+
+type minKey struct {
+	key string
+	min int
+}
+
+// stateFor returns the shared state of rs in pool p (exotic: GPU and other
+// exotic types included).
+func (s *solver) stateFor(p *pool, rs *reqSet, exotic bool) *reqState {
+	ck := stateKey{p, rs.id, exotic}
+	if st, ok := s.states[ck]; ok {
+		return st
+	}
+	u := s.u
+	st := &reqState{mask: u.offeringMask(rs.reqs)}
+	base := p.types
+	if exotic {
+		base = p.types.clone()
+		base.or(p.exotic)
+	}
+	st.viable = u.typeRequirementBits(rs.reqs, base)
+	st.viable.and(u.offeredIn(st.mask))
+	for i := range st.maxAlloc {
+		st.maxAlloc[i] = math.MinInt64
+	}
+	st.viable.each(func(t int) bool {
+		for i, x := range p.alloc[t] {
+			st.maxAlloc[i] = max(st.maxAlloc[i], x)
+		}
+		return true
+	})
+	st.prices = u.prices(st.mask)
+	for _, r := range rs.reqs {
+		if r.MinValues != nil && u.isTypeKey(r.Key) {
+			st.minKeys = append(st.minKeys, minKey{r.Key, *r.MinValues})
+		}
+	}
+	s.states[ck] = st
+	return st
+}
+
+// fits says whether some viable type holds need (with minValues kept and
+// within the pool's limits), into scratch.
+func (s *solver) fitsIn(c *claim, st *reqState, need vec) bool {
+	if !need.fits(st.maxAlloc) {
+		return false
+	}
+	f := s.fitSet(c.pool, st, need)
+	if f.empty() {
+		return false
+	}
+	if len(st.minKeys) > 0 && !s.minValuesOK(f, st.minKeys) {
+		return false
+	}
+	if c.pool.hasLimits() {
+		ok := false
+		f.each(func(t int) bool {
+			ok = c.pool.withinLimits(c.pool.capacity[t].sub(c.capacity), s.newNodes(c))
+			return !ok
+		})
+		return ok
+	}
+	return true
+}
+
+// newNodes is 1 when the claim is not yet counted against the node limit.
+func (s *solver) newNodes(c *claim) int64 {
+	if c.cur < 0 {
+		return 1
+	}
+	return 0
+}
+
+// fitSet is the viable types that hold need; it reuses a scratch bitset.
+func (s *solver) fitSet(p *pool, st *reqState, need vec) bitset {
+	copy(s.scratch, st.viable)
+	p.fitting(s.scratch, need)
+	return s.scratch
+}
+
+// minValuesOK says whether types has at least the required number of distinct
+// values for each minValues key.
+func (s *solver) minValuesOK(types bitset, keys []minKey) bool {
+	for _, mk := range keys {
+		seen := map[string]bool{}
+		types.each(func(t int) bool {
+			if v, ok := s.u.labels[t][mk.key]; ok {
+				seen[v] = true
+			}
+			return len(seen) < mk.min
+		})
+		if len(seen) < mk.min {
+			return false
+		}
+	}
+	return true
+}
+
+// cheapest picks the expected type for need: the cheapest viable type that
+// holds it (then by name), within limits.
+func (s *solver) cheapest(c *claim, st *reqState, need vec) (int, float64) {
+	f := s.fitSet(c.pool, st, need)
+	best, price := -1, math.Inf(1)
+	f.each(func(t int) bool {
+		if p := st.prices[t]; p < price {
+			if c.pool.hasLimits() && !c.pool.withinLimits(c.pool.capacity[t].sub(c.capacity), s.newNodes(c)) {
+				return true
+			}
+			best, price = t, p
+		}
+		return true
+	})
+	return best, price
+}
+
+// growthTolerance is how much more than a fresh, efficiently sized node a
+// claim may charge per added pod when it grows to a larger type.
+const growthTolerance = 0.25
+
+// growthCandidates bounds how many larger types a growth step compares.
+const growthCandidates = 24
+
+type mode int
+
+const (
+	modeSlack mode = iota // only what fits the expected type: free
+	modeGrow              // a larger type, when it is as cheap per pod as a fresh node
+	modeNew               // a new claim: the type with the lowest price per pod
+)
+
+// capacityFor is how many pods of g claim c can take in state st under mode m.
+func (s *solver) capacityFor(c *claim, st *reqState, g *group, limit int, m mode) int {
+	if limit <= 0 || !c.total.add(g.req).fits(st.maxAlloc) {
+		return 0
+	}
+	switch m {
+	case modeSlack:
+		if c.cur < 0 || !st.viable.has(c.cur) {
+			return 0
+		}
+		k := int(min(int64(limit), g.req.howMany(c.pool.alloc[c.cur].sub(c.total))))
+		if k > 0 && (len(st.minKeys) > 0 || c.pool.hasLimits()) && !s.fitsIn(c, st, c.total.add(g.req.scale(int64(k)))) {
+			return 0
+		}
+		return k
+	case modeGrow:
+		return s.bestStep(c, st, g, limit, c.price, g.unit*(1+growthTolerance))
+	default:
+		return s.bestStep(c, st, g, limit, 0, math.Inf(1))
+	}
+}
+
+// bestStep finds the type that takes pods of g at the lowest added price per
+// pod (ties: more pods), among the cheapest larger types that hold at least
+// one more pod; it returns how many pods that type takes, 0 when none is
+// within maxPerPod.
+func (s *solver) bestStep(c *claim, st *reqState, g *group, limit int, base, maxPerPod float64) int {
+	p := c.pool
+	one := s.fitSet(p, st, c.total.add(g.req))
+	if one.empty() {
+		return 0
+	}
+	order := s.byPrice(st)
+	i := sort.Search(len(order), func(i int) bool { return st.prices[order[i]] >= base })
+	bestK, bestRate, seen := 0, math.Inf(1), 0
+	for ; i < len(order) && seen < growthCandidates; i++ {
+		t := order[i]
+		if !one.has(t) {
+			continue
+		}
+		seen++
+		k := int(min(int64(limit), g.req.howMany(p.alloc[t].sub(c.total))))
+		added := st.prices[t] - base
+		if added > float64(limit)*maxPerPod {
+			break
+		}
+		rate := added / float64(k)
+		if rate > maxPerPod || rate > bestRate || (rate == bestRate && k <= bestK) {
+			continue
+		}
+		if !s.fitsIn(c, st, c.total.add(g.req.scale(int64(k)))) {
+			continue
+		}
+		bestK, bestRate = k, rate
+	}
+	return bestK
+}
+
+// byPrice is every type offered in the state's mask, by price then name;
+// callers skip the ones not viable.
+func (s *solver) byPrice(st *reqState) []int {
+	if st.order == nil {
+		st.order = s.u.orderByPrice(st.mask)
+	}
+	return st.order
+}
+
+// unitPrice is the lowest price per pod of g on a fresh node of any pool g
+// can use: what growing a claim is compared with.
+func (s *solver) unitPrice(g *group) float64 {
+	best := math.Inf(1)
+	for _, p := range s.pools {
+		if p.err != nil || !s.toleratesPool(g, p) {
+			continue
+		}
+		merged := s.merged(p.rs, g.cur)
+		if merged == nil {
+			continue
+		}
+		for _, exotic := range []bool{false, true} {
+			st := s.stateFor(p, merged, exotic)
+			for _, t := range s.byPrice(st) {
+				if !st.viable.has(t) {
+					continue
+				}
+				k := min(int64(len(g.pods)), g.req.howMany(p.alloc[t]))
+				if k > 0 {
+					best = min(best, st.prices[t]/float64(k))
+				}
+			}
+			if !math.IsInf(best, 1) {
+				break
+			}
+		}
+	}
+	return best
+}
+
+// claimDomain returns the claim's value for a topology key under rs: its
+// own name for hostname, else the single value rs allows ("" when open).
+func claimDomain(c *claim, rs *reqSet) func(string) string {
+	return func(key string) string {
+		if key == apis.LabelHostname {
+			return c.name
+		}
+		r, ok := rs.reqs.Get(key)
+		if !ok {
+			return ""
+		}
+		if v, finite := r.Values(); finite && len(v) == 1 {
+			return v[0]
+		}
+		return ""
+	}
+}
+
+// tryClaim works out how many pods of g claim c takes under mode m, and the
+// requirements it then has; k is 0 when it takes none.
+func (s *solver) tryClaim(c *claim, g *group, m mode) (k int, rs *reqSet) {
+	if len(g.unknown) > 0 || !s.toleratesPool(g, c.pool) {
+		return 0, nil
+	}
+	// Requirements only narrow the types, so if none of the claim's types
+	// can hold one more pod, none will.
+	if !c.total.add(g.req).fits(c.state.maxAlloc) {
+		return 0, nil
+	}
+	limit := len(g.pods)
+	if len(g.hostPorts) > 0 {
+		if conflicts(g.hostPorts, c.ports) {
+			return 0, nil
+		}
+		limit = 1
+	}
+	rs = s.merged(c.rs, g.cur)
+	if rs == nil {
+		return 0, nil
+	}
+	for _, tk := range g.topoKeys {
+		if claimDomain(c, rs)(tk) != "" {
+			continue
+		}
+		v := s.chooseDomain(c, g, rs, tk)
+		if v == "" {
+			return 0, nil
+		}
+		rs = s.pinned(rs, tk, v)
+	}
+	st := s.stateFor(c.pool, rs, c.exotic)
+	limit = min(limit, s.topologyCap(g, claimDomain(c, rs), g.eligible))
+	return s.capacityFor(c, st, g, limit, m), rs
+}
+
+// chooseDomain picks the value to pin a claim's open topology key to for g:
+// among the values its requirements allow, one the topology accepts, the
+// least loaded by g's spread on the key, then the cheapest, then by name.
+func (s *solver) chooseDomain(c *claim, g *group, rs *reqSet, key string) string {
+	var values []string
+	r, hasReq := rs.reqs.Get(key)
+	switch key {
+	case apis.LabelZone:
+		values = s.u.zones
+	case apis.LabelCapacityType:
+		values = capacityTypes
+	}
+	type cand struct {
+		v     string
+		load  int
+		price float64
+	}
+	var cands []cand
+	need := c.total.add(g.req)
+	for _, v := range values {
+		if hasReq && !r.Has(v) {
+			continue
+		}
+		pinned := s.pinned(rs, key, v)
+		if s.topologyCap(g, claimDomain(c, pinned), g.eligible) <= 0 {
+			continue
+		}
+		st := s.stateFor(c.pool, pinned, c.exotic)
+		if !s.fitsIn(c, st, need) {
+			continue
+		}
+		_, price := s.cheapest(c, st, need)
+		cands = append(cands, cand{v, s.spreadLoad(g, key, v), price})
+	}
+	if len(cands) == 0 {
+		return ""
+	}
+	best := slices.MinFunc(cands, func(a, b cand) int {
+		switch {
+		case a.load != b.load:
+			return a.load - b.load
+		case a.price < b.price:
+			return -1
+		case a.price > b.price:
+			return 1
+		}
+		return 0
+	})
+	return best.v
+}
+
+// spreadLoad is the count of g's first active spread on key in domain v.
+func (s *solver) spreadLoad(g *group, key, v string) int {
+	for _, sp := range g.spreads {
+		if !sp.dropped && sp.key == key {
+			return s.counters[sp.counter].counts[v]
+		}
+	}
+	return 0
+}
+
+// addToClaim places k pods of g on c under the merged requirements.
+func (s *solver) addToClaim(c *claim, g *group, k int, rs *reqSet) {
+	c.rs, c.state = rs, s.stateFor(c.pool, rs, c.exotic)
+	c.total = c.total.add(g.req.scale(int64(k)))
+	c.pods = append(c.pods, g.pods[:k]...)
+	c.ports = append(c.ports, g.hostPorts...)
+	s.record(g, claimDomain(c, rs), k)
+	g.pods = g.pods[k:]
+	s.reprice(c)
+}
+
+// reprice sets the claim's expected type and accounts its capacity to the
+// pool's limits.
+func (s *solver) reprice(c *claim) {
+	t, price := s.cheapest(c, c.state, c.total)
+	if t < 0 {
+		// Cannot happen: placements check fitsIn first.
+		panic(fmt.Sprintf("nodeclaim %s: no type fits %v", c.name, c.total))
+	}
+	p := c.pool
+	if c.cur < 0 {
+		p.usedNodes++
+	} else {
+		p.used = p.used.sub(c.capacity)
+	}
+	c.cur, c.price, c.capacity = t, price, p.capacity[t]
+	p.used = p.used.add(c.capacity)
+}
+
+// newClaim starts a NodeClaim from pool p for group g, or returns nil when the
+// pool cannot hold one pod of g.
+func (s *solver) newClaim(p *pool, g *group) *claim {
+	if p.err != nil || len(g.unknown) > 0 || !s.toleratesPool(g, p) {
+		return nil
+	}
+	c := &claim{id: len(s.claims), pool: p, rs: p.rs, cur: -1}
+	c.name = fmt.Sprintf("nodeclaim-%d", c.id)
+	c.exotic = needsExotic(g.req)
+	c.state = s.stateFor(p, c.rs, c.exotic)
+	k, rs := s.tryClaim(c, g, modeNew)
+	if k == 0 && !c.exotic && !p.exotic.empty() {
+		c.exotic = true
+		c.state = s.stateFor(p, c.rs, true)
+		k, rs = s.tryClaim(c, g, modeNew)
+	}
+	if k == 0 {
+		return nil
+	}
+	s.claims = append(s.claims, c)
+	s.addToClaim(c, g, k, rs)
+	return c
+}
+
+// needsExotic says whether requests need accelerators only exotic types have.
+func needsExotic(req vec) bool {
+	for d := rNvidiaGPU; d <= rNeuronCore; d++ {
+		if req[d] > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// toleratesPool caches whether g tolerates p's taints.
+func (s *solver) toleratesPool(g *group, p *pool) bool {
+	return tolerates(g.tolerations, p.taints(), !g.preferNoScheduleOK)
+}
+

@@ -1,0 +1,519 @@
+package scheduling
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+
+	"github.com/nodewright/nodewright/shared/apis"
+	"github.com/nodewright/nodewright/shared/requirements"
+)
+
+// group is a set of pending pods with the same scheduling signature (requests,
+// node selection, tolerations, topology, host ports, the labels selectors
+// look at, namespace): they are interchangeable, so they are placed in bulk.
+type group struct {
+	pods        []*corev1.Pod // sorted by namespace/name
+	rep         *corev1.Pod
+	ns          string
+	labels      map[string]string
+	req         vec
+	unknown     []corev1.ResourceName
+	tolerations []corev1.Toleration
+	hostPorts   []hostPort
+
+	required      []requirements.Requirements // alternatives (terms), each with the nodeSelector
+	preferredNode []weighted                  // heaviest first
+	altIdx        int
+	prefNodeIdx   int
+
+	spreads  []spread
+	affinity []term
+	anti     []term
+	owners   []int // owner counters of its required anti-affinity terms
+
+	preferNoScheduleOK bool
+
+	// Set by prepare for each placement attempt.
+	cur      *reqSet
+	topoKeys []string
+	eligible func(sp *spread) []string
+	unit     float64 // lowest price per pod on a fresh node
+	matches            []int // counters whose selector matches the group's pods
+	rank               int
+	err                error
+	relaxed            []string
+}
+
+type weighted struct {
+	weight int32
+	reqs   requirements.Requirements
+}
+
+// spread is a topology spread constraint of a group.
+type spread struct {
+	key           string
+	maxSkew       int
+	minDomains    int
+	counter       int
+	selfMatch     bool
+	anyway        bool // ScheduleAnyway: required until relaxed
+	honorAffinity bool
+	honorTaints   bool
+	dropped       bool
+}
+
+// term is a pod affinity or anti-affinity term of a group.
+type term struct {
+	key       string
+	counter   int
+	selfMatch bool
+	preferred bool
+	weight    int32
+	dropped   bool
+}
+
+type hostPort struct {
+	protocol corev1.Protocol
+	ip       string
+	port     int32
+}
+
+// daemon is a daemonset's pod as the solve needs it.
+type daemon struct {
+	req         vec
+	tolerations []corev1.Toleration
+	alts        []requirements.Requirements
+	hostPorts   []hostPort
+}
+
+// nodeReqs is the node requirements the group must satisfy now.
+func (g *group) nodeReqs() requirements.Requirements {
+	r := g.required[g.altIdx]
+	if g.prefNodeIdx < len(g.preferredNode) {
+		r = r.Intersect(g.preferredNode[g.prefNodeIdx].reqs)
+	}
+	return r
+}
+
+// relax drops one preference in Karpenter's order and says what it dropped;
+// false when nothing is left to relax.
+func (g *group) relax() bool {
+	step := g.relaxStep()
+	if step == "" {
+		return false
+	}
+	g.relaxed = append(g.relaxed, step)
+	return true
+}
+
+func (g *group) relaxStep() string {
+	if g.altIdx+1 < len(g.required) {
+		g.altIdx++
+		return fmt.Sprintf("required node affinity term %d", g.altIdx-1)
+	}
+	for _, terms := range []struct {
+		list []term
+		name string
+	}{{g.affinity, "preferred pod affinity"}, {g.anti, "preferred pod anti-affinity"}} {
+		for i := range terms.list {
+			if t := &terms.list[i]; t.preferred && !t.dropped {
+				t.dropped = true
+				return terms.name + " on " + t.key
+			}
+		}
+	}
+	if g.prefNodeIdx < len(g.preferredNode) {
+		g.prefNodeIdx++
+		return "preferred node affinity"
+	}
+	for i := range g.spreads {
+		if sp := &g.spreads[i]; sp.anyway && !sp.dropped {
+			sp.dropped = true
+			return "ScheduleAnyway topology spread on " + sp.key
+		}
+	}
+	if !g.preferNoScheduleOK {
+		g.preferNoScheduleOK = true
+		return "PreferNoSchedule taints"
+	}
+	return ""
+}
+
+// selectorKeys collects every label key a selector in the input looks at, so
+// that pod labels nobody selects on don't split groups.
+func selectorKeys(pods []*corev1.Pod, nodes []*Node) map[string]bool {
+	keys := map[string]bool{}
+	add := func(sel *metav1.LabelSelector, extra []string) {
+		for _, k := range extra {
+			keys[k] = true
+		}
+		if sel == nil {
+			return
+		}
+		for k := range sel.MatchLabels {
+			keys[k] = true
+		}
+		for _, e := range sel.MatchExpressions {
+			keys[e.Key] = true
+		}
+	}
+	visit := func(p *corev1.Pod) {
+		for _, c := range p.Spec.TopologySpreadConstraints {
+			add(c.LabelSelector, c.MatchLabelKeys)
+		}
+		for _, t := range affinityTerms(p) {
+			add(t.LabelSelector, append(slices.Clone(t.MatchLabelKeys), t.MismatchLabelKeys...))
+		}
+	}
+	for _, p := range pods {
+		visit(p)
+	}
+	for _, n := range nodes {
+		for _, p := range n.Pods {
+			visit(p)
+		}
+	}
+	return keys
+}
+
+// affinityTerms lists every pod (anti-)affinity term of a pod, required and
+// preferred.
+func affinityTerms(p *corev1.Pod) []corev1.PodAffinityTerm {
+	a := p.Spec.Affinity
+	if a == nil {
+		return nil
+	}
+	var out []corev1.PodAffinityTerm
+	if a.PodAffinity != nil {
+		out = append(out, a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution...)
+		for _, w := range a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
+			out = append(out, w.PodAffinityTerm)
+		}
+	}
+	if a.PodAntiAffinity != nil {
+		out = append(out, a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution...)
+		for _, w := range a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
+			out = append(out, w.PodAffinityTerm)
+		}
+	}
+	return out
+}
+
+// signature is the grouping key of a pod.
+func (s *solver) signature(p *corev1.Pod, req vec, keys map[string]bool) string {
+	var b bytes.Buffer
+	b.WriteString(p.Namespace)
+	b.WriteByte(0)
+	lk := make([]string, 0, len(p.Labels))
+	for k := range p.Labels {
+		if keys[k] {
+			lk = append(lk, k)
+		}
+	}
+	sort.Strings(lk)
+	for _, k := range lk {
+		b.WriteString(k + "=" + p.Labels[k] + ",")
+	}
+	b.WriteByte(0)
+	for _, x := range req {
+		b.WriteString(strconv.FormatInt(x, 36) + ",")
+	}
+	b.WriteByte(0)
+	nk := make([]string, 0, len(p.Spec.NodeSelector))
+	for k := range p.Spec.NodeSelector {
+		nk = append(nk, k)
+	}
+	sort.Strings(nk)
+	for _, k := range nk {
+		b.WriteString(k + "=" + p.Spec.NodeSelector[k] + ",")
+	}
+	b.WriteByte(0)
+	marshal := func(m interface{ Marshal() ([]byte, error) }) {
+		data, _ := m.Marshal()
+		b.Write(data)
+		b.WriteByte(0)
+	}
+	if p.Spec.Affinity != nil {
+		marshal(p.Spec.Affinity)
+	}
+	b.WriteByte(1)
+	for i := range p.Spec.Tolerations {
+		marshal(&p.Spec.Tolerations[i])
+	}
+	b.WriteByte(1)
+	for i := range p.Spec.TopologySpreadConstraints {
+		marshal(&p.Spec.TopologySpreadConstraints[i])
+	}
+	b.WriteByte(1)
+	for _, hp := range podHostPorts(p) {
+		fmt.Fprintf(&b, "%s/%s/%d,", hp.protocol, hp.ip, hp.port)
+	}
+	return b.String()
+}
+
+// podHostPorts lists the host ports a pod's containers bind.
+func podHostPorts(p *corev1.Pod) []hostPort {
+	var out []hostPort
+	for _, cs := range [][]corev1.Container{p.Spec.InitContainers, p.Spec.Containers} {
+		for _, c := range cs {
+			for _, port := range c.Ports {
+				if port.HostPort <= 0 {
+					continue
+				}
+				proto := port.Protocol
+				if proto == "" {
+					proto = corev1.ProtocolTCP
+				}
+				out = append(out, hostPort{proto, port.HostIP, port.HostPort})
+			}
+		}
+	}
+	return out
+}
+
+// conflicts says whether two host port sets collide (same protocol and port,
+// and the same IP or one of them binds every IP).
+func conflicts(a, b []hostPort) bool {
+	for _, x := range a {
+		for _, y := range b {
+			if x.protocol == y.protocol && x.port == y.port && (x.ip == y.ip || isAnyIP(x.ip) || isAnyIP(y.ip)) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func isAnyIP(ip string) bool { return ip == "" || ip == "0.0.0.0" || ip == "::" }
+
+// buildGroups groups the pending pods and parses their constraints.
+func (s *solver) buildGroups(pods []*corev1.Pod) {
+	keys := selectorKeys(pods, s.in.Nodes)
+	bySig := map[string]*group{}
+	sorted := slices.Clone(pods)
+	sort.Slice(sorted, func(i, j int) bool { return podKey(sorted[i]) < podKey(sorted[j]) })
+	for _, p := range sorted {
+		req, unknown := s.reg.podRequests(p)
+		sig := s.signature(p, req, keys)
+		if g, ok := bySig[sig]; ok {
+			g.pods = append(g.pods, p)
+			continue
+		}
+		g := &group{pods: []*corev1.Pod{p}, rep: p, ns: p.Namespace, labels: p.Labels, req: req, unknown: unknown,
+			tolerations: p.Spec.Tolerations, hostPorts: podHostPorts(p)}
+		s.parseConstraints(g)
+		bySig[sig] = g
+		s.groups = append(s.groups, g)
+	}
+}
+
+// parseConstraints reads a group's node selection and topology.
+func (s *solver) parseConstraints(g *group) {
+	p := g.rep
+	alts, err := requirements.FromPod(p)
+	if err != nil {
+		g.err, g.required = err, []requirements.Requirements{nil}
+		return
+	}
+	g.required = alts
+	if a := p.Spec.Affinity; a != nil && a.NodeAffinity != nil {
+		for i, pt := range a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
+			r, err := requirements.FromNodeSelectorTerm(pt.Preference)
+			if err != nil {
+				g.err = fmt.Errorf("preferredDuringSchedulingIgnoredDuringExecution[%d]: %w", i, err)
+				return
+			}
+			g.preferredNode = append(g.preferredNode, weighted{pt.Weight, r})
+		}
+		sort.SliceStable(g.preferredNode, func(i, j int) bool { return g.preferredNode[i].weight > g.preferredNode[j].weight })
+	}
+	for _, c := range p.Spec.TopologySpreadConstraints {
+		if err := s.addSpread(g, c); err != nil {
+			g.err = err
+			return
+		}
+	}
+	if err := s.addAffinity(g, p.Spec.Affinity); err != nil {
+		g.err = err
+	}
+}
+
+func (s *solver) addSpread(g *group, c corev1.TopologySpreadConstraint) error {
+	sel, err := selectorWithKeys(c.LabelSelector, c.MatchLabelKeys, nil, g.labels)
+	if err != nil {
+		return fmt.Errorf("topologySpreadConstraints on %s: %w", c.TopologyKey, err)
+	}
+	sp := spread{key: c.TopologyKey, maxSkew: int(c.MaxSkew), minDomains: 1,
+		anyway:        c.WhenUnsatisfiable == corev1.ScheduleAnyway,
+		honorAffinity: c.NodeAffinityPolicy == nil || *c.NodeAffinityPolicy == corev1.NodeInclusionPolicyHonor,
+		honorTaints:   c.NodeTaintsPolicy != nil && *c.NodeTaintsPolicy == corev1.NodeInclusionPolicyHonor}
+	if c.MinDomains != nil {
+		sp.minDomains = int(*c.MinDomains)
+	}
+	sp.counter = s.counterFor(c.TopologyKey, []string{g.ns}, false, sel)
+	sp.selfMatch = sel.Matches(labels.Set(g.labels))
+	g.spreads = append(g.spreads, sp)
+	return nil
+}
+
+func (s *solver) addAffinity(g *group, a *corev1.Affinity) error {
+	if a == nil {
+		return nil
+	}
+	add := func(list *[]term, t corev1.PodAffinityTerm, preferred bool, weight int32, anti bool) error {
+		sel, err := selectorWithKeys(t.LabelSelector, t.MatchLabelKeys, t.MismatchLabelKeys, g.labels)
+		if err != nil {
+			return fmt.Errorf("pod affinity term on %s: %w", t.TopologyKey, err)
+		}
+		all, ns := termNamespaces(t, g.ns)
+		tm := term{key: t.TopologyKey, preferred: preferred, weight: weight,
+			counter: s.counterFor(t.TopologyKey, ns, all, sel), selfMatch: sel.Matches(labels.Set(g.labels)) && (all || slices.Contains(ns, g.ns))}
+		*list = append(*list, tm)
+		if anti && !preferred {
+			g.owners = append(g.owners, s.ownerCounterFor(t.TopologyKey, ns, all, sel))
+		}
+		return nil
+	}
+	type src struct {
+		list      *[]term
+		required  []corev1.PodAffinityTerm
+		preferred []corev1.WeightedPodAffinityTerm
+		anti      bool
+	}
+	var srcs []src
+	if a.PodAffinity != nil {
+		srcs = append(srcs, src{&g.affinity, a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution, a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution, false})
+	}
+	if a.PodAntiAffinity != nil {
+		srcs = append(srcs, src{&g.anti, a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution, a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution, true})
+	}
+	for _, sc := range srcs {
+		for _, t := range sc.required {
+			if err := add(sc.list, t, false, 0, sc.anti); err != nil {
+				return err
+			}
+		}
+		pref := slices.Clone(sc.preferred)
+		sort.SliceStable(pref, func(i, j int) bool { return pref[i].Weight > pref[j].Weight })
+		for _, w := range pref {
+			if err := add(sc.list, w.PodAffinityTerm, true, w.Weight, sc.anti); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// termNamespaces is the namespaces an affinity term selects pods in: its
+// list, else the pod's own; a namespaceSelector (which needs Namespace
+// objects the solve doesn't have) selects all namespaces.
+func termNamespaces(t corev1.PodAffinityTerm, own string) (all bool, ns []string) {
+	if t.NamespaceSelector != nil {
+		return true, nil
+	}
+	if len(t.Namespaces) > 0 {
+		ns = slices.Clone(t.Namespaces)
+		sort.Strings(ns)
+		return false, slices.Compact(ns)
+	}
+	return false, []string{own}
+}
+
+// selectorWithKeys converts a label selector and adds matchLabelKeys (key In
+// [the pod's value]) and mismatchLabelKeys (key NotIn [value]).
+func selectorWithKeys(ls *metav1.LabelSelector, match, mismatch []string, own map[string]string) (labels.Selector, error) {
+	if ls == nil {
+		return labels.Nothing(), nil
+	}
+	sel, err := metav1.LabelSelectorAsSelector(ls)
+	if err != nil {
+		return nil, err
+	}
+	for _, list := range []struct {
+		keys []string
+		op   selection.Operator
+	}{{match, selection.In}, {mismatch, selection.NotIn}} {
+		for _, k := range list.keys {
+			v, ok := own[k]
+			if !ok {
+				continue
+			}
+			r, err := labels.NewRequirement(k, list.op, []string{v})
+			if err != nil {
+				return nil, err
+			}
+			sel = sel.Add(*r)
+		}
+	}
+	return sel, nil
+}
+
+// podKey is "namespace/name".
+func podKey(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }
+
+// rankOf orders groups: pods that need a node of their own first (they decide
+// how many nodes there are), then zonal spreads, then other topology, then
+// the rest; larger pods first within a rank.
+func (g *group) rankOf() int {
+	for _, sp := range g.spreads {
+		if sp.key == apis.LabelHostname && sp.selfMatch {
+			return 0
+		}
+	}
+	for _, t := range g.anti {
+		if t.key == apis.LabelHostname && t.selfMatch && !t.preferred {
+			return 0
+		}
+	}
+	if len(g.hostPorts) > 0 {
+		return 0
+	}
+	if len(g.spreads) > 0 {
+		return 1
+	}
+	if len(g.affinity)+len(g.anti) > 0 {
+		return 2
+	}
+	return 3
+}
+
+func sortGroups(gs []*group) {
+	for _, g := range gs {
+		g.rank = g.rankOf()
+	}
+	sort.SliceStable(gs, func(i, j int) bool {
+		a, b := gs[i], gs[j]
+		switch {
+		case a.rank != b.rank:
+			return a.rank < b.rank
+		case a.req[rCPU] != b.req[rCPU]:
+			return a.req[rCPU] > b.req[rCPU]
+		case a.req[rMemory] != b.req[rMemory]:
+			return a.req[rMemory] > b.req[rMemory]
+		}
+		return podKey(a.rep) < podKey(b.rep)
+	})
+}
+
+func podKeys(pods []*corev1.Pod) []string {
+	out := make([]string, len(pods))
+	for i, p := range pods {
+		out[i] = podKey(p)
+	}
+	return out
+}
+
+func joinSorted(v []string) string {
+	v = slices.Clone(v)
+	sort.Strings(v)
+	return strings.Join(v, ",")
+}

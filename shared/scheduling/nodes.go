@@ -1,0 +1,124 @@
+package scheduling
+
+import (
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nodewright/nodewright/shared/apis"
+	"github.com/nodewright/nodewright/shared/requirements"
+)
+
+// node is an existing node or a launched NodeClaim in a solve: fixed labels,
+// taints and allocatable, with what its bound pods already use.
+type node struct {
+	name      string
+	labels    map[string]string
+	taints    []corev1.Taint
+	alloc     vec
+	used      vec
+	pods      []*corev1.Pod
+	hostPorts []hostPort
+	inFlight  bool
+	pool      *pool
+	placed    []*corev1.Pod // pending pods placed here in this solve
+	skip      bool          // cordoned or being deleted
+}
+
+func (s *solver) buildNodes() {
+	in := s.in
+	for _, n := range in.Nodes {
+		if n == nil || n.Node == nil {
+			continue
+		}
+		nd := &node{name: n.Node.Name, labels: map[string]string{}, taints: n.Node.Spec.Taints, inFlight: n.InFlight,
+			pods: n.Pods, skip: n.Node.Spec.Unschedulable || n.Node.DeletionTimestamp != nil}
+		for k, v := range n.Node.Labels {
+			nd.labels[k] = v
+		}
+		if _, ok := nd.labels[apis.LabelHostname]; !ok {
+			nd.labels[apis.LabelHostname] = nd.name
+		}
+		nd.labels[requirements.FieldNodeName] = nd.name
+		nd.alloc, _ = s.reg.fromList(n.Node.Status.Allocatable, true)
+		for _, p := range n.Pods {
+			if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+				continue
+			}
+			req, _ := s.reg.podRequests(p)
+			nd.used = nd.used.add(req)
+			nd.hostPorts = append(nd.hostPorts, podHostPorts(p)...)
+		}
+		s.nodes = append(s.nodes, nd)
+	}
+	// Existing nodes first, then launched NodeClaims; by name within each.
+	sort.SliceStable(s.nodes, func(i, j int) bool {
+		a, b := s.nodes[i], s.nodes[j]
+		if a.inFlight != b.inFlight {
+			return !a.inFlight
+		}
+		return a.name < b.name
+	})
+	s.nodeByName = map[string]*node{}
+	for _, n := range s.nodes {
+		s.nodeByName[n.name] = n
+	}
+}
+
+// attachPools links nodes to their NodePool (by label) and counts their
+// capacity against the pool's limits.
+func (s *solver) attachPools() {
+	byName := map[string]*pool{}
+	for _, p := range s.pools {
+		byName[p.name] = p
+	}
+	for i, n := range s.in.Nodes {
+		_ = i
+		if n == nil || n.Node == nil {
+			continue
+		}
+		p := byName[n.Node.Labels[apis.LabelNodePool]]
+		if p == nil {
+			continue
+		}
+		capacity, _ := s.reg.fromList(n.Node.Status.Capacity, true)
+		if capacity == (vec{}) {
+			capacity, _ = s.reg.fromList(n.Node.Status.Allocatable, true)
+		}
+		p.countExisting(capacity)
+		s.nodeByName[n.Node.Name].pool = p
+	}
+}
+
+func (n *node) domain(key string) string { return n.labels[key] }
+
+// room is how many pods of g fit on the node, ignoring topology.
+func (s *solver) nodeRoom(n *node, g *group) int {
+	if n.skip || len(g.unknown) > 0 {
+		return 0
+	}
+	if !tolerates(g.tolerations, n.taints, !g.preferNoScheduleOK) {
+		return 0
+	}
+	if !g.cur.reqs.Matches(n.labels) {
+		return 0
+	}
+	k := int(g.req.howMany(n.alloc.sub(n.used)))
+	if k > 0 && len(g.hostPorts) > 0 {
+		if conflicts(g.hostPorts, n.hostPorts) {
+			return 0
+		}
+		k = 1
+	}
+	return k
+}
+
+// placeOnNode puts k pods of g on n.
+func (s *solver) placeOnNode(g *group, n *node, k int) {
+	pods := g.pods[:k]
+	n.placed = append(n.placed, pods...)
+	n.used = n.used.add(g.req.scale(int64(k)))
+	n.hostPorts = append(n.hostPorts, g.hostPorts...)
+	s.record(g, n.domain, k)
+	g.pods = g.pods[k:]
+}

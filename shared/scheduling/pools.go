@@ -1,0 +1,255 @@
+package scheduling
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nodewright/nodewright/shared/apis"
+	"github.com/nodewright/nodewright/shared/catalog"
+	"github.com/nodewright/nodewright/shared/requirements"
+)
+
+// pool is a NodePool prepared for a solve: its requirements, the instance
+// types it may launch (ordinary and exotic separately), each type's
+// allocatable less the daemonsets that would run there, and its limits.
+type pool struct {
+	np        *apis.NodePool
+	name      string
+	weight    int32
+	reqs      requirements.Requirements
+	rs        *reqSet
+	nodeClass string
+	settings  catalog.NodeSettings
+
+	types  bitset // ordinary types the pool's requirements and offerings allow
+	exotic bitset // GPU, accelerator and bare-metal types it allows
+	mask   uint64 // (zone, capacity type) slots its requirements allow
+
+	capacity []vec // per type, as the node will report it
+	overhead []vec // daemonset requests per type
+	alloc    []vec // allocatable − overhead, what pods can use
+	fit      [4]fitIndex
+
+	limits     vec
+	limited    [numRes]bool
+	nodeLimit  int64 // -1: none
+	used       vec
+	usedNodes  int64
+	minValueOn []string // keys with minValues
+
+	err error // the pool cannot launch anything (bad requirement)
+}
+
+// fitIndex answers "which types have at least x of one resource" with one
+// binary search: values are the distinct amounts, suffix[i] the types with at
+// least values[i].
+type fitIndex struct {
+	values []int64
+	suffix []bitset
+}
+
+// fitDims are the dimensions fitIndex covers; other dimensions are checked
+// type by type (few types have them).
+var fitDims = [4]int{rCPU, rMemory, rPods, rEphemeral}
+
+func (s *solver) newPool(np *apis.NodePool, classes map[string]*apis.EC2NodeClass) *pool {
+	u := s.u
+	p := &pool{np: np, name: np.Name, nodeLimit: -1}
+	if np.Spec.Weight != nil {
+		p.weight = *np.Spec.Weight
+	}
+	if ref := np.Spec.Template.Spec.NodeClassRef; ref != nil {
+		p.nodeClass = ref.Name
+		p.settings = catalog.SettingsFor(classes[ref.Name])
+	}
+	reqs, err := requirements.FromNodePool(np)
+	if err != nil {
+		p.err = err
+		return p
+	}
+	p.reqs, p.rs = reqs, s.intern(reqs)
+	for _, r := range reqs {
+		if r.MinValues != nil {
+			p.minValueOn = append(p.minValueOn, r.Key)
+		}
+	}
+	p.mask = u.offeringMask(reqs)
+	allowed := u.typeRequirementBits(reqs, u.all)
+	allowed.and(u.offeredIn(p.mask))
+	p.exotic = allowed.clone()
+	p.exotic.and(u.exotic)
+	p.types = allowed
+	p.types.andNot(u.exotic)
+	p.computeResources(s)
+	p.buildFitIndex(u.n)
+	p.setLimits(s.reg)
+	return p
+}
+
+// computeResources fills capacity, daemonset overhead and allocatable for
+// every type the pool allows.
+func (p *pool) computeResources(s *solver) {
+	u := s.u
+	p.capacity, p.overhead, p.alloc = make([]vec, u.n), make([]vec, u.n), make([]vec, u.n)
+	both := p.types.clone()
+	both.or(p.exotic)
+	both.each(func(t int) bool {
+		c, a := u.types[t].Compute(p.settings)
+		p.capacity[t], p.alloc[t] = amountsVec(c), amountsVec(a)
+		return true
+	})
+	for _, ds := range s.daemons {
+		runsOn := p.daemonTypes(s, ds)
+		runsOn.and(both)
+		runsOn.each(func(t int) bool {
+			p.overhead[t] = p.overhead[t].add(ds.req)
+			return true
+		})
+	}
+	both.each(func(t int) bool {
+		p.alloc[t] = p.alloc[t].sub(p.overhead[t])
+		return true
+	})
+}
+
+// daemonTypes is the types on which the daemonset's pod would run in this
+// pool: it tolerates the pool's taints (startup taints are removed before
+// pods run, so they don't count), and one of its node requirement
+// alternatives is compatible with the pool and satisfied by the type.
+func (p *pool) daemonTypes(s *solver, ds *daemon) bitset {
+	out := newBitset(s.u.n)
+	if !tolerates(ds.tolerations, p.np.Spec.Template.Spec.Taints, false) {
+		return out
+	}
+	for _, alt := range ds.alts {
+		typeReqs, nodeReqs := s.u.split(alt)
+		if p.reqs.Compatible(nodeReqs, requirements.WellKnown) != nil {
+			continue
+		}
+		merged := p.reqs.Intersect(nodeReqs)
+		b := s.u.typeRequirementBits(typeReqs, s.u.all)
+		b.and(s.u.offeredIn(s.u.offeringMask(merged)))
+		out.or(b)
+	}
+	return out
+}
+
+func (p *pool) buildFitIndex(n int) {
+	both := p.types.clone()
+	both.or(p.exotic)
+	for d, dim := range fitDims {
+		type tv struct {
+			t int
+			v int64
+		}
+		var all []tv
+		both.each(func(t int) bool {
+			all = append(all, tv{t, p.alloc[t][dim]})
+			return true
+		})
+		sort.Slice(all, func(i, j int) bool { return all[i].v > all[j].v })
+		fi := fitIndex{}
+		cur := newBitset(n)
+		for i := 0; i < len(all); {
+			v := all[i].v
+			for ; i < len(all) && all[i].v == v; i++ {
+				cur.set(all[i].t)
+			}
+			fi.values = append(fi.values, v)
+			fi.suffix = append(fi.suffix, cur.clone())
+		}
+		// values descending; reverse so the search reads naturally.
+		slices.Reverse(fi.values)
+		slices.Reverse(fi.suffix)
+		p.fit[d] = fi
+	}
+}
+
+// fitting narrows dst (a copy of the candidate types) to the types whose
+// allocatable holds need.
+func (p *pool) fitting(dst bitset, need vec) {
+	for d, dim := range fitDims {
+		fi := &p.fit[d]
+		i := sort.Search(len(fi.values), func(i int) bool { return fi.values[i] >= need[dim] })
+		if i == len(fi.values) {
+			clear(dst)
+			return
+		}
+		dst.and(fi.suffix[i])
+	}
+	for dim := rNvidiaGPU; dim < numRes; dim++ {
+		if need[dim] <= 0 {
+			continue
+		}
+		dst.each(func(t int) bool {
+			if p.alloc[t][dim] < need[dim] {
+				dst[t>>6] &^= 1 << (uint(t) & 63)
+			}
+			return true
+		})
+	}
+}
+
+func (p *pool) setLimits(reg *registry) {
+	for name, q := range p.np.Spec.Limits {
+		if name == "nodes" {
+			p.nodeLimit = q.Value()
+			continue
+		}
+		i, ok := reg.slot(name, false)
+		if !ok {
+			continue // a limit on a resource no type has never binds
+		}
+		p.limited[i] = true
+		if i == rCPU {
+			p.limits[i] = q.MilliValue()
+		} else {
+			p.limits[i] = q.Value()
+		}
+	}
+}
+
+// hasLimits says whether any limit applies.
+func (p *pool) hasLimits() bool {
+	return p.nodeLimit >= 0 || slices.Contains(p.limited[:], true)
+}
+
+// withinLimits says whether adding extra capacity (and nodes) keeps the pool
+// within its limits.
+func (p *pool) withinLimits(extra vec, nodes int64) bool {
+	if p.nodeLimit >= 0 && p.usedNodes+nodes > p.nodeLimit {
+		return false
+	}
+	for i, on := range p.limited {
+		if on && p.used[i]+extra[i] > p.limits[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// limitReason describes the limit a capacity increase would break.
+func (p *pool) limitReason(reg *registry, extra vec) string {
+	if p.nodeLimit >= 0 && p.usedNodes+1 > p.nodeLimit {
+		return fmt.Sprintf("NodePool %s has reached its limit of %d nodes", p.name, p.nodeLimit)
+	}
+	for i, on := range p.limited {
+		if on && p.used[i]+extra[i] > p.limits[i] {
+			return fmt.Sprintf("NodePool %s would exceed its %s limit of %s (%s in use)", p.name, reg.names[i],
+				human(i, p.limits[i]), human(i, p.used[i]))
+		}
+	}
+	return ""
+}
+
+// countExisting adds an existing or in-flight node of the pool to its usage.
+func (p *pool) countExisting(capacity vec) {
+	p.used = p.used.add(capacity)
+	p.usedNodes++
+}
+
+// taints are the taints pods must tolerate on the pool's nodes.
+func (p *pool) taints() []corev1.Taint { return p.np.Spec.Template.Spec.Taints }

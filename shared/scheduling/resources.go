@@ -1,0 +1,181 @@
+package scheduling
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	resourcehelper "k8s.io/component-helpers/resource"
+
+	"github.com/nodewright/nodewright/shared/apis"
+	"github.com/nodewright/nodewright/shared/catalog"
+)
+
+// Resource dimensions of a vec. The first ones are fixed; extra slots hold
+// other extended resources that existing nodes advertise in this solve.
+const (
+	rCPU = iota // millicores
+	rMemory
+	rEphemeral
+	rPods
+	rNvidiaGPU
+	rAMDGPU
+	rNeuron
+	rNeuronCore
+	rEFA
+	rExtra0
+	numRes   = rExtra0 + 3
+	numFixed = rExtra0
+)
+
+// vec is a resource vector: fixed-size integers, so fitting and summing never
+// allocate.
+type vec [numRes]int64
+
+func (a vec) add(b vec) vec {
+	for i := range a {
+		a[i] += b[i]
+	}
+	return a
+}
+
+func (a vec) sub(b vec) vec {
+	for i := range a {
+		a[i] -= b[i]
+	}
+	return a
+}
+
+func (a vec) scale(k int64) vec {
+	for i := range a {
+		a[i] *= k
+	}
+	return a
+}
+
+// fits says whether a is within b on every dimension.
+func (a vec) fits(b vec) bool {
+	for i := range a {
+		if a[i] > b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// howMany is how many copies of a fit in room (a large number when a is zero).
+func (a vec) howMany(room vec) int64 {
+	n := int64(1 << 40)
+	for i := range a {
+		if a[i] <= 0 {
+			if room[i] < 0 {
+				return 0
+			}
+			continue
+		}
+		if room[i] < 0 {
+			return 0
+		}
+		n = min(n, room[i]/a[i])
+	}
+	return n
+}
+
+var fixedNames = [numFixed]corev1.ResourceName{
+	corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourceEphemeralStorage, corev1.ResourcePods,
+	apis.ResourceNVIDIAGPU, apis.ResourceAMDGPU, apis.ResourceAWSNeuron, apis.ResourceAWSNeuronCore, apis.ResourceEFA,
+}
+
+// registry maps resource names to vec dimensions for one solve.
+type registry struct {
+	index map[corev1.ResourceName]int
+	names [numRes]corev1.ResourceName
+	extra int
+}
+
+func newRegistry() *registry {
+	r := &registry{index: map[corev1.ResourceName]int{}}
+	for i, n := range fixedNames {
+		r.index[n], r.names[i] = i, n
+	}
+	return r
+}
+
+// slot returns the dimension of name, claiming an extra slot for a resource
+// that nodes advertise (claim=true); ok is false when there is none.
+func (r *registry) slot(name corev1.ResourceName, claim bool) (int, bool) {
+	if i, ok := r.index[name]; ok {
+		return i, true
+	}
+	if !claim || r.extra == numRes-numFixed {
+		return 0, false
+	}
+	i := numFixed + r.extra
+	r.extra++
+	r.index[name], r.names[i] = i, name
+	return i, true
+}
+
+// fromList converts a resource list; names without a slot are returned.
+func (r *registry) fromList(rl corev1.ResourceList, claim bool) (v vec, unknown []corev1.ResourceName) {
+	for name, q := range rl {
+		i, ok := r.slot(name, claim)
+		if !ok {
+			if !q.IsZero() {
+				unknown = append(unknown, name)
+			}
+			continue
+		}
+		if i == rCPU {
+			v[i] = q.MilliValue()
+		} else {
+			v[i] = q.Value()
+		}
+	}
+	return v, unknown
+}
+
+// toList converts v back to quantities, leaving out zero extended resources.
+func (r *registry) toList(v vec) corev1.ResourceList {
+	rl := corev1.ResourceList{}
+	for i, x := range v {
+		if x == 0 && i > rPods {
+			continue
+		}
+		rl[r.names[i]] = quantity(i, x)
+	}
+	return rl
+}
+
+// podRequests is what the kubelet admits a pod against: the larger of the
+// init containers' and the app containers' (with restartable init
+// containers, i.e. sidecars, running alongside) requests, plus pod overhead,
+// plus one pod slot.
+func (r *registry) podRequests(pod *corev1.Pod) (vec, []corev1.ResourceName) {
+	v, unknown := r.fromList(resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{}), false)
+	v[rPods] = 1
+	return v, unknown
+}
+
+// amountsVec converts the catalog's node amounts.
+func amountsVec(a catalog.Amounts) vec {
+	var v vec
+	v[rCPU], v[rMemory], v[rEphemeral], v[rPods] = a.MilliCPU, a.MemoryBytes, a.EphemeralBytes, a.Pods
+	v[rNvidiaGPU], v[rAMDGPU], v[rNeuron], v[rNeuronCore], v[rEFA] = a.NvidiaGPU, a.AMDGPU, a.Neuron, a.NeuronCore, a.EFA
+	return v
+}
+
+// describe formats one dimension for people: "2Ti memory", "3 nvidia.com/gpu".
+func (r *registry) describe(i int, x int64) string {
+	q := quantity(i, x)
+	switch i {
+	case rCPU:
+		return q.String() + " cpu"
+	case rMemory:
+		return q.String() + " memory"
+	case rEphemeral:
+		return q.String() + " ephemeral-storage"
+	case rPods:
+		return fmt.Sprintf("%d pods", x)
+	}
+	return q.String() + " " + string(r.names[i])
+}

@@ -1,0 +1,204 @@
+package scheduling
+
+import (
+	"math"
+	"slices"
+	"sort"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nodewright/nodewright/shared/apis"
+	"github.com/nodewright/nodewright/shared/requirements"
+)
+
+// podFromTemplate is the pod a daemonset runs on every node it selects.
+func podFromTemplate(ds *appsv1.DaemonSet) *corev1.Pod {
+	p := &corev1.Pod{ObjectMeta: ds.Spec.Template.ObjectMeta, Spec: ds.Spec.Template.Spec}
+	p.Namespace = ds.Namespace
+	return p
+}
+
+func (s *solver) result() *Result {
+	res := &Result{NodeClaims: []NodeClaim{}, ExistingNodes: []NodePlacement{}, Unschedulable: []Unschedulable{}}
+	for _, n := range s.nodes {
+		if len(n.placed) > 0 {
+			res.ExistingNodes = append(res.ExistingNodes, NodePlacement{Node: n.name, InFlight: n.inFlight, Pods: sortedKeys(n.placed)})
+		}
+	}
+	for _, c := range s.claims {
+		nc := s.finalize(c)
+		res.NodeClaims = append(res.NodeClaims, nc)
+		res.PricePerHour += nc.PricePerHour
+	}
+	sort.SliceStable(res.NodeClaims, func(i, j int) bool {
+		a, b := res.NodeClaims[i], res.NodeClaims[j]
+		if a.NodePool != b.NodePool {
+			return a.NodePool < b.NodePool
+		}
+		return a.Pods[0] < b.Pods[0]
+	})
+	for _, g := range s.failed {
+		reason := s.explain(g)
+		for _, p := range g.pods {
+			res.Unschedulable = append(res.Unschedulable, Unschedulable{Pod: podKey(p), Reason: reason})
+		}
+	}
+	sort.Slice(res.Unschedulable, func(i, j int) bool { return res.Unschedulable[i].Pod < res.Unschedulable[j].Pod })
+	res.PricePerHour = roundPrice(res.PricePerHour)
+	res.LowerBoundPricePerHour = roundPrice(s.lowerBound())
+	return res
+}
+
+func sortedKeys(pods []*corev1.Pod) []string {
+	keys := podKeys(pods)
+	sort.Strings(keys)
+	return keys
+}
+
+// roundPrice keeps prices to a millionth of a dollar, so sums print stably.
+func roundPrice(p float64) float64 { return math.Round(p*1e6) / 1e6 }
+
+// option is an instance type a NodeClaim may launch, at its expected price.
+type option struct {
+	t     int
+	price float64
+	slots uint64 // offerings kept
+}
+
+// finalize turns a planned claim into its NodeClaim: the types that fit (for
+// a pool with limits, only those no larger than the expected type in the
+// limited resources, so any choice EC2 makes stays within the limits), priced
+// with the spot offerings that cost more than the cheapest on-demand one
+// dropped, cheapest first, cut to MaxInstanceTypes keeping minValues.
+func (s *solver) finalize(c *claim) NodeClaim {
+	u, st, p := s.u, c.state, c.pool
+	fit := s.fitSet(p, st, c.total).clone()
+	if p.hasLimits() {
+		fit.each(func(t int) bool {
+			for i, on := range p.limited {
+				if on && p.capacity[t][i] > c.capacity[i] {
+					fit[t>>6] &^= 1 << (uint(t) & 63)
+				}
+			}
+			return true
+		})
+	}
+	odMin := math.Inf(1)
+	fit.each(func(t int) bool {
+		for slot := 0; slot < u.slots; slot++ {
+			if st.mask&(1<<uint(slot)) != 0 && capacityTypes[slot%len(capacityTypes)] == apis.CapacityTypeOnDemand {
+				odMin = min(odMin, u.price[t*u.slots+slot])
+			}
+		}
+		return true
+	})
+	var opts []option
+	fit.each(func(t int) bool {
+		o := option{t: t, price: math.Inf(1)}
+		for slot := 0; slot < u.slots; slot++ {
+			pr := u.price[t*u.slots+slot]
+			if st.mask&(1<<uint(slot)) == 0 || math.IsInf(pr, 1) {
+				continue
+			}
+			if capacityTypes[slot%len(capacityTypes)] == apis.CapacityTypeSpot && pr > odMin {
+				continue
+			}
+			o.slots |= 1 << uint(slot)
+			o.price = min(o.price, pr)
+		}
+		if o.slots != 0 {
+			opts = append(opts, o)
+		}
+		return true
+	})
+	sort.SliceStable(opts, func(i, j int) bool { return opts[i].price < opts[j].price })
+	opts = s.truncate(opts, st.minKeys)
+	return s.nodeClaim(c, opts)
+}
+
+// truncate keeps the cheapest MaxInstanceTypes options, first taking, in
+// price order, the types that bring a value a minValues key still lacks.
+func (s *solver) truncate(opts []option, keys []minKey) []option {
+	limit := s.in.MaxInstanceTypes
+	if len(opts) <= limit {
+		return opts
+	}
+	keep := make([]bool, len(opts))
+	n := 0
+	for _, mk := range keys {
+		seen := map[string]bool{}
+		for i, o := range opts {
+			if keep[i] {
+				seen[s.u.labels[o.t][mk.key]] = true
+			}
+		}
+		for i, o := range opts {
+			if len(seen) >= mk.min || n == limit {
+				break
+			}
+			v, ok := s.u.labels[o.t][mk.key]
+			if ok && !seen[v] && !keep[i] {
+				keep[i], seen[v] = true, true
+				n++
+			}
+		}
+	}
+	for i := range opts {
+		if n == limit {
+			break
+		}
+		if !keep[i] {
+			keep[i] = true
+			n++
+		}
+	}
+	var out []option
+	for i, o := range opts {
+		if keep[i] {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+func (s *solver) nodeClaim(c *claim, opts []option) NodeClaim {
+	u, p := s.u, c.pool
+	nc := NodeClaim{NodePool: p.name, NodeClass: p.nodeClass, Pods: sortedKeys(c.pods),
+		Taints: p.np.Spec.Template.Spec.Taints, StartupTaints: p.np.Spec.Template.Spec.StartupTaints}
+	var slots uint64
+	for _, o := range opts {
+		nc.InstanceTypes = append(nc.InstanceTypes, u.types[o.t].Name)
+		slots |= o.slots
+	}
+	var zones, cts []string
+	for slot := 0; slot < u.slots; slot++ {
+		if slots&(1<<uint(slot)) != 0 {
+			zones = append(zones, u.zones[slot/len(capacityTypes)])
+			cts = append(cts, capacityTypes[slot%len(capacityTypes)])
+		}
+	}
+	slices.Sort(zones)
+	slices.Sort(cts)
+	nc.Zones, nc.CapacityTypes = slices.Compact(zones), slices.Compact(cts)
+	if len(opts) > 0 {
+		best := opts[0]
+		_, nc.CapacityType, nc.PricePerHour = u.cheapestOffering(best.t, best.slots)
+		nc.Requests = s.reg.toList(c.total.add(p.overhead[best.t]))
+	}
+	reqs := c.rs.reqs.
+		Add(requirements.In(apis.LabelInstanceType, nc.InstanceTypes...)).
+		Add(requirements.In(apis.LabelZone, nc.Zones...)).
+		Add(requirements.In(apis.LabelCapacityType, nc.CapacityTypes...))
+	nc.Requirements = reqs.NodeSelectorRequirements()
+	nc.Labels = map[string]string{}
+	for k, v := range p.np.Spec.Template.ObjectMeta.Labels {
+		nc.Labels[k] = v
+	}
+	for _, r := range reqs {
+		if v, ok := r.Values(); ok && len(v) == 1 {
+			nc.Labels[r.Key] = v[0]
+		}
+	}
+	return nc
+}

@@ -1,0 +1,268 @@
+package scheduling
+
+import (
+	"slices"
+	"sort"
+
+	"github.com/nodewright/nodewright/shared/apis"
+	"github.com/nodewright/nodewright/shared/requirements"
+)
+
+// solver holds one solve's state.
+type solver struct {
+	in       *Input
+	u        *universe
+	reg      *registry
+	pools    []*pool // weight order
+	nodes    []*node
+	daemons  []*daemon
+	groups   []*group
+	claims   []*claim
+	counters []*counter
+
+	nodeByName map[string]*node
+	counterIdx map[string]int
+	states     map[stateKey]*reqState
+	sets       map[string]*reqSet
+	merges     map[setPair]*reqSet
+	pins       map[pinOp]*reqSet
+	scratch    bitset
+	failed     []*group
+}
+
+// Solve plans where in.Pods go. It returns an error only for input it cannot
+// work with at all; pods it cannot place come back in Result.Unschedulable.
+func Solve(in Input) (*Result, error) {
+	if in.MaxInstanceTypes <= 0 {
+		in.MaxInstanceTypes = DefaultMaxInstanceTypes
+	}
+	s := &solver{in: &in, reg: newRegistry(), counterIdx: map[string]int{}, states: map[stateKey]*reqState{},
+		sets: map[string]*reqSet{}, merges: map[setPair]*reqSet{}, pins: map[pinOp]*reqSet{}}
+	s.u = newUniverse(&in)
+	s.scratch = newBitset(s.u.n)
+	s.buildNodes()
+	s.buildDaemons()
+	s.buildPools()
+	s.attachPools()
+	s.buildGroups(in.Pods)
+	s.countExistingPods()
+	s.matchCounters()
+	sortGroups(s.groups)
+	s.run()
+	return s.result(), nil
+}
+
+func (s *solver) buildPools() {
+	classes := map[string]*apis.EC2NodeClass{}
+	for _, nc := range s.in.NodeClasses {
+		classes[nc.Name] = nc
+	}
+	nps := slices.Clone(s.in.NodePools)
+	sort.SliceStable(nps, func(i, j int) bool {
+		wi, wj := weight(nps[i]), weight(nps[j])
+		if wi != wj {
+			return wi > wj
+		}
+		return nps[i].Name < nps[j].Name
+	})
+	for _, np := range nps {
+		s.pools = append(s.pools, s.newPool(np, classes))
+	}
+}
+
+func weight(np *apis.NodePool) int32 {
+	if np.Spec.Weight == nil {
+		return 0
+	}
+	return *np.Spec.Weight
+}
+
+func (s *solver) buildDaemons() {
+	for _, ds := range s.in.DaemonSets {
+		if ds == nil {
+			continue
+		}
+		p := podFromTemplate(ds)
+		req, _ := s.reg.podRequests(p)
+		alts, err := requirements.FromPod(p)
+		if err != nil {
+			continue
+		}
+		s.daemons = append(s.daemons, &daemon{req: req, tolerations: p.Spec.Tolerations, alts: alts, hostPorts: podHostPorts(p)})
+	}
+}
+
+// run places every group: on each round, each group goes to existing nodes,
+// then the slack of planned NodeClaims, then grows planned NodeClaims, then
+// opens new ones, relaxing its preferences while pods remain; groups that
+// could not be placed wait for the next round (other groups may make room for
+// their affinity) as long as a round places something.
+func (s *solver) run() {
+	queue := s.groups
+	for len(queue) > 0 {
+		progress := false
+		var retry []*group
+		for _, g := range queue {
+			before := len(g.pods)
+			s.placeGroup(g)
+			if len(g.pods) < before {
+				progress = true
+			}
+			if len(g.pods) > 0 {
+				retry = append(retry, g)
+			}
+		}
+		queue = retry
+		if !progress {
+			break
+		}
+	}
+	s.failed = queue
+}
+
+// placeGroup places as many pods of g as it can, relaxing preferences.
+func (s *solver) placeGroup(g *group) {
+	if g.err != nil {
+		return
+	}
+	for {
+		s.prepare(g)
+		s.placeOnNodes(g)
+		s.placeOnClaims(g, modeSlack)
+		s.placeOnClaims(g, modeGrow)
+		s.placeOnNewClaims(g)
+		if len(g.pods) == 0 || !g.relax() {
+			return
+		}
+	}
+}
+
+// prepare caches g's current requirements, topology keys and eligible domains.
+func (s *solver) prepare(g *group) {
+	g.cur = s.intern(g.nodeReqs())
+	g.topoKeys = s.topologyKeys(g)
+	cache := map[string][]string{}
+	g.eligible = func(sp *spread) []string {
+		if sp.key == apis.LabelHostname {
+			return nil // a new node is always a domain with no pods
+		}
+		if v, ok := cache[sp.key]; ok {
+			return v
+		}
+		v := s.eligibleDomains(g, sp)
+		cache[sp.key] = v
+		return v
+	}
+}
+
+// eligibleDomains is the values of sp's key that g could land in: from the
+// pools it may use and the existing nodes, honouring its node affinity
+// unless the constraint's nodeAffinityPolicy is Ignore.
+func (s *solver) eligibleDomains(g *group, sp *spread) []string {
+	seen := map[string]bool{}
+	for _, n := range s.nodes {
+		if n.skip {
+			continue
+		}
+		if sp.honorAffinity && !g.cur.reqs.Matches(n.labels) {
+			continue
+		}
+		if sp.honorTaints && !tolerates(g.tolerations, n.taints, false) {
+			continue
+		}
+		if v, ok := n.labels[sp.key]; ok {
+			seen[v] = true
+		}
+	}
+	for _, p := range s.pools {
+		if p.err != nil || (sp.honorTaints && !tolerates(g.tolerations, p.taints(), false)) {
+			continue
+		}
+		reqs := p.reqs
+		if sp.honorAffinity {
+			m := s.merged(p.rs, g.cur)
+			if m == nil {
+				continue
+			}
+			reqs = m.reqs
+		}
+		for _, v := range s.poolDomains(p, reqs, sp.key) {
+			seen[v] = true
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for v := range seen {
+		out = append(out, v)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// poolDomains lists the values a pool's nodes may take for key under reqs.
+func (s *solver) poolDomains(p *pool, reqs requirements.Requirements, key string) []string {
+	var candidates []string
+	switch key {
+	case apis.LabelZone:
+		candidates = s.u.zones
+	case apis.LabelCapacityType:
+		candidates = capacityTypes
+	default:
+		if r, ok := reqs.Get(key); ok {
+			v, _ := r.Values()
+			return v
+		}
+		return nil
+	}
+	mask := s.u.offeringMask(reqs)
+	offered := s.u.offeredIn(mask)
+	var out []string
+	for _, v := range candidates {
+		m := s.u.offeringMask(reqs.Add(requirements.In(key, v)))
+		if m == 0 || !s.u.offeredIn(m).intersects(p.types) && !s.u.offeredIn(m).intersects(p.exotic) {
+			continue
+		}
+		_ = offered
+		out = append(out, v)
+	}
+	return out
+}
+
+func (s *solver) placeOnNodes(g *group) {
+	for _, n := range s.nodes {
+		if len(g.pods) == 0 {
+			return
+		}
+		k := min(s.nodeRoom(n, g), len(g.pods))
+		if k <= 0 {
+			continue
+		}
+		k = min(k, s.topologyCap(g, n.domain, g.eligible))
+		if k > 0 {
+			s.placeOnNode(g, n, k)
+		}
+	}
+}
+
+func (s *solver) placeOnClaims(g *group, m mode) {
+	if m == modeGrow {
+		g.unit = s.unitPrice(g)
+	}
+	for _, c := range s.claims {
+		if len(g.pods) == 0 {
+			return
+		}
+		if k, rs := s.tryClaim(c, g, m); k > 0 {
+			s.addToClaim(c, g, k, rs)
+		}
+	}
+}
+
+func (s *solver) placeOnNewClaims(g *group) {
+	for _, p := range s.pools {
+		for len(g.pods) > 0 {
+			if s.newClaim(p, g) == nil {
+				break
+			}
+		}
+	}
+}

@@ -1,0 +1,243 @@
+package scheduling
+
+import (
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/nodewright/nodewright/shared/apis"
+)
+
+// counter counts, per topology domain, the pods a selector matches (or, for
+// an owner counter, the pods that carry a required anti-affinity term with
+// that selector, which repel the pods the selector matches).
+type counter struct {
+	key        string
+	all        bool
+	namespaces []string
+	sel        labels.Selector
+	owner      bool
+	counts     map[string]int
+	total      int
+}
+
+func (c *counter) matches(ns string, l map[string]string) bool {
+	return (c.all || slices.Contains(c.namespaces, ns)) && c.sel.Matches(labels.Set(l))
+}
+
+func (c *counter) add(domain string, n int) {
+	if domain == "" || n == 0 {
+		return
+	}
+	c.counts[domain] += n
+	c.total += n
+}
+
+func (s *solver) counterID(key string, ns []string, all, owner bool, sel labels.Selector) string {
+	var b strings.Builder
+	if owner {
+		b.WriteString("owner|")
+	}
+	b.WriteString(key + "|")
+	if all {
+		b.WriteString("*")
+	} else {
+		b.WriteString(strings.Join(ns, ","))
+	}
+	b.WriteString("|" + sel.String())
+	return b.String()
+}
+
+func (s *solver) counterFor(key string, ns []string, all bool, sel labels.Selector) int {
+	return s.getCounter(key, ns, all, false, sel)
+}
+
+func (s *solver) ownerCounterFor(key string, ns []string, all bool, sel labels.Selector) int {
+	return s.getCounter(key, ns, all, true, sel)
+}
+
+func (s *solver) getCounter(key string, ns []string, all, owner bool, sel labels.Selector) int {
+	id := s.counterID(key, ns, all, owner, sel)
+	if i, ok := s.counterIdx[id]; ok {
+		return i
+	}
+	s.counters = append(s.counters, &counter{key: key, all: all, namespaces: ns, sel: sel, owner: owner, counts: map[string]int{}})
+	s.counterIdx[id] = len(s.counters) - 1
+	return len(s.counters) - 1
+}
+
+// countExistingPods registers the required anti-affinity terms of pods already
+// on nodes (inverse anti-affinity) and counts every bound pod in the counters
+// it matches.
+func (s *solver) countExistingPods() {
+	for _, n := range s.nodes {
+		for _, p := range n.pods {
+			s.registerOwnerTerms(p)
+		}
+	}
+	for _, n := range s.nodes {
+		for _, p := range n.pods {
+			for _, c := range s.counters {
+				if c.owner {
+					continue
+				}
+				if c.matches(p.Namespace, p.Labels) {
+					c.add(n.domain(c.key), 1)
+				}
+			}
+		}
+	}
+}
+
+func (s *solver) registerOwnerTerms(p *corev1.Pod) {
+	a := p.Spec.Affinity
+	if a == nil || a.PodAntiAffinity == nil {
+		return
+	}
+	for _, t := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+		sel, err := selectorWithKeys(t.LabelSelector, t.MatchLabelKeys, t.MismatchLabelKeys, p.Labels)
+		if err != nil {
+			continue
+		}
+		all, ns := termNamespaces(t, p.Namespace)
+		c := s.counters[s.ownerCounterFor(t.TopologyKey, ns, all, sel)]
+		if n := s.nodeByName[p.Spec.NodeName]; n != nil {
+			c.add(n.domain(t.TopologyKey), 1)
+		}
+	}
+}
+
+// matchCounters records which counters each group's pods match.
+func (s *solver) matchCounters() {
+	for _, g := range s.groups {
+		g.matches = g.matches[:0]
+		for i, c := range s.counters {
+			if c.matches(g.ns, g.labels) {
+				g.matches = append(g.matches, i)
+			}
+		}
+	}
+}
+
+// record counts k pods of g placed in a target with the given domains.
+func (s *solver) record(g *group, domain func(key string) string, k int) {
+	for _, i := range g.matches {
+		if c := s.counters[i]; !c.owner {
+			c.add(domain(c.key), k)
+		}
+	}
+	for _, i := range g.owners {
+		c := s.counters[i]
+		c.add(domain(c.key), k)
+	}
+}
+
+// topologyKeys is the keys whose domain must be known when g is placed on a
+// new NodeClaim (so zone and capacity type get pinned).
+func (s *solver) topologyKeys(g *group) []string {
+	var keys []string
+	add := func(k string) {
+		if (k == apis.LabelZone || k == apis.LabelCapacityType) && !slices.Contains(keys, k) {
+			keys = append(keys, k)
+		}
+	}
+	for _, sp := range g.spreads {
+		if !sp.dropped {
+			add(sp.key)
+		}
+	}
+	for _, ts := range [][]term{g.affinity, g.anti} {
+		for _, t := range ts {
+			if !t.dropped {
+				add(t.key)
+			}
+		}
+	}
+	for _, i := range g.matches {
+		add(s.counters[i].key)
+	}
+	for _, i := range g.owners {
+		add(s.counters[i].key)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// topologyCap is how many more pods of g the topology allows in a target whose
+// domains are given (math.MaxInt32 when unconstrained); hostnameMin is the
+// smallest count of the hostname domains g could also use (0 when a new node
+// is possible).
+func (s *solver) topologyCap(g *group, domain func(string) string, eligible func(sp *spread) []string) int {
+	limit := 1 << 30
+	for i := range g.spreads {
+		sp := &g.spreads[i]
+		if sp.dropped {
+			continue
+		}
+		limit = min(limit, s.spreadCap(sp, domain(sp.key), eligible(sp)))
+		if limit <= 0 {
+			return 0
+		}
+	}
+	for _, t := range g.affinity {
+		if t.dropped {
+			continue
+		}
+		c := s.counters[t.counter]
+		d := domain(t.key)
+		if c.counts[d] == 0 && (c.total > 0 || !t.selfMatch) {
+			return 0
+		}
+		if c.total == 0 && t.selfMatch && d == "" {
+			return 0 // the first pod of a self-affine group needs a known domain
+		}
+	}
+	for _, t := range g.anti {
+		if t.dropped {
+			continue
+		}
+		c := s.counters[t.counter]
+		d := domain(t.key)
+		if d == "" || c.counts[d] > 0 {
+			return 0
+		}
+		if t.selfMatch {
+			limit = min(limit, 1)
+		}
+	}
+	for _, i := range g.matches {
+		if c := s.counters[i]; c.owner {
+			if d := domain(c.key); d == "" || c.counts[d] > 0 {
+				return 0
+			}
+		}
+	}
+	return limit
+}
+
+// spreadCap applies one spread constraint to domain d given the eligible
+// domains: placing pods in d may not put it more than maxSkew above the
+// least-loaded eligible domain (0 when fewer than minDomains domains exist).
+func (s *solver) spreadCap(sp *spread, d string, eligible []string) int {
+	if d == "" {
+		return 0
+	}
+	c := s.counters[sp.counter]
+	globalMin := 1 << 30
+	for _, e := range eligible {
+		globalMin = min(globalMin, c.counts[e])
+	}
+	if len(eligible) < sp.minDomains || len(eligible) == 0 {
+		globalMin = 0
+	}
+	room := sp.maxSkew + globalMin - c.counts[d]
+	if !sp.selfMatch {
+		if c.counts[d]-globalMin > sp.maxSkew {
+			return 0
+		}
+		return 1 << 30
+	}
+	return max(room, 0)
+}
