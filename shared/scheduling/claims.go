@@ -450,4 +450,3 @@ func needsExotic(req vec) bool {
 func (s *solver) toleratesPool(g *group, p *pool) bool {
 	return tolerates(g.tolerations, p.taints(), !g.preferNoScheduleOK)
 }
-

@@ -47,10 +47,10 @@ type group struct {
 	topoKeys []string
 	eligible func(sp *spread) []string
 	unit     float64 // lowest price per pod on a fresh node
-	matches            []int // counters whose selector matches the group's pods
-	rank               int
-	err                error
-	relaxed            []string
+	matches  []int   // counters whose selector matches the group's pods
+	rank     int
+	err      error
+	relaxed  []string
 }
 
 type weighted struct {
