@@ -27,6 +27,15 @@ type claim struct {
 	cur      int // expected type, -1 before the first pod
 	price    float64
 	capacity vec // of the expected type, counted against the pool's limits
+
+	placements []placement
+	removed    bool
+}
+
+// placement is pods of one group put on a claim together.
+type placement struct {
+	g    *group
+	pods []*corev1.Pod
 }
 
 // reqState is what a requirement set allows in a pool: shared by every claim
@@ -156,7 +165,7 @@ func (s *solver) cheapest(c *claim, st *reqState, need vec) (int, float64) {
 
 // growthTolerance is how much more than a fresh, efficiently sized node a
 // claim may charge per added pod when it grows to a larger type.
-const growthTolerance = 0.25
+const growthTolerance = 1.0
 
 // growthCandidates bounds how many larger types a growth step compares.
 const growthCandidates = 24
@@ -288,7 +297,10 @@ func claimDomain(c *claim, rs *reqSet) func(string) string {
 // tryClaim works out how many pods of g claim c takes under mode m, and the
 // requirements it then has; k is 0 when it takes none.
 func (s *solver) tryClaim(c *claim, g *group, m mode) (k int, rs *reqSet) {
-	if len(g.unknown) > 0 || !s.toleratesPool(g, c.pool) {
+	if c.removed || len(g.unknown) > 0 || !s.toleratesPool(g, c.pool) {
+		return 0, nil
+	}
+	if m == modeSlack && (c.cur < 0 || !g.req.fits(c.pool.alloc[c.cur].sub(c.total))) {
 		return 0, nil
 	}
 	// Requirements only narrow the types, so if none of the claim's types
@@ -385,9 +397,11 @@ func (s *solver) spreadLoad(g *group, key, v string) int {
 
 // addToClaim places k pods of g on c under the merged requirements.
 func (s *solver) addToClaim(c *claim, g *group, k int, rs *reqSet) {
+	s.touchClaim(c)
 	c.rs, c.state = rs, s.stateFor(c.pool, rs, c.exotic)
 	c.total = c.total.add(g.req.scale(int64(k)))
 	c.pods = append(c.pods, g.pods[:k]...)
+	c.placements = append(c.placements, placement{g, g.pods[:k:k]})
 	c.ports = append(c.ports, g.hostPorts...)
 	s.record(g, claimDomain(c, rs), k)
 	g.pods = g.pods[k:]

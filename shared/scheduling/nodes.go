@@ -115,6 +115,7 @@ func (s *solver) nodeRoom(n *node, g *group) int {
 
 // placeOnNode puts k pods of g on n.
 func (s *solver) placeOnNode(g *group, n *node, k int) {
+	s.touchNode(n)
 	pods := g.pods[:k]
 	n.placed = append(n.placed, pods...)
 	n.used = n.used.add(g.req.scale(int64(k)))

@@ -86,7 +86,7 @@ func TestSmokeOnePod(t *testing.T) {
 }
 
 func TestSmokeDiverse(t *testing.T) {
-	for _, n := range []int{1000, 10000} {
+	for _, n := range []int{1000, 10000, 20000} {
 		for _, real := range []bool{false, true} {
 			in := Input{Pods: diverse(n), NodePools: []*apis.NodePool{smokePool("default")}, Zones: []string{"a", "b", "c"}}
 			if real {

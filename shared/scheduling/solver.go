@@ -28,6 +28,7 @@ type solver struct {
 	pins       map[pinOp]*reqSet
 	scratch    bitset
 	failed     []*group
+	undo       *undoLog
 }
 
 // Solve plans where in.Pods go. It returns an error only for input it cannot
@@ -49,6 +50,7 @@ func Solve(in Input) (*Result, error) {
 	s.matchCounters()
 	sortGroups(s.groups)
 	s.run()
+	s.eliminate()
 	return s.result(), nil
 }
 
@@ -250,6 +252,9 @@ func (s *solver) placeOnClaims(g *group, m mode) {
 	for _, c := range s.claims {
 		if len(g.pods) == 0 {
 			return
+		}
+		if c.removed {
+			continue
 		}
 		if k, rs := s.tryClaim(c, g, m); k > 0 {
 			s.addToClaim(c, g, k, rs)

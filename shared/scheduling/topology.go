@@ -35,6 +35,18 @@ func (c *counter) add(domain string, n int) {
 	c.total += n
 }
 
+// record counts n pods (negative: removes them) in counter i, logging the
+// change while an undo session is open.
+func (s *solver) count(i int, domain string, n int) {
+	if domain == "" || n == 0 {
+		return
+	}
+	s.counters[i].add(domain, n)
+	if s.undo != nil {
+		s.undo.counts = append(s.undo.counts, countChange{i, domain, n})
+	}
+}
+
 func (s *solver) counterID(key string, ns []string, all, owner bool, sel labels.Selector) string {
 	var b strings.Builder
 	if owner {
@@ -125,12 +137,11 @@ func (s *solver) matchCounters() {
 func (s *solver) record(g *group, domain func(key string) string, k int) {
 	for _, i := range g.matches {
 		if c := s.counters[i]; !c.owner {
-			c.add(domain(c.key), k)
+			s.count(i, domain(c.key), k)
 		}
 	}
 	for _, i := range g.owners {
-		c := s.counters[i]
-		c.add(domain(c.key), k)
+		s.count(i, domain(s.counters[i].key), k)
 	}
 }
 
