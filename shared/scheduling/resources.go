@@ -2,6 +2,7 @@ package scheduling
 
 import (
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	resourcehelper "k8s.io/component-helpers/resource"
@@ -117,7 +118,13 @@ func (r *registry) slot(name corev1.ResourceName, claim bool) (int, bool) {
 
 // fromList converts a resource list; names without a slot are returned.
 func (r *registry) fromList(rl corev1.ResourceList, claim bool) (v vec, unknown []corev1.ResourceName) {
-	for name, q := range rl {
+	names := make([]corev1.ResourceName, 0, len(rl))
+	for name := range rl {
+		names = append(names, name)
+	}
+	slices.Sort(names) // extra slots are claimed in a deterministic order
+	for _, name := range names {
+		q := rl[name]
 		i, ok := r.slot(name, claim)
 		if !ok {
 			if !q.IsZero() {

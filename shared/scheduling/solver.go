@@ -1,6 +1,7 @@
 package scheduling
 
 import (
+	"fmt"
 	"slices"
 	"sort"
 
@@ -33,7 +34,12 @@ type solver struct {
 
 // Solve plans where in.Pods go. It returns an error only for input it cannot
 // work with at all; pods it cannot place come back in Result.Unschedulable.
-func Solve(in Input) (*Result, error) {
+func Solve(in Input) (res *Result, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			res, err = nil, fmt.Errorf("scheduling: internal error: %v", r)
+		}
+	}()
 	if in.MaxInstanceTypes <= 0 {
 		in.MaxInstanceTypes = DefaultMaxInstanceTypes
 	}
