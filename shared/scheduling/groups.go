@@ -104,6 +104,17 @@ func (g *group) nodeReqs() requirements.Requirements {
 	return r
 }
 
+// spreadsBeyondHostname says whether g has an active spread on a key other
+// than the hostname.
+func (g *group) spreadsBeyondHostname() bool {
+	for _, sp := range g.spreads {
+		if !sp.dropped && sp.key != apis.LabelHostname {
+			return true
+		}
+	}
+	return false
+}
+
 // relax drops one preference in Karpenter's order and says what it dropped;
 // false when nothing is left to relax.
 func (g *group) relax() bool {

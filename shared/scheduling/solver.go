@@ -252,10 +252,15 @@ func (s *solver) placeOnNodes(g *group) {
 }
 
 func (s *solver) placeOnClaims(g *group, m mode) {
+	s.placeOn(g, s.claims, m)
+}
+
+// placeOn offers claims to g under mode m, in order.
+func (s *solver) placeOn(g *group, claims []*claim, m mode) {
 	if m == modeGrow {
 		g.unit = s.unitPrice(g)
 	}
-	for _, c := range s.claims {
+	for _, c := range claims {
 		if len(g.pods) == 0 {
 			return
 		}
@@ -268,11 +273,27 @@ func (s *solver) placeOnClaims(g *group, m mode) {
 	}
 }
 
+// placeOnNewClaims opens NodeClaims for g, pool by pool in weight order.
+// When g spreads over zones or capacity types, each new claim raises the
+// spread's minimum, so the claims opened so far are offered the remaining
+// pods again before another is opened.
 func (s *solver) placeOnNewClaims(g *group) {
+	var fresh []*claim
+	revisit := g.spreadsBeyondHostname()
 	for _, p := range s.pools {
 		for len(g.pods) > 0 {
-			if s.newClaim(p, g) == nil {
+			c := s.newClaim(p, g)
+			if c == nil {
 				break
+			}
+			fresh = append(fresh, c)
+			for revisit && len(g.pods) > 0 {
+				before := len(g.pods)
+				s.placeOn(g, fresh, modeSlack)
+				s.placeOn(g, fresh, modeGrow)
+				if len(g.pods) == before {
+					break
+				}
 			}
 		}
 	}
