@@ -127,8 +127,35 @@ type InstanceStorePolicy string
 // instance's NVMe disks.
 const InstanceStorePolicyRAID0 InstanceStorePolicy = "RAID0"
 
+// AMI families (spec.amiFamily and the families of amiSelectorTerms aliases).
+const (
+	AMIFamilyAL2          = "AL2"
+	AMIFamilyAL2023       = "AL2023"
+	AMIFamilyBottlerocket = "Bottlerocket"
+	AMIFamilyWindows2019  = "Windows2019"
+	AMIFamilyWindows2022  = "Windows2022"
+	AMIFamilyCustom       = "Custom"
+
+	// AliasVersionLatest is the alias version that follows the newest AMI.
+	AliasVersionLatest = "latest"
+)
+
+// AMIFamilies lists the valid values of spec.amiFamily.
+func AMIFamilies() []string {
+	return []string{AMIFamilyAL2, AMIFamilyAL2023, AMIFamilyBottlerocket, AMIFamilyCustom, AMIFamilyWindows2019, AMIFamilyWindows2022}
+}
+
+// Capacity reservation types and states in EC2NodeClass status.
+const (
+	CapacityReservationTypeDefault       = "default"
+	CapacityReservationTypeCapacityBlock = "capacity-block"
+	CapacityReservationStateActive       = "active"
+	CapacityReservationStateExpiring     = "expiring"
+)
+
 // EC2NodeClassStatus is what Karpenter writes back; read so that `kubectl get
-// -o yaml` output loads.
+// -o yaml` output loads, never trusted for decisions. Unknown status fields are
+// ignored rather than rejected.
 type EC2NodeClassStatus struct {
 	Subnets              []SubnetStatus              `json:"subnets,omitempty"`
 	SecurityGroups       []SecurityGroupStatus       `json:"securityGroups,omitempty"`
@@ -165,11 +192,40 @@ type CapacityReservationStatus struct {
 
 // AMIStatus is a resolved AMI and the requirements it serves.
 type AMIStatus struct {
-	ID           string                                       `json:"id"`
-	Name         string                                       `json:"name,omitempty"`
-	Requirements []NodeSelectorRequirementWithMinValuesStatus `json:"requirements"`
-	Deprecated   bool                                         `json:"deprecated,omitempty"`
+	ID                   string                                       `json:"id"`
+	Name                 string                                       `json:"name,omitempty"`
+	Requirements         []NodeSelectorRequirementWithMinValuesStatus `json:"requirements"`
+	Deprecated           bool                                         `json:"deprecated,omitempty"`
+	RootDeviceName       string                                       `json:"rootDeviceName,omitempty"`
+	RootDeviceSnapshotID string                                       `json:"rootDeviceSnapshotID,omitempty"`
 }
 
 // NodeSelectorRequirementWithMinValuesStatus is the status form of a requirement.
 type NodeSelectorRequirementWithMinValuesStatus = NodeSelectorRequirementWithMinValues
+
+// Alias returns the family (as in the alias: "al2023") and version of the
+// node class's alias AMI selector term; ok is false when it has none.
+func (nc *EC2NodeClass) Alias() (family, version string, ok bool) {
+	for _, t := range nc.Spec.AMISelectorTerms {
+		if t.Alias != "" {
+			return parseAlias(t.Alias)
+		}
+	}
+	return "", "", false
+}
+
+// AMIFamily returns the AMI family that decides user data and default block
+// devices: spec.amiFamily when set (with an alias it may only be the alias's
+// family or Custom), else the family of the alias (al2023@latest gives
+// AL2023), else Custom.
+func (nc *EC2NodeClass) AMIFamily() string {
+	if nc.Spec.AMIFamily != nil && *nc.Spec.AMIFamily != "" {
+		return *nc.Spec.AMIFamily
+	}
+	if family, _, ok := nc.Alias(); ok {
+		if f := aliasFamily(family); f != "" {
+			return f
+		}
+	}
+	return AMIFamilyCustom
+}

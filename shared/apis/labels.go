@@ -43,29 +43,44 @@ const (
 
 // The AWS provider's instance labels (karpenter.k8s.aws).
 const (
-	LabelEC2NodeClass                    = AWSGroup + "/ec2nodeclass"
-	LabelInstanceHypervisor              = AWSGroup + "/instance-hypervisor"
-	LabelInstanceEncryptionInTransit     = AWSGroup + "/instance-encryption-in-transit-supported"
-	LabelInstanceCategory                = AWSGroup + "/instance-category"
-	LabelInstanceFamily                  = AWSGroup + "/instance-family"
-	LabelInstanceGeneration              = AWSGroup + "/instance-generation"
-	LabelInstanceLocalNVME               = AWSGroup + "/instance-local-nvme"
-	LabelInstanceSize                    = AWSGroup + "/instance-size"
-	LabelInstanceCPU                     = AWSGroup + "/instance-cpu"
-	LabelInstanceCPUManufacturer         = AWSGroup + "/instance-cpu-manufacturer"
-	LabelInstanceCPUSustainedClockSpeed  = AWSGroup + "/instance-cpu-sustained-clock-speed-mhz"
-	LabelInstanceMemory                  = AWSGroup + "/instance-memory"
-	LabelInstanceEBSBandwidth            = AWSGroup + "/instance-ebs-bandwidth"
-	LabelInstanceNetworkBandwidth        = AWSGroup + "/instance-network-bandwidth"
-	LabelInstanceGPUName                 = AWSGroup + "/instance-gpu-name"
-	LabelInstanceGPUManufacturer         = AWSGroup + "/instance-gpu-manufacturer"
-	LabelInstanceGPUCount                = AWSGroup + "/instance-gpu-count"
-	LabelInstanceGPUMemory               = AWSGroup + "/instance-gpu-memory"
-	LabelInstanceAcceleratorName         = AWSGroup + "/instance-accelerator-name"
-	LabelInstanceAcceleratorManufacturer = AWSGroup + "/instance-accelerator-manufacturer"
-	LabelInstanceAcceleratorCount        = AWSGroup + "/instance-accelerator-count"
-	LabelInstanceCapabilityFlex          = AWSGroup + "/instance-capability-flex"
-	LabelCapacityReservationID           = AWSGroup + "/capacity-reservation-id"
+	LabelEC2NodeClass                     = AWSGroup + "/ec2nodeclass"
+	LabelInstanceHypervisor               = AWSGroup + "/instance-hypervisor"
+	LabelInstanceEncryptionInTransit      = AWSGroup + "/instance-encryption-in-transit-supported"
+	LabelInstanceCategory                 = AWSGroup + "/instance-category"
+	LabelInstanceFamily                   = AWSGroup + "/instance-family"
+	LabelInstanceGeneration               = AWSGroup + "/instance-generation"
+	LabelInstanceLocalNVME                = AWSGroup + "/instance-local-nvme"
+	LabelInstanceSize                     = AWSGroup + "/instance-size"
+	LabelInstanceCPU                      = AWSGroup + "/instance-cpu"
+	LabelInstanceCPUManufacturer          = AWSGroup + "/instance-cpu-manufacturer"
+	LabelInstanceCPUSustainedClockSpeed   = AWSGroup + "/instance-cpu-sustained-clock-speed-mhz"
+	LabelInstanceMemory                   = AWSGroup + "/instance-memory"
+	LabelInstanceEBSBandwidth             = AWSGroup + "/instance-ebs-bandwidth"
+	LabelInstanceNetworkBandwidth         = AWSGroup + "/instance-network-bandwidth"
+	LabelInstanceGPUName                  = AWSGroup + "/instance-gpu-name"
+	LabelInstanceGPUManufacturer          = AWSGroup + "/instance-gpu-manufacturer"
+	LabelInstanceGPUCount                 = AWSGroup + "/instance-gpu-count"
+	LabelInstanceGPUMemory                = AWSGroup + "/instance-gpu-memory"
+	LabelInstanceAcceleratorName          = AWSGroup + "/instance-accelerator-name"
+	LabelInstanceAcceleratorManufacturer  = AWSGroup + "/instance-accelerator-manufacturer"
+	LabelInstanceAcceleratorCount         = AWSGroup + "/instance-accelerator-count"
+	LabelInstanceCapabilityFlex           = AWSGroup + "/instance-capability-flex"
+	LabelCapacityReservationID            = AWSGroup + "/capacity-reservation-id"
+	LabelCapacityReservationType          = AWSGroup + "/capacity-reservation-type"
+	LabelCapacityReservationInterruptible = AWSGroup + "/capacity-reservation-interruptible"
+	LabelInstanceTenancy                  = AWSGroup + "/instance-tenancy"
+	LabelPlacementGroupID                 = AWSGroup + "/placement-group-id"
+	LabelPlacementGroupPartition          = AWSGroup + "/placement-group-partition"
+)
+
+// EC2 tags that Nodewright puts on the instances it launches; users may not
+// set them in an EC2NodeClass.
+const (
+	TagKeyNodePool       = LabelNodePool     // karpenter.sh/nodepool
+	TagKeyNodeClaim      = LabelNodeClaim    // karpenter.sh/nodeclaim
+	TagKeyEC2NodeClass   = LabelEC2NodeClass // karpenter.k8s.aws/ec2nodeclass
+	TagKeyEKSClusterName = "eks:eks-cluster-name"
+	TagKeyClusterPrefix  = "kubernetes.io/cluster"
 )
 
 // Extended resources that instance types advertise.

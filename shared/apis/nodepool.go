@@ -22,8 +22,9 @@ type NodePoolSpec struct {
 	Limits     Limits            `json:"limits,omitempty"`
 	// Weight orders NodePools: higher first. Nil counts as 0.
 	Weight *int32 `json:"weight,omitempty"`
-	// Replicas makes a static NodePool (alpha in Karpenter); Nodewright accepts
-	// and validates it but only provisions dynamic NodePools.
+	// Replicas makes a static NodePool (alpha in Karpenter): a fixed number of
+	// nodes, with only limits.nodes and no weight. Nodewright accepts and
+	// validates it but only provisions dynamic NodePools.
 	Replicas *int64 `json:"replicas,omitempty"`
 }
 
@@ -51,7 +52,9 @@ type NodeClaimTemplateSpec struct {
 
 // NodeSelectorRequirementWithMinValues is a node selector requirement that can
 // also ask for a minimum number of distinct values among the chosen instance
-// types (for example at least 5 instance families).
+// types (for example at least 5 instance families). Operators are In, NotIn,
+// Exists, DoesNotExist, Gt and Lt; like Karpenter, values given with Exists or
+// DoesNotExist are accepted and carry no meaning.
 type NodeSelectorRequirementWithMinValues struct {
 	Key       string                      `json:"key"`
 	Operator  corev1.NodeSelectorOperator `json:"operator"`
@@ -82,6 +85,11 @@ const (
 	ConsolidationPolicyWhenEmptyOrUnderutilized ConsolidationPolicy = "WhenEmptyOrUnderutilized"
 )
 
+// ConsolidationPolicies lists the valid consolidation policies.
+func ConsolidationPolicies() []ConsolidationPolicy {
+	return []ConsolidationPolicy{ConsolidationPolicyWhenEmpty, ConsolidationPolicyWhenEmptyOrUnderutilized}
+}
+
 // DisruptionReason is a reason a budget can be limited to.
 type DisruptionReason string
 
@@ -91,6 +99,11 @@ const (
 	DisruptionReasonEmpty         DisruptionReason = "Empty"
 	DisruptionReasonDrifted       DisruptionReason = "Drifted"
 )
+
+// DisruptionReasons lists the reasons a budget may name.
+func DisruptionReasons() []DisruptionReason {
+	return []DisruptionReason{DisruptionReasonUnderutilized, DisruptionReasonEmpty, DisruptionReasonDrifted}
+}
 
 // Budget caps how many of the pool's nodes may be disrupted at once, always or
 // during a cron schedule's window.
@@ -106,7 +119,9 @@ type Budget struct {
 type Limits corev1.ResourceList
 
 // NodePoolStatus is what Karpenter writes back; read so that `kubectl get -o
-// yaml` output loads, never trusted for decisions.
+// yaml` output loads, never trusted for decisions. Fields of the status that
+// this type does not know (newer Karpenter releases add some) are ignored
+// rather than rejected.
 type NodePoolStatus struct {
 	Resources                   corev1.ResourceList `json:"resources,omitempty"`
 	Nodes                       *int64              `json:"nodes,omitempty"`
