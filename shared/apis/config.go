@@ -156,7 +156,9 @@ func (c *Config) referenceErrors() Errors {
 	var errs Errors
 	names := make([]string, 0, len(c.NodeClasses))
 	for _, nc := range c.NodeClasses {
-		names = append(names, nc.Name)
+		if len(names) == 0 || names[len(names)-1] != nc.Name {
+			names = append(names, nc.Name) // sorted, so duplicates are adjacent
+		}
 	}
 	const refPath = "spec.template.spec.nodeClassRef"
 	for _, np := range c.NodePools {

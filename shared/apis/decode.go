@@ -182,8 +182,10 @@ func leafError(t reflect.Type, raw []byte, path *field.Path, err error) *FieldEr
 	value := compactValue(raw)
 	detail := fmt.Sprintf("%s is not a valid %s", value, describeType(t))
 	switch {
+	case t.Kind() == reflect.String && (value == "true" || value == "false"):
+		detail += " (YAML reads unquoted yes, no, on, off, true and false as booleans: quote the value)"
 	case t.Kind() == reflect.String && !strings.HasPrefix(value, `"`) && !strings.HasPrefix(value, "{") && !strings.HasPrefix(value, "["):
-		detail += fmt.Sprintf(` (quote it: "%s")`, strings.Trim(value, `"`))
+		detail += fmt.Sprintf(` (quote it: "%s")`, value)
 	case t == durationType || t == timeType:
 		detail += ": " + err.Error()
 	}

@@ -104,7 +104,10 @@ func (e *DocumentError) location() string {
 			fmt.Fprintf(&b, " item %d", e.Item)
 		}
 	}
-	what := strings.TrimSpace(e.Kind + " " + e.Name)
+	what := ""
+	if e.Kind != "" {
+		what = strings.TrimSpace(e.Kind + " " + e.Name)
+	}
 	switch {
 	case what == "":
 	case b.Len() > 0 && e.Index > 0:
