@@ -54,8 +54,8 @@ func parseBudgetNodes(nodes string) (int, error) {
 }
 
 // IsActive reports whether the budget applies at now: always when it has no
-// schedule, else when a schedule hit lies within the last duration (a hit
-// exactly duration ago still counts).
+// schedule, else from each schedule hit up to (not including) the hit plus
+// duration, evaluated in UTC as Karpenter does.
 func (b Budget) IsActive(now time.Time) (bool, error) {
 	if b.Schedule == nil && b.Duration == nil {
 		return true, nil
