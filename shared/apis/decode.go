@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -23,9 +24,12 @@ var strictErrorPattern = regexp.MustCompile(`^(unknown|duplicate) field "(.*)"$`
 // errors (except unknown fields under status, which newer Karpenter releases
 // extend), and a value of the wrong type is reported with its field path.
 func decodeStrict(data []byte, obj any) ErrorList {
-	strictErrs, err := sjson.UnmarshalStrict(data, obj, sjson.DisallowDuplicateFields, sjson.DisallowUnknownFields)
-	var errs ErrorList
 	root := reflect.TypeOf(obj).Elem()
+	var errs ErrorList
+	if screenQuantities(root, data, &errs); len(errs) > 0 {
+		return errs
+	}
+	strictErrs, err := sjson.UnmarshalStrict(data, obj, sjson.DisallowDuplicateFields, sjson.DisallowUnknownFields)
 	for _, se := range strictErrs {
 		m := strictErrorPattern.FindStringSubmatch(se.Error())
 		if m == nil {
@@ -95,11 +99,16 @@ func describeType(t reflect.Type) string {
 	return t.String()
 }
 
-// locate walks raw JSON alongside the Go type it failed to decode into and
-// records, with their paths, the values that do not fit. The decoder itself
-// stops at the first such value and loses the path when a type's own
-// UnmarshalJSON (quantities, durations) fails.
-func locate(t reflect.Type, raw []byte, path *field.Path, errs *ErrorList) {
+// jsonWalker walks raw JSON alongside the Go type it is meant to decode
+// into, calling leaf for every value of a type with its own JSON form
+// (quantities, durations, times) or a scalar type, and shape (when set) for a
+// value that is not the object or array its type needs.
+type jsonWalker struct {
+	leaf  func(t reflect.Type, raw []byte, path *field.Path)
+	shape func(t reflect.Type, raw []byte, path *field.Path, err error)
+}
+
+func (w jsonWalker) walk(t reflect.Type, raw []byte, path *field.Path) {
 	if t.Kind() == reflect.Pointer {
 		if isNull(raw) {
 			return
@@ -107,57 +116,119 @@ func locate(t reflect.Type, raw []byte, path *field.Path, errs *ErrorList) {
 		t = t.Elem()
 	}
 	if reflect.PointerTo(t).Implements(unmarshalerType) || isScalar(t) {
-		if err := sjson.UnmarshalCaseSensitivePreserveInts(raw, reflect.New(t).Interface()); err != nil {
-			*errs = append(*errs, leafError(t, raw, path, err))
-		}
+		w.leaf(t, raw, path)
 		return
 	}
 	switch t.Kind() {
 	case reflect.Struct:
-		locateStruct(t, raw, path, errs)
+		var m map[string]json.RawMessage
+		if !w.container(t, raw, path, &m) {
+			return
+		}
+		fields := jsonFields(t)
+		for _, k := range sortedKeys(m) {
+			if ft, ok := fields[k]; ok {
+				w.walk(ft, m[k], childPath(path, k))
+			}
+		}
 	case reflect.Map:
 		var m map[string]json.RawMessage
-		if !decodeContainer(t, raw, path, &m, errs) {
+		if !w.container(t, raw, path, &m) {
 			return
 		}
 		for _, k := range sortedKeys(m) {
-			locate(t.Elem(), m[k], path.Key(k), errs)
+			w.walk(t.Elem(), m[k], path.Key(k))
 		}
 	case reflect.Slice:
 		var items []json.RawMessage
-		if !decodeContainer(t, raw, path, &items, errs) {
+		if !w.container(t, raw, path, &items) {
 			return
 		}
 		for i, item := range items {
-			locate(t.Elem(), item, path.Index(i), errs)
+			w.walk(t.Elem(), item, path.Index(i))
 		}
 	}
 }
 
-func locateStruct(t reflect.Type, raw []byte, path *field.Path, errs *ErrorList) {
-	var m map[string]json.RawMessage
-	if !decodeContainer(t, raw, path, &m, errs) {
-		return
-	}
-	fields := jsonFields(t)
-	for _, k := range sortedKeys(m) {
-		if ft, ok := fields[k]; ok {
-			locate(ft, m[k], childPath(path, k), errs)
-		}
-	}
-}
-
-// decodeContainer decodes raw into an object or array shell; a value of the
-// wrong shape is recorded as an error at path.
-func decodeContainer(t reflect.Type, raw []byte, path *field.Path, into any, errs *ErrorList) bool {
+// container decodes raw into an object or array shell.
+func (w jsonWalker) container(t reflect.Type, raw []byte, path *field.Path, into any) bool {
 	if isNull(raw) {
 		return false
 	}
 	if err := json.Unmarshal(raw, into); err != nil {
-		*errs = append(*errs, leafError(t, raw, path, err))
+		if w.shape != nil {
+			w.shape(t, raw, path, err)
+		}
 		return false
 	}
 	return true
+}
+
+// locate records, with their paths, the values of raw that do not fit the
+// type t. The decoder itself stops at the first such value and loses the
+// path when a type's own UnmarshalJSON (quantities, durations) fails.
+func locate(t reflect.Type, raw []byte, path *field.Path, errs *ErrorList) {
+	jsonWalker{
+		leaf: func(t reflect.Type, raw []byte, path *field.Path) {
+			if err := sjson.UnmarshalCaseSensitivePreserveInts(raw, reflect.New(t).Interface()); err != nil {
+				*errs = append(*errs, leafError(t, raw, path, err))
+			}
+		},
+		shape: func(t reflect.Type, raw []byte, path *field.Path, err error) {
+			*errs = append(*errs, leafError(t, raw, path, err))
+		},
+	}.walk(t, raw, path)
+}
+
+// screenQuantities rejects, before decoding, quantities that the quantity
+// parser (or later arithmetic on them) would spend unbounded time on.
+func screenQuantities(t reflect.Type, raw []byte, errs *ErrorList) {
+	jsonWalker{leaf: func(t reflect.Type, raw []byte, path *field.Path) {
+		if t != quantityType {
+			return
+		}
+		var s string
+		if json.Unmarshal(raw, &s) != nil {
+			s = string(bytes.TrimSpace(raw))
+		}
+		if err := screenQuantity(s); err != nil {
+			*errs = append(*errs, &FieldError{Field: path.String(),
+				Detail: fmt.Sprintf("%s is not a valid %s: %v", compactValue(raw), describeType(t), err)})
+		}
+	}}.walk(t, raw, nil)
+}
+
+// Bounds on quantity text: resource.ParseQuantity takes time exponential in
+// the digits of a negative exponent ("1e-999999999" does not return), and
+// huge positive ones make comparisons as slow.
+const (
+	maxQuantityLength   = 64
+	maxQuantityExponent = 18
+)
+
+var quantityExponentPattern = regexp.MustCompile(`[eE]([+-]?[0-9]+)$`)
+
+// screenQuantity checks that s is short and that its decimal exponent, if
+// any, is within ±18 (the range of the SI suffixes, n to E).
+func screenQuantity(s string) error {
+	if len(s) > maxQuantityLength {
+		return fmt.Errorf("longer than %d characters", maxQuantityLength)
+	}
+	if m := quantityExponentPattern.FindStringSubmatch(strings.TrimSpace(s)); m != nil {
+		exp, err := strconv.Atoi(m[1])
+		if err != nil || exp > maxQuantityExponent || exp < -maxQuantityExponent {
+			return fmt.Errorf("exponent out of range -%d..%d", maxQuantityExponent, maxQuantityExponent)
+		}
+	}
+	return nil
+}
+
+// parseQuantity parses a quantity given as a string, after screening it.
+func parseQuantity(s string) (resource.Quantity, error) {
+	if err := screenQuantity(s); err != nil {
+		return resource.Quantity{}, err
+	}
+	return resource.ParseQuantity(s)
 }
 
 func childPath(path *field.Path, name string) *field.Path {

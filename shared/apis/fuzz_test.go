@@ -24,6 +24,7 @@ func FuzzParse(f *testing.F) {
 		f.Add([]byte(tc.doc))
 	}
 	f.Add([]byte(`{"apiVersion":"karpenter.sh/v1","kind":"NodePool","spec":{"limits":{"cpu":"1e999999999"}}}`))
+	f.Add([]byte(`{"apiVersion":"karpenter.sh/v1","kind":"NodePool","status":{"resources":{"cpu":1e-9}}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, err := Parse(data, "fuzz.yaml")
 		if c == nil {

@@ -441,7 +441,7 @@ func validateReserved(v *validator, path *field.Path, m map[string]string) {
 		if !v.oneOf(p, k, reservedKeys(), true) {
 			continue
 		}
-		q, err := resource.ParseQuantity(m[k])
+		q, err := parseQuantity(m[k])
 		switch {
 		case err != nil:
 			v.add(p, "%q is not a valid quantity", m[k])
@@ -465,7 +465,7 @@ func validateEviction(v *validator, path *field.Path, m map[string]string) {
 			}
 			continue
 		}
-		q, err := resource.ParseQuantity(val)
+		q, err := parseQuantity(val)
 		switch {
 		case err != nil:
 			v.add(p, "%q must be a quantity (like 500Mi) or a percentage (like 10%%)", val)
