@@ -22,7 +22,8 @@ unit:
 
 ## fuzz: short fuzz runs of the parsers (CI runs them too)
 fuzz:
-	@echo "==> fuzz (short)"; true
+	@echo "==> fuzz (short)"
+	$(GO) test -run='^$$' -fuzz=FuzzParse -fuzztime=15s ./shared/apis
 
 ## bench: benchmarks with their figures
 bench:

@@ -106,9 +106,15 @@ func describeType(t reflect.Type) string {
 type jsonWalker struct {
 	leaf  func(t reflect.Type, raw []byte, path *field.Path)
 	shape func(t reflect.Type, raw []byte, path *field.Path, err error)
+	// only, when set, limits the walk to values of these types and the
+	// types that contain them.
+	only map[reflect.Type]bool
 }
 
 func (w jsonWalker) walk(t reflect.Type, raw []byte, path *field.Path) {
+	if w.only != nil && !w.only[t] {
+		return
+	}
 	if t.Kind() == reflect.Pointer {
 		if isNull(raw) {
 			return
@@ -183,7 +189,7 @@ func locate(t reflect.Type, raw []byte, path *field.Path, errs *ErrorList) {
 // screenQuantities rejects, before decoding, quantities that the quantity
 // parser (or later arithmetic on them) would spend unbounded time on.
 func screenQuantities(t reflect.Type, raw []byte, errs *ErrorList) {
-	jsonWalker{leaf: func(t reflect.Type, raw []byte, path *field.Path) {
+	jsonWalker{only: typesContaining(t, quantityType), leaf: func(t reflect.Type, raw []byte, path *field.Path) {
 		if t != quantityType {
 			return
 		}
@@ -196,6 +202,40 @@ func screenQuantities(t reflect.Type, raw []byte, errs *ErrorList) {
 				Detail: fmt.Sprintf("%s is not a valid %s: %v", compactValue(raw), describeType(t), err)})
 		}
 	}}.walk(t, raw, nil)
+}
+
+// typesContaining returns root's type graph restricted to target and the
+// types that (through fields, elements or pointers) contain it.
+func typesContaining(root, target reflect.Type) map[reflect.Type]bool {
+	memo := map[reflect.Type]bool{}
+	var visit func(t reflect.Type) bool
+	visit = func(t reflect.Type) bool {
+		if v, ok := memo[t]; ok {
+			return v
+		}
+		memo[t] = false // breaks cycles
+		found := t == target
+		switch t.Kind() {
+		case reflect.Pointer, reflect.Slice, reflect.Array, reflect.Map:
+			found = visit(t.Elem()) || found
+		case reflect.Struct:
+			if t != target {
+				for i := 0; i < t.NumField(); i++ {
+					found = visit(t.Field(i).Type) || found
+				}
+			}
+		}
+		memo[t] = found
+		return found
+	}
+	visit(root)
+	out := map[reflect.Type]bool{}
+	for t, ok := range memo {
+		if ok {
+			out[t] = true
+		}
+	}
+	return out
 }
 
 // Bounds on quantity text: resource.ParseQuantity takes time exponential in
