@@ -74,8 +74,9 @@ func (b Budget) IsActive(now time.Time) (bool, error) {
 
 // AllowedDisruptions returns how many of a NodePool's numNodes nodes this
 // budget lets be disrupted at once at now: Unlimited when the budget is not
-// active, else its count, or its percentage of numNodes rounded up. A budget
-// that cannot be read returns 0 and an error (fail closed).
+// active, else its count, or its percentage of numNodes rounded up (nodes
+// left empty count as the default, 10%). A budget that cannot be read returns
+// 0 and an error (fail closed).
 func (b Budget) AllowedDisruptions(now time.Time, numNodes int) (int, error) {
 	active, err := b.IsActive(now)
 	if err != nil {
@@ -84,7 +85,11 @@ func (b Budget) AllowedDisruptions(now time.Time, numNodes int) (int, error) {
 	if !active {
 		return Unlimited, nil
 	}
-	n, err := parseBudgetNodes(b.Nodes)
+	nodes := b.Nodes
+	if nodes == "" {
+		nodes = DefaultBudgetNodes
+	}
+	n, err := parseBudgetNodes(nodes)
 	if err != nil {
 		return 0, err
 	}

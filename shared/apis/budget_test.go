@@ -33,6 +33,7 @@ func TestBudgetAllowedDisruptions(t *testing.T) {
 		{"zero percent", Budget{Nodes: "0%"}, at(3, 10, 0), 100, 0},
 		{"hundred percent", Budget{Nodes: "100%"}, at(3, 10, 0), 7, 7},
 		{"count", Budget{Nodes: "5"}, at(3, 10, 0), 2, 5},
+		{"empty nodes count as the default 10%", Budget{}, at(3, 10, 0), 25, 3},
 		{"zero count", Budget{Nodes: "0"}, at(3, 10, 0), 10, 0},
 		{"schedule active at start", businessHours("0"), at(3, 9, 0), 10, 0},
 		{"schedule active inside", businessHours("0"), at(3, 12, 30), 10, 0},

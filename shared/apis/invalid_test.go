@@ -171,7 +171,7 @@ var invalidCases = []struct {
 	{"negative limit", nodePoolDoc(template() + "limits: {memory: -1Gi}\n"),
 		npPrefix + `spec.limits[memory]: "-1Gi" must not be negative`},
 	{"unknown limit", nodePoolDoc(template() + "limits: {cpus: 8}\n"),
-		npPrefix + `spec.limits[cpus]: "cpus" is not one of cpu, memory, ephemeral-storage, pods, nodes, storage`},
+		npPrefix + `spec.limits[cpus]: "cpus" is not a known resource: use one of cpu, memory, ephemeral-storage, pods, nodes, storage, hugepages-<size>, or an extended resource with a domain (like nvidia.com/gpu)`},
 	{"static pool with cpu limit", nodePoolDoc(template() + "replicas: 3\nlimits: {cpu: 8}\n"),
 		npPrefix + `spec.limits[cpu]: only limits.nodes is supported on a static NodePool (replicas is set)`},
 	{"unknown field", nodePoolDoc("template:\n  spec:\n    nodeClasRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}\n    requirements: []\n"),
@@ -192,6 +192,10 @@ var invalidCases = []struct {
 		`test.yaml: document 1: yaml: line 14: key "weight" already set in map`},
 	{"yaml syntax", nodeClassDoc("") + "---\nkind: [\n",
 		`test.yaml: document 2: yaml: line 11: did not find expected node content`},
+	{"yaml flow style", "{apiVersion: karpenter.sh/v1, kind: NodePool, metadata: {name: default}, spec: {weight: 0}}\n",
+		npPrefix + "spec.template.spec.nodeClassRef: required (group, kind and name of the EC2NodeClass)\n" +
+			npPrefix + "spec.template.spec.requirements: required (a list, may be empty)\n" +
+			npPrefix + "spec.weight: 0 is out of range 1..100"},
 	{"json duplicate field", `{"apiVersion":"karpenter.sh/v1","kind":"NodePool","metadata":{"name":"default"},"spec":{"weight":1,"weight":2,"template":{"spec":{"nodeClassRef":{"group":"karpenter.k8s.aws","kind":"EC2NodeClass","name":"default"},"requirements":[]}}}}`,
 		npPrefix + `spec.weight: duplicate field`},
 	{"list item", "apiVersion: v1\nkind: List\nitems:\n- " + strings.ReplaceAll(strings.TrimSpace(nodePoolDoc(template()+"weight: 0\n")), "\n", "\n  ") + "\n",

@@ -94,13 +94,18 @@ type rawDocument struct {
 }
 
 // splitDocuments splits a source into documents: a stream of JSON objects
-// when it starts with "{", else YAML documents separated by "---" lines.
+// when it starts with "{" and its first object is JSON, else YAML documents
+// separated by "---" lines.
 // Empty documents are skipped and not counted. The error is for a JSON stream
 // that cannot be read further.
 func splitDocuments(data []byte) ([]rawDocument, error) {
 	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
 	if trimmed := bytes.TrimSpace(data); len(trimmed) > 0 && trimmed[0] == '{' {
-		return splitJSON(data)
+		docs, err := splitJSON(data)
+		if err == nil || len(docs) > 0 {
+			return docs, err
+		}
+		// Not JSON after all: a YAML document in flow style, like {a: b}.
 	}
 	var docs []rawDocument
 	for _, c := range splitYAML(data) {

@@ -2,6 +2,7 @@ package apis
 
 import (
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -298,8 +299,9 @@ func validateLimits(v *validator, path *field.Path, limits Limits, static bool) 
 			if msgs := validation.IsQualifiedName(name); len(msgs) > 0 {
 				v.add(p, "%q is not a valid resource name: %s", name, strings.Join(msgs, "; "))
 			}
-		default:
-			v.oneOf(p, name, standardLimitNames(), false)
+		case !slices.Contains(standardLimitNames(), name):
+			v.add(p, "%q is not a known resource: use one of %s, hugepages-<size>, or an extended resource with a domain (like nvidia.com/gpu)",
+				name, strings.Join(standardLimitNames(), ", "))
 		}
 		v.nonNegativeQuantity(p, q)
 		if static && name != "nodes" {
