@@ -158,7 +158,7 @@ func validateAMITerms(v *validator, path *field.Path, terms []AMISelectorTerm) {
 	for i, t := range terms {
 		p := path.Index(i)
 		f := termFields{{"alias", t.Alias != ""}, {"id", t.ID != ""}, {"name", t.Name != ""}, {"owner", t.Owner != ""},
-			{"ssmParameter", t.SSMParameter != ""}, {"tags", t.Tags != nil}}
+			{"ssmParameter", t.SSMParameter != ""}, {"tags", len(t.Tags) > 0}}
 		v.anyOf(p, f, "alias", "id", "name", "ssmParameter", "tags")
 		if !v.exclusive(p, f, "id", "alias", "name", "owner", "tags") {
 			v.exclusive(p, f, "alias", "id", "name", "owner", "tags")
@@ -231,7 +231,7 @@ func validateSubnetTerms(v *validator, path *field.Path, terms []SubnetSelectorT
 	v.selectorTerms(path, len(terms), true, "{tags: {karpenter.sh/discovery: my-cluster}}")
 	for i, t := range terms {
 		p := path.Index(i)
-		f := termFields{{"id", t.ID != ""}, {"tags", t.Tags != nil}}
+		f := termFields{{"id", t.ID != ""}, {"tags", len(t.Tags) > 0}}
 		v.anyOf(p, f, "id", "tags")
 		v.exclusive(p, f, "id", "tags")
 		if t.ID != "" {
@@ -245,7 +245,7 @@ func validateSecurityGroupTerms(v *validator, path *field.Path, terms []Security
 	v.selectorTerms(path, len(terms), true, "{tags: {karpenter.sh/discovery: my-cluster}}")
 	for i, t := range terms {
 		p := path.Index(i)
-		f := termFields{{"id", t.ID != ""}, {"name", t.Name != ""}, {"tags", t.Tags != nil}}
+		f := termFields{{"id", t.ID != ""}, {"name", t.Name != ""}, {"tags", len(t.Tags) > 0}}
 		v.anyOf(p, f, "id", "name", "tags")
 		if !v.exclusive(p, f, "id", "name", "tags") {
 			v.exclusive(p, f, "name", "id", "tags")
@@ -262,7 +262,7 @@ func validateCapacityReservationTerms(v *validator, path *field.Path, terms []Ca
 	for i, t := range terms {
 		p := path.Index(i)
 		f := termFields{{"id", t.ID != ""}, {"instanceMatchCriteria", t.InstanceMatchCriteria != ""},
-			{"ownerID", t.OwnerID != ""}, {"tags", t.Tags != nil}}
+			{"ownerID", t.OwnerID != ""}, {"tags", len(t.Tags) > 0}}
 		v.anyOf(p, f, "id", "instanceMatchCriteria", "tags")
 		v.exclusive(p, f, "id", "instanceMatchCriteria", "ownerID", "tags")
 		if t.ID != "" {
