@@ -65,17 +65,17 @@ func TestListLimits(t *testing.T) {
 	cases := []struct{ name, doc, want string }{
 		{"30 subnet terms", nodeClassDoc("subnetSelectorTerms: "+many("{id: subnet-1}", 31)+"\n", "subnetSelectorTerms"),
 			ncPrefix + "spec.subnetSelectorTerms: must have at most 30 items, has 31"},
-		{"50 block devices", nodeClassDoc("blockDeviceMappings: "+many("{ebs: {volumeSize: 1Gi}}", 51)+"\n"),
+		{"50 block devices", nodeClassDoc("blockDeviceMappings: " + many("{ebs: {volumeSize: 1Gi}}", 51) + "\n"),
 			ncPrefix + "spec.blockDeviceMappings: must have at most 50 items, has 51"},
 		{"50 budgets", nodePoolDoc(template() + "disruption:\n  consolidateAfter: 1m\n  budgets: " + many("{nodes: '1'}", 51) + "\n"),
 			npPrefix + "spec.disruption.budgets: must have at most 50 items, has 51"},
-		{"20 selector tags", nodeClassDoc("subnetSelectorTerms: [{tags: {" + strings.Join(func() []string {
+		{"20 selector tags", nodeClassDoc("subnetSelectorTerms: [{tags: {"+strings.Join(func() []string {
 			var kv []string
 			for i := 0; i < 21; i++ {
 				kv = append(kv, "k"+strings.Repeat("x", i)+": v")
 			}
 			return kv
-		}(), ", ") + "}}]\n", "subnetSelectorTerms"),
+		}(), ", ")+"}}]\n", "subnetSelectorTerms"),
 			ncPrefix + "spec.subnetSelectorTerms[0].tags: must have at most 20 tags, has 21"},
 	}
 	for _, tc := range cases {
