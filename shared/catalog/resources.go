@@ -79,7 +79,7 @@ func SettingsFor(nc *apis.EC2NodeClass) NodeSettings {
 	if nc == nil {
 		return NodeSettings{}
 	}
-	s := NodeSettings{Kubelet: nc.Spec.Kubelet, AMIFamily: amiFamily(nc)}
+	s := NodeSettings{Kubelet: nc.Spec.Kubelet, AMIFamily: nc.AMIFamily()}
 	if bdm := rootVolume(nc.Spec.BlockDeviceMappings, s.AMIFamily); bdm != nil && bdm.EBS != nil && bdm.EBS.VolumeSize != nil {
 		s.RootVolumeBytes = bdm.EBS.VolumeSize.Value()
 	}
@@ -278,16 +278,3 @@ func threshold(m map[string]string, signal string, capacity int64) (int64, bool)
 	return q.Value(), true
 }
 
-// amiFamily is the family of the node class's AMIs: amiFamily when set, else
-// the alias's family, else AL2023. TODO(merge): use apis.EC2NodeClass.AMIFamily.
-func amiFamily(nc *apis.EC2NodeClass) string {
-	if nc.Spec.AMIFamily != nil && *nc.Spec.AMIFamily != "" {
-		return *nc.Spec.AMIFamily
-	}
-	for _, t := range nc.Spec.AMISelectorTerms {
-		if f, _, ok := strings.Cut(t.Alias, "@"); ok {
-			return map[string]string{"al2": "AL2", "al2023": "AL2023", "bottlerocket": "Bottlerocket", "windows2019": "Windows2019", "windows2022": "Windows2022"}[strings.ToLower(f)]
-		}
-	}
-	return "AL2023"
-}
