@@ -277,4 +277,3 @@ func threshold(m map[string]string, signal string, capacity int64) (int64, bool)
 	}
 	return q.Value(), true
 }
-
