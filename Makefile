@@ -24,6 +24,7 @@ unit:
 fuzz:
 	@echo "==> fuzz (short)"
 	$(GO) test -run='^$$' -fuzz=FuzzParse -fuzztime=15s ./shared/apis
+	$(GO) test -run='^$$' -fuzz=FuzzIntersection -fuzztime=10s ./shared/requirements
 
 ## bench: benchmarks with their figures
 bench:
