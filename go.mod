@@ -3,8 +3,11 @@ module github.com/nodewright/nodewright
 go 1.26
 
 require (
+	github.com/aws/aws-lambda-go v1.55.1
 	github.com/aws/aws-sdk-go-v2 v1.47.7
+	github.com/aws/aws-sdk-go-v2/credentials v1.20.15
 	github.com/aws/aws-sdk-go-v2/service/ec2 v1.344.1
+	github.com/aws/aws-sdk-go-v2/service/sqs v1.52.10
 	k8s.io/api v0.35.4
 	k8s.io/apimachinery v0.35.4
 )
