@@ -159,7 +159,7 @@ type createFleetResponse struct {
 }
 
 type ltAndOverrides struct {
-	Spec      ltSpec       `xml:"launchTemplateSpecification"`
+	Spec      ltSpec        `xml:"launchTemplateSpecification"`
 	Overrides ltOverrideXML `xml:"overrides"`
 }
 

@@ -34,6 +34,9 @@ type PriceBook interface {
 	// OnDemandPrice is the hourly on-demand price; false when the type is
 	// unknown or has no price.
 	OnDemandPrice(instanceType string) (float64, bool)
+	// SpotPrice is the current spot price of the type in the zone; false
+	// when the type has no spot offering.
+	SpotPrice(instanceType, zone string) (float64, bool)
 	// TypeNames lists every instance type, sorted.
 	TypeNames() []string
 }

@@ -255,4 +255,3 @@ func (f *Front) instanceZone(ctx context.Context, id string) (string, error) {
 	}
 	return "", fmt.Errorf("instance %s not found", id)
 }
-

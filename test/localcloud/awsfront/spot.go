@@ -3,8 +3,6 @@ package awsfront
 import (
 	"context"
 	"encoding/xml"
-	"hash/fnv"
-	"math"
 	"net/http"
 	"slices"
 	"strconv"
@@ -13,28 +11,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 )
 
-// SpotPrice is the deterministic spot price model: a hash of (type, zone)
-// picks a discount between 50% and 85% off the on-demand price, so prices
-// differ by type and zone the way a real spot market does, and every run
-// sees the same market.
-func SpotPrice(onDemand float64, instanceType, zone string) float64 {
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(instanceType + "/" + zone))
-	u := float64(h.Sum32()) / float64(math.MaxUint32) // [0,1]
-	discount := 0.50 + 0.35*u
-	return math.Round(onDemand*(1-discount)*1e6) / 1e6
-}
-
 // price returns the hourly price of a pool.
 func (f *Front) price(instanceType, zone, capacityType string) (float64, bool) {
-	od, ok := f.cfg.Prices.OnDemandPrice(instanceType)
-	if !ok {
-		return 0, false
-	}
 	if capacityType == Spot {
-		return SpotPrice(od, instanceType, zone), true
+		return f.cfg.Prices.SpotPrice(instanceType, zone)
 	}
-	return od, true
+	return f.cfg.Prices.OnDemandPrice(instanceType)
 }
 
 type spotPriceHistoryResponse struct {
@@ -75,13 +57,13 @@ func (f *Front) describeSpotPriceHistory(w http.ResponseWriter, req request) {
 	ts := f.cfg.Now().UTC().Truncate(time.Hour).Format(time.RFC3339)
 	var items []spotPriceItem
 	for _, t := range types {
-		od, ok := f.cfg.Prices.OnDemandPrice(t)
-		if !ok {
-			continue
-		}
 		for _, z := range zones {
+			sp, ok := f.cfg.Prices.SpotPrice(t, z)
+			if !ok {
+				continue
+			}
 			for _, p := range products {
-				items = append(items, spotPriceItem{z, t, p, strconv.FormatFloat(SpotPrice(od, t, z), 'f', 6, 64), ts})
+				items = append(items, spotPriceItem{z, t, p, strconv.FormatFloat(sp, 'f', 6, 64), ts})
 			}
 		}
 	}

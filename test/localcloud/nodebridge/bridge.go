@@ -24,7 +24,6 @@ import (
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 )
@@ -53,9 +52,10 @@ type InstanceType struct {
 	Allocatable corev1.ResourceList
 }
 
-// Catalog looks up instance types.
+// Catalog looks up instance types; maxPods > 0 is the kubelet's pod limit
+// from the user data, which changes allocatable.
 type Catalog interface {
-	InstanceType(name string) (InstanceType, bool)
+	InstanceType(name string, maxPods int32) (InstanceType, bool)
 }
 
 // EC2 is the part of the EC2 API the bridge uses.
@@ -211,7 +211,7 @@ func (b *Bridge) register(ctx context.Context, in ec2types.Instance) error {
 // node builds the Node the instance's kubelet would register.
 func (b *Bridge) node(in ec2types.Instance, ks KubeletSettings) (*corev1.Node, error) {
 	id, typ := aws.ToString(in.InstanceId), string(in.InstanceType)
-	it, ok := b.cfg.Catalog.InstanceType(typ)
+	it, ok := b.cfg.Catalog.InstanceType(typ, ks.MaxPods)
 	if !ok {
 		return nil, fmt.Errorf("instance %s: type %q not in the catalog", id, typ)
 	}
@@ -242,10 +242,6 @@ func (b *Bridge) node(in ec2types.Instance, ks KubeletSettings) (*corev1.Node, e
 		labels[k] = v
 	}
 	capacity, alloc := it.Capacity.DeepCopy(), it.Allocatable.DeepCopy()
-	if ks.MaxPods > 0 {
-		capacity[corev1.ResourcePods] = *resource.NewQuantity(int64(ks.MaxPods), resource.DecimalSI)
-		alloc[corev1.ResourcePods] = *resource.NewQuantity(int64(ks.MaxPods), resource.DecimalSI)
-	}
 	ip := aws.ToString(in.PrivateIpAddress)
 	return &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{
