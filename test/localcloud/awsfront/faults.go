@@ -79,6 +79,13 @@ func (f *Front) Throttle(action string, n int) {
 	f.throttles[action] = n
 }
 
+// Throttled returns how many calls of action the front has throttled.
+func (f *Front) Throttled(action string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.throttled[action]
+}
+
 func (f *Front) takeThrottle(action string) bool {
 	if action == "" {
 		return false
@@ -89,6 +96,7 @@ func (f *Front) takeThrottle(action string) bool {
 	if n <= 0 {
 		return false
 	}
+	f.throttled[action]++
 	if n == 1 {
 		delete(f.throttles, action)
 	} else {

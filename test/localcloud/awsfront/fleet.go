@@ -227,6 +227,10 @@ func (f *Front) createFleet(w http.ResponseWriter, r *http.Request, req request)
 			return
 		}
 		f.giveBack(pool, got-len(inst.InstanceIDs))
+		if got < remaining {
+			// The pool ran out part way: EC2 reports it like an empty one.
+			resp.Errors = append(resp.Errors, iceError(fr, o))
+		}
 		remaining -= len(inst.InstanceIDs)
 		if resp.FleetID == "" {
 			resp.FleetID = fleetID

@@ -67,6 +67,7 @@ type Front struct {
 	mu        sync.Mutex
 	pools     map[PoolKey]int        // remaining capacity; absent = unlimited
 	throttles map[string]int         // action -> requests still to throttle
+	throttled map[string]int         // action -> requests throttled so far
 	params    map[string]string      // public SSM parameters
 	tokens    map[string][]byte      // CreateFleet ClientToken -> response
 	zoneOf    map[string]string      // subnet id -> zone
@@ -100,6 +101,7 @@ func New(cfg Config) (*Front, error) {
 		log:       cfg.Log.With("component", "awsfront"),
 		pools:     map[PoolKey]int{},
 		throttles: map[string]int{},
+		throttled: map[string]int{},
 		params:    map[string]string{},
 		tokens:    map[string][]byte{},
 		zoneOf:    map[string]string{},
