@@ -254,9 +254,33 @@ func vmRSS(procDir string) int64 {
 	return 0
 }
 
-// GroupAlive reports whether any process of pgid still runs.
+// GroupAlive reports whether any process of the group pgid still runs.
+// Zombies do not count: in a container whose init does not reap orphans,
+// a killed child may linger as one.
 func GroupAlive(pgid int) bool {
-	return syscall.Kill(-pgid, 0) == nil
+	dirs, err := filepath.Glob("/proc/[0-9]*/stat")
+	if err != nil {
+		return syscall.Kill(-pgid, 0) == nil
+	}
+	for _, d := range dirs {
+		b, err := os.ReadFile(d)
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(s[i+1:]) // state, ppid, pgrp, ...
+		if len(f) < 3 || f[0] == "Z" || f[0] == "X" {
+			continue
+		}
+		if g, err := strconv.Atoi(f[2]); err == nil && g == pgid {
+			return true
+		}
+	}
+	return false
 }
 
 // Tail returns the last n lines of the file at path.
