@@ -20,6 +20,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 tools="${1:-${NODEWRIGHT_TOOLS:-${XDG_CACHE_HOME:-$HOME/.cache}/nodewright/tools}}"
 moto_version="5.2.1"
 go="${GO:-go}"
+build_flags=(-trimpath -buildvcs=false)
 
 mkdir -p "$tools/bin" "$tools/stamps"
 
@@ -30,7 +31,7 @@ stamp_key() {
 	local dir="$1"; shift
 	{
 		"$go" version
-		printf '%s\n' "$@"
+		printf '%s\n' "${build_flags[@]}" "$@"
 		(cd "$dir" && cat go.mod go.sum ./*.go)
 	} | sha256sum | cut -d' ' -f1
 }
@@ -62,9 +63,11 @@ build() {
 	log "$name: building ${bins[*]} (a cold build takes minutes; output goes to $tools/bin)"
 	local start=$SECONDS tmp
 	tmp="$(mktemp -d "$tools/bin/.build-XXXXXX")"
-	(cd "$dir" && "$go" build -trimpath -ldflags "$ldflags" -o "$tmp/" "$@")
+	trap 'rm -rf "$tmp"' EXIT
+	(cd "$dir" && "$go" build "${build_flags[@]}" -ldflags "$ldflags" -o "$tmp/" "$@")
 	for p in "${bins[@]}"; do mv -f "$tmp/$p" "$tools/bin/$p"; done
 	rmdir "$tmp"
+	trap - EXIT
 	printf '%s\n' "$key" > "$tools/stamps/$name"
 	log "$name: built in $((SECONDS - start))s"
 }

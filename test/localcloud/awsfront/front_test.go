@@ -232,3 +232,20 @@ func TestZoneID(t *testing.T) {
 		t.Errorf("zoneID = %q", got)
 	}
 }
+
+// FuzzParseFleetRequest: any Query string gives a request or an error, never a panic.
+func FuzzParseFleetRequest(f *testing.F) {
+	f.Add("Action=CreateFleet&Type=instant&TargetCapacitySpecification.TotalTargetCapacity=2&LaunchTemplateConfigs.1.Overrides.1.InstanceType=m5.large&LaunchTemplateConfigs.1.Overrides.1.Priority=1")
+	f.Add("TargetCapacitySpecification.TotalTargetCapacity=1&LaunchTemplateConfigs.x.Overrides.1.InstanceType=m5.large")
+	f.Add("TargetCapacitySpecification.TotalTargetCapacity=1&LaunchTemplateConfigs.2.Overrides.0.Priority=nan")
+	f.Fuzz(func(t *testing.T, q string) {
+		form, err := url.ParseQuery(q)
+		if err != nil {
+			return
+		}
+		fr, err := parseFleetRequest(form)
+		if err == nil && fr.total < 1 {
+			t.Errorf("accepted total %d", fr.total)
+		}
+	})
+}

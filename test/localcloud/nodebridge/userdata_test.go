@@ -113,3 +113,16 @@ func TestZoneID(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseUserData: any user data gives settings or an error, never a panic.
+func FuzzParseUserData(f *testing.F) {
+	f.Add([]byte(mimeUserData))
+	f.Add([]byte("apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec: {kubelet: {flags: [--register-with-taints=a:NoSchedule]}}\n"))
+	f.Add([]byte("Content-Type: multipart/mixed; boundary=x\n\n--x\nContent-Type: application/node.eks.aws\n\nkind: NodeConfig\n--x--"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ks, err := ParseUserData(data)
+		if err == nil && ks.Labels == nil {
+			t.Error("nil labels without an error")
+		}
+	})
+}
