@@ -222,21 +222,28 @@ func (c *Cloud) upControllers(ctx context.Context, t tools, p ports, creds *pki.
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = waitReady(ctx, started[i], comps[i].ready, c.Options.ReadyTimeout)
+			errs[i] = c.waitReady(ctx, started[i], comps[i].ready)
 		}()
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	return c.waitDefaultServiceAccount(ctx)
+	saStart := time.Now()
+	if err := c.waitDefaultServiceAccount(ctx); err != nil {
+		return err
+	}
+	c.log.Info("ready", "process", "default service account", "waited", time.Since(saStart).String())
+	return nil
 }
 
 // upAWS waits for moto, starts the front and seeds the account.
 func (c *Cloud) upAWS(ctx context.Context, moto *proc.Process) error {
-	if err := waitReady(ctx, moto, httpReady(plainClient(), c.MotoURL+"/moto-api/data.json", ""), c.Options.ReadyTimeout); err != nil {
+	if err := c.waitReady(ctx, moto, httpReady(plainClient(), c.MotoURL+"/moto-api/data.json", "")); err != nil {
 		return err
 	}
+	seedStart := time.Now()
+	defer func() { c.log.Info("AWS seeded", "took", time.Since(seedStart).String()) }()
 	direct := awsfront.DirectConfig(c.MotoURL, c.Options.Region)
 	sd := &seeder{
 		cluster: c.Options.Cluster, minor: c.Cluster.Version, zones: c.Options.Zones, names: c.Names,
@@ -300,7 +307,17 @@ func (c *Cloud) startReady(ctx context.Context, comp component) error {
 	if err != nil {
 		return err
 	}
-	return waitReady(ctx, pr, comp.ready, c.Options.ReadyTimeout)
+	return c.waitReady(ctx, pr, comp.ready)
+}
+
+// waitReady waits for the process's probe and logs how long it took.
+func (c *Cloud) waitReady(ctx context.Context, pr *proc.Process, probe func(context.Context) error) error {
+	start := time.Now()
+	if err := waitReady(ctx, pr, probe, c.Options.ReadyTimeout); err != nil {
+		return err
+	}
+	c.log.Info("ready", "process", pr.Name, "waited", time.Since(start).String())
+	return nil
 }
 
 // Processes returns the server processes (for tests that check cleanup).

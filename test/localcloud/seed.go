@@ -3,9 +3,11 @@ package localcloud
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -77,6 +79,8 @@ type seeder struct {
 	sqs            *sqs.Client
 }
 
+// seed creates the resources; the independent steps run concurrently (each
+// fills its own fields of the result).
 func (s *seeder) seed(ctx context.Context) (*AWSResources, error) {
 	res := &AWSResources{AMIs: map[string]string{}, Parameters: map[string]string{}}
 	steps := []struct {
@@ -88,10 +92,20 @@ func (s *seeder) seed(ctx context.Context) (*AWSResources, error) {
 		{"table", s.table},
 		{"queues", s.queues},
 	}
-	for _, st := range steps {
-		if err := st.fn(ctx, res); err != nil {
-			return nil, fmt.Errorf("seed %s: %w", st.name, err)
-		}
+	errs := make([]error, len(steps))
+	var wg sync.WaitGroup
+	for i, st := range steps {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := st.fn(ctx, res); err != nil {
+				errs[i] = fmt.Errorf("seed %s: %w", st.name, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
 	}
 	return res, nil
 }
@@ -138,34 +152,54 @@ func (s *seeder) network(ctx context.Context, res *AWSResources) error {
 // built-in images and publishes it under the public SSM parameters that
 // the al2023@latest alias resolves through.
 func (s *seeder) amis(ctx context.Context, res *AWSResources) error {
-	for _, a := range []struct{ ec2Arch, kubeArch string }{{"x86_64", "amd64"}, {"arm64", "arm64"}} {
-		out, err := s.ec2.DescribeImages(ctx, &ec2.DescribeImagesInput{
-			Owners: []string{"amazon"},
-			Filters: []ec2types.Filter{
-				{Name: aws.String("name"), Values: []string{"al2023-ami-2023*"}},
-				{Name: aws.String("architecture"), Values: []string{a.ec2Arch}},
-			},
-		})
-		if err != nil {
-			return err
-		}
-		var imgs []ec2types.Image
-		for _, im := range out.Images {
-			if !strings.Contains(aws.ToString(im.Name), "minimal") {
-				imgs = append(imgs, im)
-			}
-		}
-		if len(imgs) == 0 {
-			return fmt.Errorf("moto has no al2023 %s image", a.ec2Arch)
-		}
-		sort.Slice(imgs, func(i, j int) bool { return aws.ToString(imgs[i].Name) > aws.ToString(imgs[j].Name) })
-		id := aws.ToString(imgs[0].ImageId)
-		res.AMIs[a.kubeArch] = id
+	arches := []struct{ ec2Arch, kubeArch string }{{"x86_64", "amd64"}, {"arm64", "arm64"}}
+	ids := make([]string, len(arches))
+	errs := make([]error, len(arches))
+	var wg sync.WaitGroup
+	for i, a := range arches {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ids[i], errs[i] = s.al2023Image(ctx, a.ec2Arch)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	for i, a := range arches {
+		res.AMIs[a.kubeArch] = ids[i]
 		for _, variant := range amiVariants(a.ec2Arch) {
-			res.Parameters[AMIParameter(s.minor, a.ec2Arch, variant)] = id
+			res.Parameters[AMIParameter(s.minor, a.ec2Arch, variant)] = ids[i]
 		}
 	}
 	return nil
+}
+
+// al2023Image picks the newest non-minimal AL2023 image of the architecture
+// among moto's built-in images.
+func (s *seeder) al2023Image(ctx context.Context, ec2Arch string) (string, error) {
+	out, err := s.ec2.DescribeImages(ctx, &ec2.DescribeImagesInput{
+		Owners: []string{"amazon"},
+		Filters: []ec2types.Filter{
+			{Name: aws.String("name"), Values: []string{"al2023-ami-2023*"}},
+			{Name: aws.String("architecture"), Values: []string{ec2Arch}},
+		},
+	})
+	if err != nil {
+		return "", err
+	}
+	var imgs []ec2types.Image
+	for _, im := range out.Images {
+		if !strings.Contains(aws.ToString(im.Name), "minimal") {
+			imgs = append(imgs, im)
+		}
+	}
+	if len(imgs) == 0 {
+		return "", fmt.Errorf("moto has no al2023 %s image", ec2Arch)
+	}
+	sort.Slice(imgs, func(i, j int) bool { return aws.ToString(imgs[i].Name) > aws.ToString(imgs[j].Name) })
+	return aws.ToString(imgs[0].ImageId), nil
 }
 
 // amiVariants are the AL2023 EKS AMI variants published per architecture.

@@ -154,27 +154,38 @@ func readPidFile(path string) (pidRecord, error) {
 // startTime returns the process's start time in clock ticks since boot
 // (field 22 of /proc/<pid>/stat).
 func startTime(pid int) (string, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return "", fmt.Errorf("process %d: %w", pid, err)
-	}
-	// The command name (field 2) may hold spaces; fields after it follow ")".
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return "", fmt.Errorf("process %d: malformed stat", pid)
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 20 {
-		return "", fmt.Errorf("process %d: short stat", pid)
+	f, ok := statFields(fmt.Sprintf("/proc/%d/stat", pid))
+	if !ok {
+		return "", fmt.Errorf("process %d: no stat", pid)
 	}
 	return f[19], nil
 }
 
-// alive reports whether pid runs and started at start.
+// alive reports whether pid runs (a zombie does not) and started at start.
 func alive(pid int, start string) bool {
 	st, err := startTime(pid)
-	return err == nil && st == start
+	return err == nil && st == start && !zombie(pid)
+}
+
+func zombie(pid int) bool {
+	f, ok := statFields(fmt.Sprintf("/proc/%d/stat", pid))
+	return !ok || f[0] == "Z" || f[0] == "X"
+}
+
+// statFields returns the fields of a /proc/<pid>/stat after the command
+// name: state, ppid, pgrp, ...
+func statFields(path string) ([]string, bool) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return nil, false
+	}
+	f := strings.Fields(s[i+1:])
+	return f, len(f) >= 20
 }
 
 // Reap stops the processes recorded in runDir whose owner is gone (killed
@@ -263,17 +274,8 @@ func GroupAlive(pgid int) bool {
 		return syscall.Kill(-pgid, 0) == nil
 	}
 	for _, d := range dirs {
-		b, err := os.ReadFile(d)
-		if err != nil {
-			continue
-		}
-		s := string(b)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(s[i+1:]) // state, ppid, pgrp, ...
-		if len(f) < 3 || f[0] == "Z" || f[0] == "X" {
+		f, ok := statFields(d)
+		if !ok || f[0] == "Z" || f[0] == "X" {
 			continue
 		}
 		if g, err := strconv.Atoi(f[2]); err == nil && g == pgid {
