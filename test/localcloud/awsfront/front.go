@@ -182,7 +182,7 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if f.handle(w, r, req) {
 		return
 	}
-	f.forward(w, r, body, req)
+	f.forward(w, r, body)
 }
 
 func parseRequest(r *http.Request, body []byte) request {
@@ -218,7 +218,7 @@ func (f *Front) handle(w http.ResponseWriter, r *http.Request, req request) bool
 }
 
 // forward sends the request to moto unchanged.
-func (f *Front) forward(w http.ResponseWriter, r *http.Request, body []byte, _ request) {
+func (f *Front) forward(w http.ResponseWriter, r *http.Request, body []byte) {
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.ContentLength = int64(len(body))
 	f.proxy.ServeHTTP(w, r)
