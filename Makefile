@@ -2,13 +2,16 @@
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 GO ?= go
+# The local cloud's tools (etcd, Kubernetes, kwok, a link to moto) live outside the tree.
+TOOLS ?= $(or $(NODEWRIGHT_TOOLS),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/nodewright/tools)
+export NODEWRIGHT_TOOLS := $(TOOLS)
 
-.PHONY: all test lint unit fuzz bench generate run
+.PHONY: all test lint unit fuzz bench generate run tools cloud
 
 all: test
 
 ## test: every test (lint, unit and integration tests, fuzz smoke run)
-test: lint unit fuzz
+test: tools lint unit fuzz
 
 ## lint: gofmt check and go vet
 lint:
@@ -34,6 +37,14 @@ bench:
 generate:
 	$(GO) generate ./...
 
+## tools: build the local cloud's tools into $(TOOLS) (only what is missing or changed) and check moto
+tools:
+	@test/tools/build.sh "$(TOOLS)"
+
+## cloud: bring the local cloud up, print its kubeconfig and endpoints; Ctrl-C stops it
+cloud: tools
+	$(GO) run ./test/localcloud/cmd/localcloud
+
 ## run: the main job on the local cloud
-run:
+run: tools
 	@echo "make run: the local cloud (issue 4) and the provision flow are not built yet" >&2; exit 1

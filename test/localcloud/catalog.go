@@ -1,0 +1,56 @@
+package localcloud
+
+import (
+	"github.com/nodewright/nodewright/shared/apis"
+	"github.com/nodewright/nodewright/shared/catalog"
+	"github.com/nodewright/nodewright/shared/pricing"
+	"github.com/nodewright/nodewright/test/localcloud/nodebridge"
+)
+
+// catalogAdapter serves the instance catalog and the spot price model to
+// the node bridge and the AWS front.
+type catalogAdapter struct {
+	cat   *catalog.Catalog
+	model pricing.Model
+	names []string
+}
+
+func newCatalogAdapter(seed uint64) *catalogAdapter {
+	cat := catalog.Default()
+	names := make([]string, 0, cat.Len())
+	for _, it := range cat.Types() {
+		names = append(names, it.Name)
+	}
+	return &catalogAdapter{cat: cat, model: pricing.Model{Catalog: cat, Seed: seed}, names: names}
+}
+
+// InstanceType implements nodebridge.Catalog.
+func (a *catalogAdapter) InstanceType(name string, maxPods int32) (nodebridge.InstanceType, bool) {
+	it, ok := a.cat.Get(name)
+	if !ok {
+		return nodebridge.InstanceType{}, false
+	}
+	var kubelet *apis.KubeletConfiguration
+	if maxPods > 0 {
+		kubelet = &apis.KubeletConfiguration{MaxPods: &maxPods}
+	}
+	capacity, alloc := it.Compute(catalog.NodeSettings{Kubelet: kubelet})
+	return nodebridge.InstanceType{Labels: it.Labels(), Capacity: capacity.ResourceList(), Allocatable: alloc.ResourceList()}, true
+}
+
+// OnDemandPrice implements awsfront.PriceBook.
+func (a *catalogAdapter) OnDemandPrice(name string) (float64, bool) {
+	it, ok := a.cat.Get(name)
+	if !ok || it.OnDemandPrice <= 0 {
+		return 0, false
+	}
+	return it.OnDemandPrice, true
+}
+
+// SpotPrice implements awsfront.PriceBook with the shared spot price model.
+func (a *catalogAdapter) SpotPrice(name, zone string) (float64, bool) {
+	return a.model.SpotPrice(name, zone)
+}
+
+// TypeNames implements awsfront.PriceBook.
+func (a *catalogAdapter) TypeNames() []string { return a.names }

@@ -1,0 +1,399 @@
+// Package localcloud runs an EKS-like cluster and its AWS account on one
+// machine, for `make cloud` and the end-to-end tests: a real control plane
+// (etcd, kube-apiserver, kube-controller-manager, kube-scheduler built from
+// the Kubernetes modules), kwok as the kubelet of every node, and moto
+// behind an AWS front (package awsfront) that adds capacity, spot prices,
+// throttling and interruptions. EC2 instances that carry the cluster tag
+// become Nodes (package nodebridge). Everything binds to 127.0.0.1.
+package localcloud
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/nodewright/nodewright/test/localcloud/awsfront"
+	"github.com/nodewright/nodewright/test/localcloud/nodebridge"
+	"github.com/nodewright/nodewright/test/localcloud/pki"
+	"github.com/nodewright/nodewright/test/localcloud/proc"
+)
+
+// KubernetesVersion is the version of the control plane `make tools` builds.
+const KubernetesVersion = "v1.35.4"
+
+// Options configure a local cloud; the zero value is usable.
+type Options struct {
+	Cluster   string        // default "nodewright-local"
+	Region    string        // default us-east-1
+	Zones     []string      // default us-east-1a, us-east-1b, us-east-1c
+	BootDelay time.Duration // instance running -> Node registered; default 2s
+	ToolsDir  string        // default ToolsDir()
+	StateDir  string        // default a new temporary directory, removed on Close
+	// PriceSeed shifts the spot price model (shared/pricing.Model.Seed).
+	PriceSeed uint64
+	Log       *slog.Logger // default JSON to <state>/localcloud.log
+	// ReadyTimeout bounds the wait for each server; default 60s.
+	ReadyTimeout time.Duration
+}
+
+func (o *Options) defaults() {
+	if o.Cluster == "" {
+		o.Cluster = "nodewright-local"
+	}
+	if o.Region == "" {
+		o.Region = "us-east-1"
+	}
+	if len(o.Zones) == 0 {
+		o.Zones = []string{o.Region + "a", o.Region + "b", o.Region + "c"}
+	}
+	if o.BootDelay == 0 {
+		o.BootDelay = 2 * time.Second
+	}
+	if o.ToolsDir == "" {
+		o.ToolsDir = ToolsDir()
+	}
+	if o.ReadyTimeout == 0 {
+		o.ReadyTimeout = 60 * time.Second
+	}
+}
+
+// Cluster describes the EKS-like cluster as EKS DescribeCluster would.
+type Cluster struct {
+	Name     string
+	Endpoint string // https://127.0.0.1:<port>
+	CAData   []byte // PEM; EKS returns it base64-encoded
+	Version  string // minor, e.g. "1.35"
+}
+
+// Cloud is a running local cloud.
+type Cloud struct {
+	Options Options
+	Cluster Cluster
+	Names   Names
+	AWS     *awsfront.Front // fault injection; AWS.URL() is the endpoint
+	Seeded  *AWSResources
+	// Kubeconfig is the path of an admin kubeconfig.
+	Kubeconfig string
+	REST       *rest.Config
+	Kube       kubernetes.Interface
+	StateDir   string
+	MotoURL    string
+
+	log       *slog.Logger
+	logFile   *os.File
+	ownState  bool
+	procs     []*proc.Process
+	bridgeCtl context.CancelFunc
+	bridgeWG  sync.WaitGroup
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// runDir holds the pid files of every local cloud on the machine, so a
+// start can find processes that a killed test left behind.
+func runDir() string { return filepath.Join(os.TempDir(), "nodewright-localcloud", "run") }
+
+// Start brings the local cloud up and returns when every part is ready.
+// On error everything started so far is stopped.
+func Start(ctx context.Context, opts Options) (c *Cloud, err error) {
+	opts.defaults()
+	t, err := findTools(opts.ToolsDir)
+	if err != nil {
+		return nil, err
+	}
+	c = &Cloud{Options: opts, Names: NamesFor(opts.Cluster)}
+	if err := c.initState(); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			c.Close()
+			c = nil
+		}
+	}()
+	if err := proc.Reap(ctx, runDir(), c.log); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	if err := c.up(ctx, t); err != nil {
+		return nil, err
+	}
+	c.log.Info("local cloud ready", "elapsed", time.Since(start).String(), "endpoint", c.Cluster.Endpoint, "aws", c.AWS.URL(), "kubeconfig", c.Kubeconfig)
+	return c, nil
+}
+
+func (c *Cloud) initState() error {
+	c.StateDir = c.Options.StateDir
+	if c.StateDir == "" {
+		d, err := os.MkdirTemp("", "nodewright-localcloud-")
+		if err != nil {
+			return fmt.Errorf("local cloud state dir: %w", err)
+		}
+		c.StateDir, c.ownState = d, true
+	}
+	if err := os.MkdirAll(logDir(c.StateDir), 0o755); err != nil {
+		return fmt.Errorf("local cloud state dir: %w", err)
+	}
+	c.log = c.Options.Log
+	if c.log == nil {
+		f, err := os.OpenFile(filepath.Join(logDir(c.StateDir), "localcloud.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return fmt.Errorf("local cloud log: %w", err)
+		}
+		c.logFile = f
+		c.log = slog.New(slog.NewJSONHandler(f, nil))
+	}
+	c.log = c.log.With("cluster", c.Options.Cluster)
+	return nil
+}
+
+// up starts the servers: moto and etcd first, the API server when etcd is
+// ready, then the controller manager, scheduler and kwok; AWS is seeded
+// while the control plane comes up.
+func (c *Cloud) up(ctx context.Context, t tools) error {
+	p, err := freePorts()
+	if err != nil {
+		return err
+	}
+	creds, err := pki.Write(filepath.Join(c.StateDir, "pki"), time.Now())
+	if err != nil {
+		return err
+	}
+	c.Cluster = Cluster{Name: c.Options.Cluster, Endpoint: loopURL("https", p.apiserver), CAData: creds.CAPEM, Version: minorOf(KubernetesVersion)}
+	c.Kubeconfig = filepath.Join(c.StateDir, "kubeconfig")
+	if err := writeKubeconfig(c.Kubeconfig, c.Cluster, creds.AdminToken); err != nil {
+		return err
+	}
+	c.MotoURL = loopURL("http", p.moto)
+
+	moto, err := c.start(motoComponent(t, p, mkdir(c.StateDir, "moto")))
+	if err != nil {
+		return err
+	}
+	awsDone := make(chan error, 1)
+	go func() { awsDone <- c.upAWS(ctx, moto) }()
+
+	if err := c.startReady(ctx, etcdComponent(t, p, filepath.Join(c.StateDir, "etcd"))); err != nil {
+		return errors.Join(err, <-awsDone)
+	}
+	if err := c.startReady(ctx, apiserverComponent(t, p, creds, mkdir(c.StateDir, "apiserver-certs"))); err != nil {
+		return errors.Join(err, <-awsDone)
+	}
+	if err := c.upControllers(ctx, t, p, creds); err != nil {
+		return errors.Join(err, <-awsDone)
+	}
+	if err := <-awsDone; err != nil {
+		return err
+	}
+	c.startBridge()
+	return nil
+}
+
+// upControllers starts the controller manager, scheduler and kwok together
+// and waits for all three and for the default ServiceAccount.
+func (c *Cloud) upControllers(ctx context.Context, t tools, p ports, creds *pki.Files) error {
+	if err := c.kubeClient(creds); err != nil {
+		return err
+	}
+	comps := []component{kcmComponent(t, p, creds, c.Kubeconfig), schedulerComponent(t, p, c.Kubeconfig), kwokComponent(t, p, c.Kubeconfig)}
+	started := make([]*proc.Process, len(comps))
+	for i, comp := range comps {
+		pr, err := c.start(comp)
+		if err != nil {
+			return err
+		}
+		started[i] = pr
+	}
+	errs := make([]error, len(comps))
+	var wg sync.WaitGroup
+	for i := range comps {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = c.waitReady(ctx, started[i], comps[i].ready)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	saStart := time.Now()
+	if err := c.waitDefaultServiceAccount(ctx); err != nil {
+		return err
+	}
+	c.log.Info("ready", "process", "default service account", "waited", time.Since(saStart).String())
+	return nil
+}
+
+// upAWS waits for moto, starts the front and seeds the account.
+func (c *Cloud) upAWS(ctx context.Context, moto *proc.Process) error {
+	if err := c.waitReady(ctx, moto, httpReady(plainClient(), c.MotoURL+"/moto-api/data.json", "")); err != nil {
+		return err
+	}
+	seedStart := time.Now()
+	defer func() { c.log.Info("AWS seeded", "took", time.Since(seedStart).String()) }()
+	direct := awsfront.DirectConfig(c.MotoURL, c.Options.Region)
+	sd := &seeder{
+		cluster: c.Options.Cluster, minor: c.Cluster.Version, zones: c.Options.Zones, names: c.Names,
+		ec2: ec2.NewFromConfig(direct), ddb: dynamodb.NewFromConfig(direct), sqs: sqs.NewFromConfig(direct),
+	}
+	res, err := sd.seed(ctx)
+	if err != nil {
+		return err
+	}
+	c.Seeded = res
+	front, err := awsfront.New(awsfront.Config{
+		MotoURL: c.MotoURL, Region: c.Options.Region, Zones: c.Options.Zones,
+		Prices: newCatalogAdapter(c.Options.PriceSeed), QueueURL: res.QueueURL, Log: c.log,
+	})
+	if err != nil {
+		return err
+	}
+	for name, v := range res.Parameters {
+		front.SetPublicParameter(name, v)
+	}
+	if err := front.Start(); err != nil {
+		return err
+	}
+	c.AWS = front
+	return nil
+}
+
+func (c *Cloud) startBridge() {
+	ctx, cancel := context.WithCancel(context.Background())
+	c.bridgeCtl = cancel
+	b := nodebridge.New(nodebridge.Config{
+		Cluster: c.Options.Cluster, Region: c.Options.Region, KubeletVersion: KubernetesVersion,
+		BootDelay: c.Options.BootDelay, EC2: ec2.NewFromConfig(awsfront.DirectConfig(c.MotoURL, c.Options.Region)),
+		Kube: c.Kube, Catalog: newCatalogAdapter(c.Options.PriceSeed), Log: c.log,
+	})
+	c.bridgeWG.Add(1)
+	go func() {
+		defer c.bridgeWG.Done()
+		b.Run(ctx)
+	}()
+}
+
+// AWSConfig is an SDK config for the functions: it talks to the AWS front
+// with static test credentials, as the functions talk to AWS.
+func (c *Cloud) AWSConfig() aws.Config {
+	return awsfront.DirectConfig(c.AWS.URL(), c.Options.Region)
+}
+
+func (c *Cloud) start(comp component) (*proc.Process, error) {
+	pr, err := proc.Start(comp.spec, logDir(c.StateDir), runDir())
+	if err != nil {
+		return nil, err
+	}
+	c.procs = append(c.procs, pr)
+	c.log.Info("started", "process", pr.Name, "pid", pr.Pid, "log", pr.LogPath)
+	return pr, nil
+}
+
+func (c *Cloud) startReady(ctx context.Context, comp component) error {
+	pr, err := c.start(comp)
+	if err != nil {
+		return err
+	}
+	return c.waitReady(ctx, pr, comp.ready)
+}
+
+// waitReady waits for the process's probe and logs how long it took.
+func (c *Cloud) waitReady(ctx context.Context, pr *proc.Process, probe func(context.Context) error) error {
+	start := time.Now()
+	if err := waitReady(ctx, pr, probe, c.Options.ReadyTimeout); err != nil {
+		return err
+	}
+	c.log.Info("ready", "process", pr.Name, "waited", time.Since(start).String())
+	return nil
+}
+
+// Processes returns the server processes (for tests that check cleanup).
+func (c *Cloud) Processes() []*proc.Process { return append([]*proc.Process(nil), c.procs...) }
+
+// RSS is the resident memory of the server processes and their children
+// (the AWS front and the node bridge run in the caller's process).
+func (c *Cloud) RSS() (map[string]int64, int64) {
+	per := map[string]int64{}
+	var total int64
+	for _, p := range c.procs {
+		n, _ := p.RSS()
+		per[p.Name] = n
+		total += n
+	}
+	return per, total
+}
+
+// LogTails returns the last n lines of every server's log, by name.
+func (c *Cloud) LogTails(n int) map[string]string {
+	out := map[string]string{}
+	for _, p := range c.procs {
+		out[p.Name] = proc.Tail(p.LogPath, n)
+	}
+	out["localcloud"] = proc.Tail(filepath.Join(logDir(c.StateDir), "localcloud.log"), n)
+	return out
+}
+
+// Close stops the bridge, the front and every process (their process
+// groups), and removes the state directory if Start made it.
+func (c *Cloud) Close() error {
+	c.closeOnce.Do(func() {
+		if c.bridgeCtl != nil {
+			c.bridgeCtl()
+			c.bridgeWG.Wait()
+		}
+		var errs []error
+		if c.AWS != nil {
+			errs = append(errs, c.AWS.Close())
+		}
+		var wg sync.WaitGroup
+		for _, p := range c.procs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_ = p.Stop(5 * time.Second)
+			}()
+		}
+		wg.Wait()
+		if c.logFile != nil {
+			c.logFile.Close()
+		}
+		if c.ownState {
+			errs = append(errs, os.RemoveAll(c.StateDir))
+		}
+		c.closeErr = errors.Join(errs...)
+	})
+	return c.closeErr
+}
+
+func mkdir(parent, name string) string {
+	d := filepath.Join(parent, name)
+	_ = os.MkdirAll(d, 0o755)
+	return d
+}
+
+// minorOf turns v1.35.4 into 1.35.
+func minorOf(v string) string {
+	v = v[1:]
+	for i, dots := 0, 0; i < len(v); i++ {
+		if v[i] == '.' {
+			dots++
+			if dots == 2 {
+				return v[:i]
+			}
+		}
+	}
+	return v
+}

@@ -1,0 +1,202 @@
+package nodebridge
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"mime/multipart"
+	"net/mail"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+)
+
+// KubeletSettings is what the node's user data tells the kubelet about
+// registration: labels, taints and a pod limit.
+type KubeletSettings struct {
+	Labels  map[string]string
+	Taints  []corev1.Taint
+	MaxPods int32 // 0 = not set
+}
+
+// nodeConfig is the part of nodeadm's NodeConfig (node.eks.aws/v1alpha1)
+// that decides how the node registers.
+type nodeConfig struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Spec       struct {
+		Kubelet struct {
+			Flags  []string `json:"flags"`
+			Config struct {
+				MaxPods            int32          `json:"maxPods"`
+				RegisterWithTaints []corev1.Taint `json:"registerWithTaints"`
+			} `json:"config"`
+		} `json:"kubelet"`
+	} `json:"spec"`
+}
+
+const nodeConfigMediaType = "application/node.eks.aws"
+
+// ParseUserData reads AL2023 user data the way nodeadm does: a MIME
+// multi-part document whose application/node.eks.aws parts are NodeConfig
+// YAML (or a bare NodeConfig), merged in order. The user data may be base64
+// (as EC2 returns it). Parts of other types (shell scripts) are ignored.
+func ParseUserData(data []byte) (KubeletSettings, error) {
+	data = maybeBase64(data)
+	ks := KubeletSettings{Labels: map[string]string{}}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return ks, nil
+	}
+	docs, err := nodeConfigDocs(data)
+	if err != nil {
+		return ks, err
+	}
+	for i, d := range docs {
+		if err := ks.merge(d); err != nil {
+			return ks, fmt.Errorf("user data: NodeConfig %d: %w", i+1, err)
+		}
+	}
+	return ks, nil
+}
+
+func maybeBase64(data []byte) []byte {
+	s := strings.TrimSpace(string(data))
+	if dec, err := base64.StdEncoding.DecodeString(s); err == nil && len(dec) > 0 {
+		return dec
+	}
+	return data
+}
+
+// nodeConfigDocs returns the NodeConfig YAML documents in the user data.
+func nodeConfigDocs(data []byte) ([][]byte, error) {
+	msg, err := mail.ReadMessage(bufio.NewReader(bytes.NewReader(data)))
+	if err != nil || msg.Header.Get("Content-Type") == "" {
+		// Not MIME: nodeadm accepts a bare NodeConfig document.
+		if isNodeConfig(data) {
+			return [][]byte{data}, nil
+		}
+		return nil, nil
+	}
+	mt, params, err := mime.ParseMediaType(msg.Header.Get("Content-Type"))
+	if err != nil {
+		return nil, fmt.Errorf("user data: content type: %w", err)
+	}
+	if !strings.HasPrefix(mt, "multipart/") {
+		body, err := io.ReadAll(msg.Body)
+		if err != nil {
+			return nil, fmt.Errorf("user data: %w", err)
+		}
+		if mt == nodeConfigMediaType {
+			return [][]byte{body}, nil
+		}
+		return nil, nil
+	}
+	return multipartNodeConfigs(msg.Body, params["boundary"])
+}
+
+func multipartNodeConfigs(body io.Reader, boundary string) ([][]byte, error) {
+	if boundary == "" {
+		return nil, errors.New("user data: multipart without boundary")
+	}
+	mr := multipart.NewReader(body, boundary)
+	var docs [][]byte
+	for {
+		part, err := mr.NextPart()
+		if errors.Is(err, io.EOF) {
+			return docs, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("user data: multipart: %w", err)
+		}
+		mt, _, _ := mime.ParseMediaType(part.Header.Get("Content-Type"))
+		b, err := io.ReadAll(part)
+		if err != nil {
+			return nil, fmt.Errorf("user data: multipart: %w", err)
+		}
+		if mt == nodeConfigMediaType {
+			docs = append(docs, b)
+		}
+	}
+}
+
+func isNodeConfig(data []byte) bool {
+	var nc nodeConfig
+	return yaml.Unmarshal(data, &nc) == nil && nc.Kind == "NodeConfig"
+}
+
+func (ks *KubeletSettings) merge(doc []byte) error {
+	var nc nodeConfig
+	if err := yaml.Unmarshal(doc, &nc); err != nil {
+		return err
+	}
+	if nc.Kind != "NodeConfig" || !strings.HasPrefix(nc.APIVersion, "node.eks.aws/") {
+		return fmt.Errorf("apiVersion %q kind %q: want node.eks.aws/* NodeConfig", nc.APIVersion, nc.Kind)
+	}
+	if nc.Spec.Kubelet.Config.MaxPods > 0 {
+		ks.MaxPods = nc.Spec.Kubelet.Config.MaxPods
+	}
+	ks.Taints = append(ks.Taints, nc.Spec.Kubelet.Config.RegisterWithTaints...)
+	for _, fl := range nc.Spec.Kubelet.Flags {
+		if err := ks.flag(fl); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// flag applies one kubelet flag: --node-labels and --register-with-taints.
+func (ks *KubeletSettings) flag(fl string) error {
+	name, val, _ := strings.Cut(strings.TrimLeft(fl, "-"), "=")
+	switch name {
+	case "node-labels":
+		for _, kv := range splitList(val) {
+			k, v, ok := strings.Cut(kv, "=")
+			if !ok || k == "" {
+				return fmt.Errorf("--node-labels: %q is not key=value", kv)
+			}
+			ks.Labels[k] = v
+		}
+	case "register-with-taints":
+		for _, t := range splitList(val) {
+			taint, err := parseTaint(t)
+			if err != nil {
+				return fmt.Errorf("--register-with-taints: %w", err)
+			}
+			ks.Taints = append(ks.Taints, taint)
+		}
+	}
+	return nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// parseTaint reads key[=value]:Effect as the kubelet does.
+func parseTaint(s string) (corev1.Taint, error) {
+	kv, effect, ok := strings.Cut(s, ":")
+	if !ok {
+		return corev1.Taint{}, fmt.Errorf("taint %q: missing :Effect", s)
+	}
+	switch e := corev1.TaintEffect(effect); e {
+	case corev1.TaintEffectNoSchedule, corev1.TaintEffectPreferNoSchedule, corev1.TaintEffectNoExecute:
+	default:
+		return corev1.Taint{}, fmt.Errorf("taint %q: effect %q is not NoSchedule, PreferNoSchedule or NoExecute", s, effect)
+	}
+	k, v, _ := strings.Cut(kv, "=")
+	if k == "" {
+		return corev1.Taint{}, fmt.Errorf("taint %q: empty key", s)
+	}
+	return corev1.Taint{Key: k, Value: v, Effect: corev1.TaintEffect(effect)}, nil
+}

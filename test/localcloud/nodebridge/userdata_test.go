@@ -1,0 +1,128 @@
+package nodebridge
+
+import (
+	"encoding/base64"
+	"reflect"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+const mimeUserData = `MIME-Version: 1.0
+Content-Type: multipart/mixed; boundary="BOUNDARY"
+
+--BOUNDARY
+Content-Type: text/x-shellscript; charset="us-ascii"
+
+#!/bin/bash
+echo "--node-labels=ignored=true"
+
+--BOUNDARY
+Content-Type: application/node.eks.aws
+
+apiVersion: node.eks.aws/v1alpha1
+kind: NodeConfig
+spec:
+  cluster:
+    name: c1
+  kubelet:
+    config:
+      maxPods: 110
+      registerWithTaints:
+      - key: karpenter.sh/unregistered
+        effect: NoExecute
+    flags:
+    - --node-labels=karpenter.sh/nodepool=default,team=blue
+    - --register-with-taints=dedicated=gpu:NoSchedule,spot:PreferNoSchedule
+
+--BOUNDARY
+Content-Type: application/node.eks.aws
+
+apiVersion: node.eks.aws/v1alpha1
+kind: NodeConfig
+spec:
+  kubelet:
+    flags:
+    - --node-labels=team=red,extra=1
+
+--BOUNDARY--
+`
+
+func TestParseUserData(t *testing.T) {
+	wantMIME := KubeletSettings{
+		Labels: map[string]string{"karpenter.sh/nodepool": "default", "team": "red", "extra": "1"},
+		Taints: []corev1.Taint{
+			{Key: "karpenter.sh/unregistered", Effect: corev1.TaintEffectNoExecute},
+			{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule},
+			{Key: "spot", Effect: corev1.TaintEffectPreferNoSchedule},
+		},
+		MaxPods: 110,
+	}
+	bare := "apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec:\n  kubelet:\n    flags: [\"--node-labels=a=b\"]\n"
+	tests := []struct {
+		name    string
+		in      string
+		want    KubeletSettings
+		wantErr string
+	}{
+		{name: "MIME multi-part, NodeConfigs merged in order", in: mimeUserData, want: wantMIME},
+		{name: "base64 as EC2 returns it", in: base64.StdEncoding.EncodeToString([]byte(mimeUserData)), want: wantMIME},
+		{name: "bare NodeConfig", in: bare, want: KubeletSettings{Labels: map[string]string{"a": "b"}}},
+		{name: "empty", in: "", want: KubeletSettings{Labels: map[string]string{}}},
+		{name: "shell script only", in: "#!/bin/bash\necho hi\n", want: KubeletSettings{Labels: map[string]string{}}},
+		{name: "bad taint effect", in: strings.Replace(bare, "--node-labels=a=b", "--register-with-taints=a=b:Sometimes", 1), wantErr: "effect"},
+		{name: "label without value", in: strings.Replace(bare, "a=b", "novalue", 1), wantErr: "key=value"},
+		{name: "wrong kind in a NodeConfig part", in: strings.Replace(mimeUserData, "kind: NodeConfig\nspec:\n  kubelet:\n    flags:\n    - --node-labels=team=red", "kind: Other\nspec:\n  kubelet:\n    flags:\n    - --node-labels=team=red", 1), wantErr: "NodeConfig 2"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ParseUserData([]byte(tt.in))
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want it to mention %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("got %+v\nwant %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestNodeName(t *testing.T) {
+	for _, tt := range []struct{ dns, ip, want string }{
+		{"ip-10-0-1-23.ec2.internal", "10.0.1.23", "ip-10-0-1-23.ec2.internal"},
+		{"", "10.0.2.7", "ip-10-0-2-7.ec2.internal"},
+		{"", "", ""},
+	} {
+		if got := NodeName(tt.dns, tt.ip); got != tt.want {
+			t.Errorf("NodeName(%q, %q) = %q, want %q", tt.dns, tt.ip, got, tt.want)
+		}
+	}
+}
+
+func TestZoneID(t *testing.T) {
+	for zone, want := range map[string]string{"us-east-1a": "use1-az1", "eu-west-2c": "euw2-az3", "x": ""} {
+		if got := zoneID(zone); got != want {
+			t.Errorf("zoneID(%q) = %q, want %q", zone, got, want)
+		}
+	}
+}
+
+// FuzzParseUserData: any user data gives settings or an error, never a panic.
+func FuzzParseUserData(f *testing.F) {
+	f.Add([]byte(mimeUserData))
+	f.Add([]byte("apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec: {kubelet: {flags: [--register-with-taints=a:NoSchedule]}}\n"))
+	f.Add([]byte("Content-Type: multipart/mixed; boundary=x\n\n--x\nContent-Type: application/node.eks.aws\n\nkind: NodeConfig\n--x--"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ks, err := ParseUserData(data)
+		if err == nil && ks.Labels == nil {
+			t.Error("nil labels without an error")
+		}
+	})
+}
