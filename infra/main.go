@@ -40,7 +40,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	props.Config = cfg
+	props.Config, props.ConfigWarnings = cfg, warnings
 	cache := filepath.Join(root, ".cache", "infra")
 	if props.FunctionAssets, err = stack.BuildFunctions(root, filepath.Join(cache, "functions")); err != nil {
 		return err
@@ -50,9 +50,6 @@ func run() error {
 	st, err := stack.New(app, name, props)
 	if err != nil {
 		return err
-	}
-	for _, w := range warnings {
-		awscdk.Annotations_Of(st.Stack).AddWarningV2(jsii.String("nodewright:config"), jsii.String(w))
 	}
 	asm := app.Synth(nil)
 	return writeManifests(st, filepath.Join(*asm.Directory(), "nodewright", name))

@@ -135,7 +135,7 @@ func (s *Stack) addControllerPolicy() {
 		}, []*string{s.table.TableArn(), jsii.String(*s.table.TableArn() + "/index/*")}, nil),
 	}
 	roles := []awsiam.IRole{s.roles[FnProvision], s.roles[FnInterruption], s.roles[FnConsolidation]}
-	awsiam.NewManagedPolicy(s.Stack, jsii.String("ControllerPolicy"), &awsiam.ManagedPolicyProps{
+	s.controllerPolicy = awsiam.NewManagedPolicy(s.Stack, jsii.String("ControllerPolicy"), &awsiam.ManagedPolicyProps{
 		Description: jsii.String("Nodewright controller functions (" + cluster + "): launch, tag and terminate this cluster's instances"),
 		Statements:  &statements,
 		Roles:       &roles,

@@ -42,6 +42,9 @@ type Props struct {
 	// Config is the validated Karpenter configuration (see LoadConfig). Its
 	// NodePools and EC2NodeClasses reach the functions through a Lambda layer.
 	Config *apis.Config
+	// ConfigWarnings are LoadConfig's warnings; each becomes a CDK warning
+	// on the stack, so `cdk synth` shows it (and `--strict` fails on it).
+	ConfigWarnings []string
 
 	// FunctionAssets maps each function name to a directory holding its
 	// linux/arm64 `bootstrap` (see BuildFunctions).

@@ -32,6 +32,7 @@ type Stack struct {
 	url       awslambda.FunctionUrl
 
 	instanceProfileName *string
+	controllerPolicy    awsiam.ManagedPolicy
 }
 
 // New builds the stack. It fails, before creating anything, on invalid props
@@ -61,6 +62,9 @@ func New(scope constructs.Construct, id string, props Props) (*Stack, error) {
 		roles:     map[string]awsiam.Role{},
 	}
 	awscdk.Tags_Of(s.Stack).Add(jsii.String("nodewright:cluster"), jsii.String(p.ClusterName), nil)
+	for _, w := range p.ConfigWarnings {
+		awscdk.Annotations_Of(s.Stack).AddWarningV2(jsii.String("nodewright:config"), jsii.String(w))
+	}
 
 	s.addState()
 	s.addQueue()
