@@ -2,8 +2,10 @@ package stack
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -29,8 +31,30 @@ var (
 	variants   = map[string]*synthesized{}
 )
 
+// testEnv is the environment the jsii kernel (node) must start with:
+// template validation is most of a synth's wall time and not what these tests
+// check (the app's own test, package main, synthesizes with it on), and Node
+// 20's end-of-life banner is noise.
+var testEnv = []string{"CDK_VALIDATION=false", "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20"}
+
 func TestMain(m *testing.M) {
-	os.Setenv("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+	// jsii-runtime-go captures the environment for its node process while
+	// the CDK packages initialize, before TestMain runs, so os.Setenv here
+	// would come too late: re-run the test binary with the variables set.
+	if os.Getenv("CDK_VALIDATION") == "" {
+		cmd := exec.Command(os.Args[0], os.Args[1:]...)
+		cmd.Env = append(os.Environ(), testEnv...)
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+		if err := cmd.Run(); err != nil {
+			var exit *exec.ExitError
+			if errors.As(err, &exit) {
+				os.Exit(exit.ExitCode())
+			}
+			fmt.Fprintln(os.Stderr, "re-run test binary:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	code := m.Run()
 	jsii.Close()
 	if buildDir != "" {

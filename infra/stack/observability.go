@@ -29,7 +29,6 @@ func (s *Stack) metric(name string, period awscdk.Duration) awscloudwatch.Metric
 		DimensionsMap: &map[string]*string{metrics.DimCluster: jsii.String(s.props.ClusterName)},
 		Statistic:     jsii.String(string(def.Statistic)),
 		Period:        period,
-		Label:         jsii.String(def.Description),
 	})
 }
 
