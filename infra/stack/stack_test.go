@@ -610,7 +610,9 @@ func TestNagSuppressionsHaveReasons(t *testing.T) {
 }
 
 func TestConfigWarningsBecomeAnnotations(t *testing.T) {
-	s := variant(t, "warned", func(p *Props) { p.ConfigWarnings = []string{"x.yaml: document 2 (v1 Pod p) is not a NodePool or EC2NodeClass: ignored"} })
+	s := variant(t, "warned", func(p *Props) {
+		p.ConfigWarnings = []string{"x.yaml: document 2 (v1 Pod p) is not a NodePool or EC2NodeClass: ignored"}
+	})
 	got := s.annotations.FindWarning(jsii.String("*"), assertions.Match_StringLikeRegexp(jsii.String("is not a NodePool")))
 	if len(*got) != 1 {
 		t.Fatalf("%d warnings", len(*got))
