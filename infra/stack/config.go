@@ -59,7 +59,7 @@ func checkNodeRoles(cfg *apis.Config, nodeRole string) error {
 		case nc.Spec.InstanceProfile != nil:
 			errs = append(errs, fmt.Errorf("%s: spec.instanceProfile: not supported by Nodewright, which creates the instance profile itself: set spec.role: %q instead", where, nodeRole))
 		case nc.Spec.Role != nodeRole:
-			errs = append(errs, fmt.Errorf("%s: spec.role: %q is not the stack's node role %q (the only role the functions may pass to EC2): set spec.role to it, or deploy with -c nodewright:nodeRole=%s", where, nc.Spec.Role, nodeRole, nc.Spec.Role))
+			errs = append(errs, fmt.Errorf("%s: spec.role: %q is not the stack's node role %q (the only role the functions may pass to EC2): set spec.role to it, or deploy with -c nodewright:nodeRole=%s (and -c nodewright:importNodeRole=true if that role exists already)", where, nc.Spec.Role, nodeRole, nc.Spec.Role))
 		}
 	}
 	return errors.Join(errs...)
