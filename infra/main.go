@@ -17,7 +17,7 @@ import (
 )
 
 func main() {
-	err := run()
+	err := run(nil)
 	jsii.Close()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "nodewright:", err)
@@ -25,8 +25,11 @@ func main() {
 	}
 }
 
-func run() error {
-	app := awscdk.NewApp(nil)
+// run synthesizes the app; appProps (nil from the command line, where the CDK
+// CLI passes context and output directory through the environment) lets
+// tests pass them directly.
+func run(appProps *awscdk.AppProps) error {
+	app := awscdk.NewApp(appProps)
 	c := contextOf(app)
 	props, err := c.props()
 	if err != nil {
