@@ -116,7 +116,9 @@ func TestRunSynthesizes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var tpl struct{ Resources map[string]struct{ Type string } }
+	var tpl struct {
+		Resources map[string]struct{ Type string }
+	}
 	if err := json.Unmarshal(b, &tpl); err != nil {
 		t.Fatal(err)
 	}
