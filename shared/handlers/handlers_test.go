@@ -17,7 +17,7 @@ import (
 
 func sample(t *testing.T, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "events", name))
+	b, err := os.ReadFile(filepath.Join("..", "trigger", "testdata", name))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 
 func sample(t *testing.T, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "events", name))
+	b, err := os.ReadFile(filepath.Join("testdata", name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +214,7 @@ func TestHealthEventWithoutInstances(t *testing.T) {
 
 func FuzzDecodeInterruption(f *testing.F) {
 	for _, n := range []string{"spot-interruption.json", "state-change.json", "health-scheduled-change.json"} {
-		b, err := os.ReadFile(filepath.Join("..", "..", "events", n))
+		b, err := os.ReadFile(filepath.Join("testdata", n))
 		if err != nil {
 			f.Fatal(err)
 		}

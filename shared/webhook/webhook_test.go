@@ -112,7 +112,7 @@ func (f *fixture) call(t *testing.T, path, method, body string) events.LambdaFun
 
 func sampleReview(t *testing.T) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "events", "admission-review-unschedulable.json"))
+	b, err := os.ReadFile(filepath.Join("testdata", "admission-review-unschedulable.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -409,7 +409,7 @@ func TestEqualTokens(t *testing.T) {
 }
 
 func FuzzHandle(f *testing.F) {
-	b, err := os.ReadFile(filepath.Join("..", "..", "events", "admission-review-unschedulable.json"))
+	b, err := os.ReadFile(filepath.Join("testdata", "admission-review-unschedulable.json"))
 	if err != nil {
 		f.Fatal(err)
 	}
