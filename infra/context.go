@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
@@ -34,6 +35,26 @@ func (c appContext) str(key, def string) string {
 	default:
 		return fmt.Sprint(v)
 	}
+}
+
+// list reads a comma-separated list (or a JSON list in cdk.json).
+func (c appContext) list(key string) []string {
+	var parts []string
+	switch v := c.get(key).(type) {
+	case string:
+		parts = strings.Split(v, ",")
+	case []any:
+		for _, e := range v {
+			parts = append(parts, fmt.Sprint(e))
+		}
+	}
+	var out []string
+	for _, p := range parts {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 func (c appContext) boolean(key string) (bool, error) {
@@ -103,6 +124,10 @@ func (c appContext) props() (stack.Props, error) {
 		if region != "" {
 			p.Env.Region = jsii.String(region)
 		}
+	}
+	subnets, groups := c.list("subnetIds"), c.list("securityGroupIds")
+	if len(subnets) > 0 || len(groups) > 0 {
+		p.Network = &stack.Network{SubnetIDs: subnets, SecurityGroupIDs: groups}
 	}
 	var err error
 	flags := map[string]*bool{"importNodeRole": &p.ImportNodeRole, "skipAccessEntries": &p.SkipAccessEntries,

@@ -31,6 +31,7 @@ func TestContextProps(t *testing.T) {
 		"skipAuditLogTrigger": "false", "skipReservedConcurrency": "1", "sweepSchedule": "rate(2 minutes)",
 		"launchFailureThreshold": "7", "functionErrorThreshold": 2.0, "webhookTimeoutSeconds": "3",
 		"logRetentionDays": "90", "pendingPodAgeThreshold": "10m", "alarmEmail": "a@b.c", "region": "eu-west-1",
+		"subnetIds": "subnet-0123456789abcdef0, subnet-0fedcba9876543210", "securityGroupIds": []any{"sg-0123456789abcdef0"},
 	}).props()
 	if err != nil {
 		t.Fatal(err)
@@ -38,10 +39,12 @@ func TestContextProps(t *testing.T) {
 	if p.ClusterName != "prod" || p.NodeRoleName != "R" || !p.ImportNodeRole || !p.SkipAccessEntries || p.SkipAuditLogTrigger ||
 		!p.SkipReservedConcurrency || p.SweepSchedule != "rate(2 minutes)" || p.LaunchFailureThreshold != 7 ||
 		p.FunctionErrorThreshold != 2 || p.WebhookTimeoutSeconds != 3 || p.LogRetention != awslogs.RetentionDays_THREE_MONTHS ||
-		p.PendingPodAgeThreshold != 10*time.Minute || p.AlarmEmail != "a@b.c" || *p.Env.Region != "eu-west-1" || p.Env.Account != nil {
+		p.PendingPodAgeThreshold != 10*time.Minute || p.AlarmEmail != "a@b.c" || *p.Env.Region != "eu-west-1" || p.Env.Account != nil ||
+		strings.Join(p.Network.SubnetIDs, " ") != "subnet-0123456789abcdef0 subnet-0fedcba9876543210" ||
+		strings.Join(p.Network.SecurityGroupIDs, " ") != "sg-0123456789abcdef0" {
 		t.Fatalf("%+v", p)
 	}
-	if p, err := mapContext(map[string]any{"cluster": "c", "config": "d"}).props(); err != nil || p.Env != nil {
+	if p, err := mapContext(map[string]any{"cluster": "c", "config": "d"}).props(); err != nil || p.Env != nil || p.Network != nil {
 		t.Fatalf("env-agnostic by default: %+v %v", p.Env, err)
 	}
 }

@@ -268,6 +268,13 @@ func TestPropsDefaultsAndErrors(t *testing.T) {
 		{"short pending threshold", func(p *Props) { p.PendingPodAgeThreshold = time.Second }, "at least 1m"},
 		{"negative threshold", func(p *Props) { p.LaunchFailureThreshold = -1 }, "positive"},
 		{"webhook timeout", func(p *Props) { p.WebhookTimeoutSeconds = 31 }, "1-30"},
+		{"network without groups", func(p *Props) { p.Network = &Network{SubnetIDs: []string{"subnet-0123456789abcdef0"}} }, "both subnet IDs"},
+		{"bad subnet", func(p *Props) {
+			p.Network = &Network{SubnetIDs: []string{"vpc-0123456789abcdef0"}, SecurityGroupIDs: []string{"sg-0123456789abcdef0"}}
+		}, "not a subnet ID"},
+		{"bad group", func(p *Props) {
+			p.Network = &Network{SubnetIDs: []string{"subnet-0123456789abcdef0"}, SecurityGroupIDs: []string{"sg-xyz"}}
+		}, "not a security group ID"},
 		{"two alarm targets", func(p *Props) { p.AlarmEmail, p.AlarmTopicArn = "a@b.c", "arn:aws:sns:us-east-1:1:t" }, "at most one"},
 	}
 	for _, tc := range cases {

@@ -89,7 +89,10 @@ func (s *Stack) addFunctions() {
 		if fn == FnInterruption {
 			env[names.EnvQueueURL] = s.queue.QueueUrl()
 		}
-		s.newFunction(fn, env, []awslambda.ILayerVersion{layer})
+		f := s.newFunction(fn, env, []awslambda.ILayerVersion{layer})
+		if s.props.Network != nil {
+			s.attachNetwork(fn, f)
+		}
 	}
 	// Provision and consolidation are invoked asynchronously (schedules, the
 	// audit log subscription, the webhook). A failed hint is not worth a
@@ -142,4 +145,30 @@ func (s *Stack) newFunction(fn string, env map[string]*string, layers []awslambd
 	})
 	s.functions[fn], s.roles[fn] = f, role
 	return f
+}
+
+// NetworkInterfaceActions are what Lambda needs, through the function's role,
+// to attach a function to a VPC (the content of AWSLambdaVPCAccessExecutionRole,
+// without its log permissions).
+func NetworkInterfaceActions() []string {
+	return []string{"ec2:CreateNetworkInterface", "ec2:DescribeNetworkInterfaces", "ec2:DescribeSubnets",
+		"ec2:DeleteNetworkInterface", "ec2:AssignPrivateIpAddresses", "ec2:UnassignPrivateIpAddresses"}
+}
+
+// attachNetwork puts a function in the configured subnets. It sets the
+// template's VpcConfig directly: the subnets and groups are given by ID, so
+// no VPC lookup (which needs AWS credentials at synth) is involved. The
+// function already depends on its role's policy, so the permission exists
+// before Lambda creates the network interfaces.
+func (s *Stack) attachNetwork(fn string, f awslambda.Function) {
+	s.roles[fn].AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:       jsii.String("ManageVpcNetworkInterfaces"),
+		Actions:   jsii.Strings(NetworkInterfaceActions()...),
+		Resources: jsii.Strings("*"),
+	}))
+	cfn := f.Node().DefaultChild().(awslambda.CfnFunction)
+	cfn.SetVpcConfig(&awslambda.CfnFunction_VpcConfigProperty{
+		SubnetIds:        jsii.Strings(s.props.Network.SubnetIDs...),
+		SecurityGroupIds: jsii.Strings(s.props.Network.SecurityGroupIDs...),
+	})
 }

@@ -58,6 +58,14 @@ func (s *Stack) addNagSuppressions() {
 				[]any{regex(`/^Policy::arn:<AWS::Partition>:iam::aws:policy\/(AmazonEKSWorkerNodePolicy|AmazonEKS_CNI_Policy|AmazonEC2ContainerRegistryPullOnly|AmazonSSMManagedInstanceCore)$/`)}},
 		)
 	}
+	if s.props.Network != nil {
+		for _, fn := range []string{FnProvision, FnInterruption, FnConsolidation} {
+			add(s.roles[fn], suppression{"AwsSolutions-IAM5",
+				"Lambda creates and deletes the function's VPC network interfaces through its role; these EC2 network interface " +
+					"actions are what AWSLambdaVPCAccessExecutionRole grants, on resources Lambda names at run time",
+				[]any{"Resource::*"}})
+		}
+	}
 	add(s.secret,
 		suppression{"AwsSolutions-SMG4",
 			"the webhook token is shared with the cluster's ValidatingWebhookConfiguration, which a rotation Lambda cannot update; " +

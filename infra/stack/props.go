@@ -75,6 +75,14 @@ type Props struct {
 	// reserve any (new accounts start at 10).
 	SkipReservedConcurrency bool
 
+	// Network, when set, runs the three controller functions in these
+	// subnets with these security groups: needed when the cluster's API
+	// endpoint is private. The subnets need a route to the AWS APIs (a NAT
+	// gateway or VPC endpoints for EC2, DynamoDB, SQS, SSM, pricing, STS and
+	// EKS) and the cluster's security group must admit the functions' on 443.
+	// The webhook stays outside: it calls only public AWS endpoints.
+	Network *Network
+
 	// SweepSchedule is the provision sweep's EventBridge schedule
 	// expression. Default "rate(1 minute)".
 	SweepSchedule string
@@ -106,6 +114,35 @@ type Props struct {
 	// (1-30). Default 2: failurePolicy Ignore means a slow call only delays a
 	// pod status write by this much.
 	WebhookTimeoutSeconds int
+}
+
+// Network is where the controller functions run when the cluster's
+// endpoint is private.
+type Network struct {
+	SubnetIDs        []string
+	SecurityGroupIDs []string
+}
+
+var (
+	subnetIDPattern        = regexp.MustCompile(`^subnet-[0-9a-f]{8,17}$`)
+	securityGroupIDPattern = regexp.MustCompile(`^sg-[0-9a-f]{8,17}$`)
+)
+
+func (n *Network) validate() error {
+	if len(n.SubnetIDs) == 0 || len(n.SecurityGroupIDs) == 0 {
+		return errors.New("network: set both subnet IDs and security group IDs")
+	}
+	for _, id := range n.SubnetIDs {
+		if !subnetIDPattern.MatchString(id) {
+			return fmt.Errorf("network: %q is not a subnet ID", id)
+		}
+	}
+	for _, id := range n.SecurityGroupIDs {
+		if !securityGroupIDPattern.MatchString(id) {
+			return fmt.Errorf("network: %q is not a security group ID", id)
+		}
+	}
+	return nil
 }
 
 var clusterNamePattern = regexp.MustCompile(`^[0-9A-Za-z][A-Za-z0-9\-_]{0,99}$`)
@@ -162,6 +199,11 @@ func (p Props) withDefaults() (Props, error) {
 	}
 	if p.WebhookTimeoutSeconds < 1 || p.WebhookTimeoutSeconds > 30 {
 		return p, fmt.Errorf("webhook timeout %ds: the API server allows 1-30", p.WebhookTimeoutSeconds)
+	}
+	if p.Network != nil {
+		if err := p.Network.validate(); err != nil {
+			return p, err
+		}
 	}
 	if p.AlarmEmail != "" && p.AlarmTopicArn != "" {
 		return p, errors.New("set at most one of alarm email and alarm topic ARN")

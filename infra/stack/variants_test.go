@@ -72,3 +72,49 @@ func TestMinimalVariant(t *testing.T) {
 		}
 	}
 }
+
+// Controllers in a VPC (private cluster endpoint); the webhook stays out.
+func TestNetworkVariant(t *testing.T) {
+	s := variant(t, "vpc", func(p *Props) {
+		p.Network = &Network{SubnetIDs: []string{"subnet-0123456789abcdef0", "subnet-0fedcba9876543210"}, SecurityGroupIDs: []string{"sg-0123456789abcdef0"}}
+	})
+	if f := nagFindings(s); f != "" {
+		t.Fatalf("cdk-nag findings:\n%s", f)
+	}
+	for _, fn := range FunctionNames() {
+		p := s.one(t, "AWS::Lambda::Function", title(fn))
+		vpc := js(p["VpcConfig"])
+		if fn == FnWebhook {
+			if p["VpcConfig"] != nil {
+				t.Errorf("webhook in a VPC: %s", vpc)
+			}
+			continue
+		}
+		if vpc != `{"SecurityGroupIds":["sg-0123456789abcdef0"],"SubnetIds":["subnet-0123456789abcdef0","subnet-0fedcba9876543210"]}` {
+			t.Errorf("%s: VpcConfig %s", fn, vpc)
+		}
+	}
+	for id, pol := range s.resources("AWS::IAM::Policy") {
+		props := pol["Properties"].(map[string]any)
+		eni := statements(t, props["PolicyDocument"])["ManageVpcNetworkInterfaces"]
+		if strings.Contains(js(props["Roles"]), "WebhookRole") {
+			if eni != nil {
+				t.Errorf("%s: webhook may manage ENIs", id)
+			}
+			continue
+		}
+		if eni == nil || len(strs(eni["Action"])) != len(NetworkInterfaceActions()) {
+			t.Errorf("%s: ENI statement %v", id, eni)
+		}
+	}
+	// The function waits for its role's policy (else Lambda cannot create
+	// the network interfaces).
+	for id, f := range s.resources("AWS::Lambda::Function") {
+		if strings.HasPrefix(id, "Webhook") {
+			continue
+		}
+		if !strings.Contains(js(f["DependsOn"]), "RoleDefaultPolicy") {
+			t.Errorf("%s depends on %v", id, f["DependsOn"])
+		}
+	}
+}
