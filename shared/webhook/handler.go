@@ -65,10 +65,10 @@ func (h *Handler) Handle(ctx context.Context, req events.LambdaFunctionURLReques
 	if req.RequestContext.HTTP.Method != http.MethodPost {
 		return status(http.StatusMethodNotAllowed), nil
 	}
-	body, ok := h.body(req)
-	if !ok {
-		h.Log.Warn("webhook request refused", "reason", "body too large or not base64", "bytes", len(req.Body))
-		return status(http.StatusRequestEntityTooLarge), nil
+	body, code := h.body(req)
+	if code != http.StatusOK {
+		h.Log.Warn("webhook request refused", "status", code, "bytes", len(req.Body))
+		return status(code), nil
 	}
 	rv, derr := decideReview(body)
 	if rv.response == nil {
@@ -88,23 +88,30 @@ func (h *Handler) Handle(ctx context.Context, req events.LambdaFunctionURLReques
 	}, nil
 }
 
-// body returns the request body, decoded, if it is within the limit.
-func (h *Handler) body(req events.LambdaFunctionURLRequest) ([]byte, bool) {
+// body returns the request body, decoded, with 200 if it is within the
+// limit; else 413 (too large) or 400 (base64 that does not decode).
+func (h *Handler) body(req events.LambdaFunctionURLRequest) ([]byte, int) {
 	limit := h.MaxBytes
 	if limit <= 0 {
 		limit = DefaultMaxBodyBytes
 	}
 	if !req.IsBase64Encoded {
-		return []byte(req.Body), len(req.Body) <= limit
+		if len(req.Body) > limit {
+			return nil, http.StatusRequestEntityTooLarge
+		}
+		return []byte(req.Body), http.StatusOK
 	}
 	if base64.StdEncoding.DecodedLen(len(req.Body)) > limit+3 {
-		return nil, false
+		return nil, http.StatusRequestEntityTooLarge
 	}
 	b, err := base64.StdEncoding.DecodeString(req.Body)
-	if err != nil || len(b) > limit {
-		return nil, false
+	switch {
+	case err != nil:
+		return nil, http.StatusBadRequest
+	case len(b) > limit:
+		return nil, http.StatusRequestEntityTooLarge
 	}
-	return b, true
+	return b, http.StatusOK
 }
 
 // hint invokes the provision function for a pod that has just become

@@ -294,7 +294,8 @@ func TestBadRequests(t *testing.T) {
 		{"GET", "GET", "", false, 0, 405},
 		{"too large", "POST", big, false, 100, 413},
 		{"too large base64", "POST", base64.StdEncoding.EncodeToString([]byte(big)), true, 100, 413},
-		{"bad base64", "POST", "!!!!", true, 0, 413},
+		{"bad base64", "POST", "!!!!", true, 0, 400},
+		{"at the limit", "POST", `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}`, false, 61, 400},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
