@@ -11,13 +11,9 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/nodewright/nodewright/shared/names"
 	"github.com/nodewright/nodewright/shared/trigger"
 )
-
-// interruptionMaxReceives is how often a message is tried before it moves to
-// the DLQ: a transient API error gets two more chances, a malformed event
-// stops there.
-const interruptionMaxReceives = 3
 
 // addQueue creates the interruption queue and its DLQ.
 //
@@ -40,7 +36,7 @@ func (s *Stack) addQueue() {
 		VisibilityTimeout: awscdk.Duration_Seconds(jsii.Number(6 * interruptionTimeout.Seconds())),
 		DeadLetterQueue: &awssqs.DeadLetterQueue{
 			Queue:           s.dlq,
-			MaxReceiveCount: jsii.Number(interruptionMaxReceives),
+			MaxReceiveCount: jsii.Number(names.InterruptionMaxReceives),
 		},
 	})
 }

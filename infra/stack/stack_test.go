@@ -190,7 +190,7 @@ func TestInterruptionQueue(t *testing.T) {
 		t.Errorf("queue %v", q)
 	}
 	rp := q["RedrivePolicy"].(map[string]any)
-	if rp["maxReceiveCount"] != float64(interruptionMaxReceives) || !strings.Contains(js(rp["deadLetterTargetArn"]), "InterruptionDLQ") {
+	if rp["maxReceiveCount"] != float64(names.InterruptionMaxReceives) || !strings.Contains(js(rp["deadLetterTargetArn"]), "InterruptionDLQ") {
 		t.Errorf("redrive %v", rp)
 	}
 	if dlq := s.one(t, "AWS::SQS::Queue", "InterruptionDLQ"); dlq["SqsManagedSseEnabled"] != true || dlq["MessageRetentionPeriod"] != float64(14*86400) {

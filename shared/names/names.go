@@ -70,6 +70,11 @@ const (
 	IndexByNodePoolSortKey = SortKey
 )
 
+// InterruptionMaxReceives is how often the interruption queue hands out a
+// message before moving it to the dead-letter queue: a transient API error
+// gets two more chances, a malformed event stops there.
+const InterruptionMaxReceives = 3
+
 // Tags Nodewright puts on the EC2 resources it creates (instances, volumes,
 // network interfaces, fleets, launch templates). The IAM policy the stack
 // grants allows creating resources only with these tags in the request and
