@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -147,5 +148,22 @@ func TestRunSynthesizes(t *testing.T) {
 		if st, err := os.Stat(a); err != nil || st.Mode()&0o111 == 0 {
 			t.Errorf("%s not executable", a)
 		}
+	}
+	lintTemplate(t, filepath.Join(out, "Nodewright-demo-cluster.template.json"))
+}
+
+// lintTemplate runs cfn-lint (CloudFormation's linter, preinstalled with
+// Python on the team's machines and CI) on the template. W3005 (a DependsOn
+// that a GetAtt already implies) is how CDK writes function-role ordering.
+func lintTemplate(t *testing.T, template string) {
+	t.Helper()
+	bin, err := exec.LookPath("cfn-lint")
+	if err != nil {
+		t.Skip("cfn-lint is not installed on this machine (pip install cfn-lint): template not linted")
+	}
+	cmd := exec.Command(bin, "--format", "parseable", "--ignore-checks", "W3005", "--", template)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("cfn-lint: %v\n%s", err, out)
 	}
 }

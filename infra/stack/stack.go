@@ -61,7 +61,11 @@ func New(scope constructs.Construct, id string, props Props) (*Stack, error) {
 		functions: map[string]awslambda.Function{},
 		roles:     map[string]awsiam.Role{},
 	}
-	awscdk.Tags_Of(s.Stack).Add(jsii.String("nodewright:cluster"), jsii.String(p.ClusterName), nil)
+	// Every taggable resource names its cluster; not the dashboard, whose
+	// Tags property is newer than the CloudFormation specs linters ship.
+	awscdk.Tags_Of(s.Stack).Add(jsii.String("nodewright:cluster"), jsii.String(p.ClusterName), &awscdk.TagProps{
+		ExcludeResourceTypes: jsii.Strings("AWS::CloudWatch::Dashboard"),
+	})
 	for _, w := range p.ConfigWarnings {
 		awscdk.Annotations_Of(s.Stack).AddWarningV2(jsii.String("nodewright:config"), jsii.String(w))
 	}
