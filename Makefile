@@ -5,8 +5,10 @@ GO ?= go
 # The local cloud's tools (etcd, Kubernetes, kwok, a link to moto) live outside the tree.
 TOOLS ?= $(or $(NODEWRIGHT_TOOLS),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/nodewright/tools)
 export NODEWRIGHT_TOOLS := $(TOOLS)
+# The CDK's jsii kernel runs on Node 20 here; its end-of-life banner is noise.
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: all test lint unit fuzz bench generate run tools cloud
+.PHONY: all test lint unit fuzz bench generate run tools cloud synth
 
 all: test
 
@@ -28,6 +30,18 @@ fuzz:
 	@echo "==> fuzz (short)"
 	$(GO) test -run='^$$' -fuzz=FuzzParse -fuzztime=15s ./shared/apis
 	$(GO) test -run='^$$' -fuzz=FuzzIntersection -fuzztime=10s ./shared/requirements
+	$(GO) test -run='^$$' -fuzz='^FuzzDecodeInterruption$$' -fuzztime=5s ./shared/trigger
+	$(GO) test -run='^$$' -fuzz='^FuzzDecodeProvision$$' -fuzztime=5s ./shared/trigger
+	$(GO) test -run='^$$' -fuzz='^FuzzHandle$$' -fuzztime=5s ./shared/webhook
+
+## synth: the CDK app's cloud assembly in cdk.out, offline (no AWS credentials, no npm);
+## CLUSTER and CONFIG choose the cluster name and the configuration directory
+CLUSTER ?= demo-cluster
+CONFIG ?= infra/config
+synth:
+	@echo "==> cdk synth: cluster $(CLUSTER), configuration $(CONFIG) -> cdk.out"; rm -rf cdk.out; \
+	  CDK_OUTDIR=cdk.out CDK_CONTEXT_JSON='{"nodewright:cluster":"$(CLUSTER)","nodewright:config":"$(CONFIG)"}' $(GO) run ./infra; \
+	  ls cdk.out/*.template.json cdk.out/nodewright/*/*.yaml
 
 ## bench: benchmarks with their figures
 bench:

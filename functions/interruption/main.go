@@ -1,0 +1,20 @@
+// Command interruption is the interruption Lambda function (provided.al2023, arm64). It
+// wires the environment and a JSON logger to the handler in shared/handlers.
+package main
+
+import (
+	"os"
+
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/nodewright/nodewright/shared/handlers"
+	"github.com/nodewright/nodewright/shared/names"
+)
+
+func main() {
+	h := handlers.Interruption{
+		Env: handlers.EnvFrom(os.Getenv),
+		Log: handlers.NewLogger(os.Stdout, "interruption", os.Getenv(names.EnvLogLevel)),
+	}
+	lambda.Start(h.Handle)
+}

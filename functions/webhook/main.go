@@ -1,0 +1,37 @@
+// Command webhook is the pending-pod webhook Lambda function behind a Function
+// URL (provided.al2023, arm64). It wires AWS clients, the secret cache and a
+// JSON logger to the handler in shared/webhook.
+package main
+
+import (
+	"context"
+	"os"
+	"time"
+
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/config"
+	awslambda "github.com/aws/aws-sdk-go-v2/service/lambda"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+
+	"github.com/nodewright/nodewright/shared/handlers"
+	"github.com/nodewright/nodewright/shared/names"
+	"github.com/nodewright/nodewright/shared/webhook"
+)
+
+func main() {
+	log := handlers.NewLogger(os.Stdout, "webhook", os.Getenv(names.EnvLogLevel))
+	cfg, err := config.LoadDefaultConfig(context.Background())
+	if err != nil {
+		log.Error("load AWS configuration", "error", err)
+		os.Exit(1)
+	}
+	fetch := webhook.SecretsManagerFetch(secretsmanager.NewFromConfig(cfg), os.Getenv(names.EnvWebhookSecretARN))
+	h := &webhook.Handler{
+		Cluster: os.Getenv(names.EnvClusterName),
+		Secret:  webhook.NewSecretCache(fetch, time.Now, webhook.DefaultMinRefresh),
+		Invoker: webhook.LambdaInvoker{Client: awslambda.NewFromConfig(cfg), Function: os.Getenv(names.EnvProvisionFunction)},
+		Now:     time.Now,
+		Log:     log,
+	}
+	lambda.Start(h.Handle)
+}

@@ -1,0 +1,169 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/nodewright/nodewright/infra/stack"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	jsii.Close()
+	os.Exit(code)
+}
+
+func mapContext(m map[string]any) appContext {
+	return appContext{get: func(key string) any { return m[key] }}
+}
+
+func TestContextProps(t *testing.T) {
+	p, err := mapContext(map[string]any{
+		"cluster": "prod", "config": "cfg", "nodeRole": "R", "importNodeRole": "true", "skipAccessEntries": true,
+		"skipAuditLogTrigger": "false", "skipReservedConcurrency": "1", "sweepSchedule": "rate(2 minutes)",
+		"launchFailureThreshold": "7", "functionErrorThreshold": 2.0, "webhookTimeoutSeconds": "3",
+		"logRetentionDays": "90", "pendingPodAgeThreshold": "10m", "alarmEmail": "a@b.c", "region": "eu-west-1",
+		"subnetIds": "subnet-0123456789abcdef0, subnet-0fedcba9876543210", "securityGroupIds": []any{"sg-0123456789abcdef0"},
+	}).props()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.ClusterName != "prod" || p.NodeRoleName != "R" || !p.ImportNodeRole || !p.SkipAccessEntries || p.SkipAuditLogTrigger ||
+		!p.SkipReservedConcurrency || p.SweepSchedule != "rate(2 minutes)" || p.LaunchFailureThreshold != 7 ||
+		p.FunctionErrorThreshold != 2 || p.WebhookTimeoutSeconds != 3 || p.LogRetention != awslogs.RetentionDays_THREE_MONTHS ||
+		p.PendingPodAgeThreshold != 10*time.Minute || p.AlarmEmail != "a@b.c" || *p.Env.Region != "eu-west-1" || p.Env.Account != nil ||
+		strings.Join(p.Network.SubnetIDs, " ") != "subnet-0123456789abcdef0 subnet-0fedcba9876543210" ||
+		strings.Join(p.Network.SecurityGroupIDs, " ") != "sg-0123456789abcdef0" {
+		t.Fatalf("%+v", p)
+	}
+	if p, err := mapContext(map[string]any{"cluster": "c", "config": "d"}).props(); err != nil || p.Env != nil || p.Network != nil {
+		t.Fatalf("env-agnostic by default: %+v %v", p.Env, err)
+	}
+}
+
+func TestContextErrors(t *testing.T) {
+	cases := []struct {
+		ctx  map[string]any
+		want string
+	}{
+		{map[string]any{"cluster": "c"}, "nodewright:config"},
+		{map[string]any{"cluster": "c", "config": "d", "importNodeRole": "yes please"}, "nodewright:importNodeRole"},
+		{map[string]any{"cluster": "c", "config": "d", "skipAccessEntries": 3.0}, "nodewright:skipAccessEntries"},
+		{map[string]any{"cluster": "c", "config": "d", "launchFailureThreshold": "many"}, "want a number"},
+		{map[string]any{"cluster": "c", "config": "d", "logRetentionDays": "42"}, "use one of"},
+		{map[string]any{"cluster": "c", "config": "d", "pendingPodAgeThreshold": "soon"}, "want a duration"},
+		{map[string]any{"cluster": "c", "config": "d", "webhookTimeoutSeconds": true}, "want a number"},
+	}
+	for _, tc := range cases {
+		if _, err := mapContext(tc.ctx).props(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: err %v, want %q", tc.ctx, err, tc.want)
+		}
+	}
+}
+
+func appProps(t *testing.T, ctx map[string]any) (*awscdk.AppProps, string) {
+	t.Helper()
+	out := t.TempDir()
+	c := map[string]any{}
+	for k, v := range ctx {
+		c[contextPrefix+k] = v
+	}
+	return &awscdk.AppProps{Outdir: jsii.String(out), Context: &c}, out
+}
+
+// A bad configuration file fails the synth, naming the file and the field,
+// before anything is built.
+func TestRunFailsOnBadConfig(t *testing.T) {
+	dir := t.TempDir()
+	pool := "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata:\n  name: default\nspec:\n  template:\n    spec:\n" +
+		"      requirements:\n        - key: kubernetes.io/arch\n          operator: In\n      nodeClassRef:\n" +
+		"        group: karpenter.k8s.aws\n        kind: EC2NodeClass\n        name: default\n  weight: 500\n"
+	if err := os.WriteFile(filepath.Join(dir, "pool.yaml"), []byte(pool), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	props, out := appProps(t, map[string]any{"cluster": "demo-cluster", "config": dir})
+	err := run(props)
+	if err == nil {
+		t.Fatal("synth succeeded")
+	}
+	for _, want := range []string{"pool.yaml", "NodePool default", "spec.weight"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q: %v", want, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(out, "manifest.json")); err == nil {
+		t.Error("a cloud assembly was written")
+	}
+}
+
+// The app end to end, with CloudFormation template validation on: the
+// template, the assets and the manifests land in the output directory.
+func TestRunSynthesizes(t *testing.T) {
+	root, err := stack.ModuleRoot(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	props, out := appProps(t, map[string]any{"cluster": "demo-cluster", "config": filepath.Join(root, "infra", "config")})
+	if err := run(props); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(out, "Nodewright-demo-cluster.template.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tpl struct {
+		Resources map[string]struct{ Type string }
+	}
+	if err := json.Unmarshal(b, &tpl); err != nil {
+		t.Fatal(err)
+	}
+	var fns int
+	for _, r := range tpl.Resources {
+		if r.Type == "AWS::Lambda::Function" {
+			fns++
+		}
+	}
+	if fns != 4 {
+		t.Errorf("%d functions in the template", fns)
+	}
+	for _, f := range []string{stack.WebhookManifestFile, stack.RBACManifestFile} {
+		if _, err := os.Stat(filepath.Join(out, "nodewright", "Nodewright-demo-cluster", f)); err != nil {
+			t.Error(err)
+		}
+	}
+	assets, err := filepath.Glob(filepath.Join(out, "asset.*", "bootstrap"))
+	if err != nil || len(assets) != 4 {
+		t.Fatalf("bootstrap assets %v %v", assets, err)
+	}
+	for _, a := range assets {
+		if st, err := os.Stat(a); err != nil || st.Mode()&0o111 == 0 {
+			t.Errorf("%s not executable", a)
+		}
+	}
+	lintTemplate(t, filepath.Join(out, "Nodewright-demo-cluster.template.json"))
+}
+
+// lintTemplate runs cfn-lint (CloudFormation's linter, preinstalled with
+// Python on the team's machines and CI) on the template. W3005 (a DependsOn
+// that a GetAtt already implies) is how CDK writes function-role ordering.
+func lintTemplate(t *testing.T, template string) {
+	t.Helper()
+	bin, err := exec.LookPath("cfn-lint")
+	if err != nil {
+		t.Skip("cfn-lint is not installed on this machine (pip install cfn-lint): template not linted")
+	}
+	cmd := exec.Command(bin, "--format", "parseable", "--ignore-checks", "W3005", "--", template)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("cfn-lint: %v\n%s", err, out)
+	}
+}

@@ -1,0 +1,170 @@
+package stack
+
+import (
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awseventstargets"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdaeventsources"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogsdestinations"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/nodewright/nodewright/shared/names"
+	"github.com/nodewright/nodewright/shared/trigger"
+)
+
+// addQueue creates the interruption queue and its DLQ.
+//
+// SQS-managed encryption (SSE-SQS): EventBridge can send to it without a
+// customer KMS key policy (it cannot use the AWS-managed aws/sqs key).
+// Retention 1 hour: an interruption event older than that describes an
+// instance long gone; the DLQ keeps failures 14 days for inspection. The
+// visibility timeout is 6x the function's timeout, as Lambda's SQS
+// integration recommends, so a slow batch is not handed out twice.
+func (s *Stack) addQueue() {
+	s.dlq = awssqs.NewQueue(s.Stack, jsii.String("InterruptionDLQ"), &awssqs.QueueProps{
+		Encryption:      awssqs.QueueEncryption_SQS_MANAGED,
+		EnforceSSL:      jsii.Bool(true),
+		RetentionPeriod: awscdk.Duration_Days(jsii.Number(14)),
+	})
+	s.queue = awssqs.NewQueue(s.Stack, jsii.String("InterruptionQueue"), &awssqs.QueueProps{
+		Encryption:        awssqs.QueueEncryption_SQS_MANAGED,
+		EnforceSSL:        jsii.Bool(true),
+		RetentionPeriod:   awscdk.Duration_Hours(jsii.Number(1)),
+		VisibilityTimeout: awscdk.Duration_Seconds(jsii.Number(6 * interruptionTimeout.Seconds())),
+		DeadLetterQueue: &awssqs.DeadLetterQueue{
+			Queue:           s.dlq,
+			MaxReceiveCount: jsii.Number(names.InterruptionMaxReceives),
+		},
+	})
+}
+
+// interruptionRules are the EventBridge rules that feed the queue: rule ID,
+// source, detail type, and extra detail filters.
+func interruptionRules() []struct {
+	ID, Source, DetailType string
+	Detail                 map[string]any
+} {
+	return []struct {
+		ID, Source, DetailType string
+		Detail                 map[string]any
+	}{
+		{"SpotInterruptionRule", trigger.EC2Source, trigger.DetailTypeSpotInterruption, nil},
+		{"RebalanceRule", trigger.EC2Source, trigger.DetailTypeRebalanceRecommendation, nil},
+		{"InstanceStateChangeRule", trigger.EC2Source, trigger.DetailTypeStateChange, nil},
+		{"ScheduledChangeRule", trigger.HealthSource, trigger.DetailTypeHealth, map[string]any{
+			"service":           []string{trigger.HealthServiceEC2},
+			"eventTypeCategory": []string{trigger.HealthCategoryScheduledChange},
+		}},
+		{"CapacityReservationInterruptionRule", trigger.EC2Source, trigger.DetailTypeCapacityReservationInterruption, nil},
+	}
+}
+
+// addTriggers wires every trigger to its function: the interruption rules
+// and queue, the two schedules, and the audit log subscription.
+func (s *Stack) addTriggers() {
+	var ruleArns []*string
+	for _, r := range interruptionRules() {
+		pattern := &awsevents.EventPattern{
+			Source:     jsii.Strings(r.Source),
+			DetailType: jsii.Strings(r.DetailType),
+		}
+		if r.Detail != nil {
+			d := map[string]any{}
+			for k, v := range r.Detail {
+				d[k] = v
+			}
+			pattern.Detail = &d
+		}
+		rule := awsevents.NewRule(s.Stack, jsii.String(r.ID), &awsevents.RuleProps{
+			Description:  jsii.String("Nodewright: " + r.DetailType + " to the interruption queue"),
+			EventPattern: pattern,
+		})
+		rule.AddTarget(awseventstargets.NewSqsQueue(s.queue, nil))
+		ruleArns = append(ruleArns, rule.RuleArn())
+	}
+	s.restrictQueueSenders(ruleArns)
+
+	s.functions[FnInterruption].AddEventSource(awslambdaeventsources.NewSqsEventSource(s.queue, &awslambdaeventsources.SqsEventSourceProps{
+		BatchSize:               jsii.Number(10),
+		MaxBatchingWindow:       awscdk.Duration_Seconds(jsii.Number(0)),
+		ReportBatchItemFailures: jsii.Bool(true),
+		MaxConcurrency:          s.esmConcurrency(),
+	}))
+
+	s.schedule("ProvisionSweep", s.props.SweepSchedule, FnProvision, "provision sweep: finds pending pods every trigger may have missed")
+	s.schedule("ConsolidationSchedule", s.props.ConsolidationSchedule, FnConsolidation, "consolidation: empty, underutilized, expired and drifted nodes")
+
+	if !s.props.SkipAuditLogTrigger {
+		s.addAuditLogSubscription()
+	}
+}
+
+// restrictQueueSenders adds an explicit deny of sqs:SendMessage for every
+// request whose aws:SourceArn is not one of our rules, on top of the per-rule
+// allow statements the SQS targets add (principal events.amazonaws.com,
+// condition aws:SourceArn = the rule, whose ARN names this account). The deny
+// makes "only EventBridge delivering our rules" hold even if someone later
+// adds a broader allow or an IAM policy granting sqs:SendMessage.
+func (s *Stack) restrictQueueSenders(ruleArns []*string) {
+	s.queue.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:        jsii.String("OnlyNodewrightRulesMaySend"),
+		Effect:     awsiam.Effect_DENY,
+		Principals: &[]awsiam.IPrincipal{awsiam.NewAnyPrincipal()},
+		Actions:    jsii.Strings("sqs:SendMessage"),
+		Resources:  &[]*string{s.queue.QueueArn()},
+		Conditions: &map[string]any{
+			"ArnNotEquals": map[string]any{"aws:SourceArn": ruleArns},
+		},
+	}))
+}
+
+// schedule adds an EventBridge schedule invoking fn. No retries and a
+// one-minute maximum event age: the next tick is as good as a retry.
+func (s *Stack) schedule(id, expr, fn, what string) {
+	rule := awsevents.NewRule(s.Stack, jsii.String(id), &awsevents.RuleProps{
+		Description: jsii.String("Nodewright " + what),
+		Schedule:    awsevents.Schedule_Expression(jsii.String(expr)),
+	})
+	rule.AddTarget(awseventstargets.NewLambdaFunction(s.functions[fn], &awseventstargets.LambdaFunctionProps{
+		RetryAttempts: jsii.Number(0),
+		MaxEventAge:   awscdk.Duration_Minutes(jsii.Number(1)),
+	}))
+}
+
+// AuditLogGroupName is the control-plane log group of an EKS cluster.
+func AuditLogGroupName(cluster string) string { return "/aws/eks/" + cluster + "/cluster" }
+
+// AuditFilterPattern matches the audit events that can mean a new pending
+// pod: a pod created, or a pod's status written (kube-scheduler patches
+// PodScheduled=False/Unschedulable there), once the request completed.
+func AuditFilterPattern() awslogs.IFilterPattern {
+	str := func(field, value string) awslogs.JsonPattern {
+		return awslogs.FilterPattern_StringValue(jsii.String(field), jsii.String("="), jsii.String(value))
+	}
+	return awslogs.FilterPattern_All(
+		str("$.objectRef.resource", "pods"),
+		str("$.stage", "ResponseComplete"),
+		awslogs.FilterPattern_Any(
+			awslogs.FilterPattern_All(str("$.verb", "create"), awslogs.FilterPattern_NotExists(jsii.String("$.objectRef.subresource"))),
+			awslogs.FilterPattern_All(
+				awslogs.FilterPattern_Any(str("$.verb", "patch"), str("$.verb", "update")),
+				str("$.objectRef.subresource", "status"),
+			),
+		),
+	)
+}
+
+// addAuditLogSubscription subscribes the provision function to the cluster's
+// audit log. The log group exists once control-plane logging (audit) is on;
+// it is imported by name, not created.
+func (s *Stack) addAuditLogSubscription() {
+	group := awslogs.LogGroup_FromLogGroupName(s.Stack, jsii.String("ClusterLogGroup"), jsii.String(AuditLogGroupName(s.props.ClusterName)))
+	awslogs.NewSubscriptionFilter(s.Stack, jsii.String("AuditLogPods"), &awslogs.SubscriptionFilterProps{
+		LogGroup:      group,
+		Destination:   awslogsdestinations.NewLambdaDestination(s.functions[FnProvision], nil),
+		FilterPattern: AuditFilterPattern(),
+	})
+}

@@ -1,0 +1,620 @@
+package stack
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/nodewright/nodewright/shared/metrics"
+	"github.com/nodewright/nodewright/shared/names"
+	"github.com/nodewright/nodewright/shared/trigger"
+)
+
+// js renders v as compact JSON, for containment checks on token values.
+func js(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// strs normalizes an IAM "Action"/"Resource" value (string or list).
+func strs(v any) []string {
+	switch x := v.(type) {
+	case string:
+		return []string{x}
+	case []any:
+		var out []string
+		for _, e := range x {
+			if s, ok := e.(string); ok {
+				out = append(out, s)
+			} else {
+				out = append(out, js(e))
+			}
+		}
+		sort.Strings(out)
+		return out
+	default:
+		return []string{js(v)}
+	}
+}
+
+// statements returns a policy document's statements by Sid.
+func statements(t *testing.T, doc any) map[string]map[string]any {
+	t.Helper()
+	out := map[string]map[string]any{}
+	for i, s := range doc.(map[string]any)["Statement"].([]any) {
+		st := s.(map[string]any)
+		sid, _ := st["Sid"].(string)
+		if sid == "" {
+			sid = fmt.Sprintf("#%d", i)
+		}
+		out[sid] = st
+	}
+	return out
+}
+
+func TestResourceCounts(t *testing.T) {
+	s := defaultStack(t)
+	want := map[string]int{
+		"AWS::Lambda::Function":           4,
+		"AWS::Lambda::LayerVersion":       1,
+		"AWS::Lambda::Url":                1,
+		"AWS::Lambda::EventSourceMapping": 1,
+		"AWS::Lambda::EventInvokeConfig":  2,
+		"AWS::Logs::LogGroup":             4,
+		"AWS::Logs::SubscriptionFilter":   1,
+		"AWS::DynamoDB::Table":            1,
+		"AWS::SQS::Queue":                 2,
+		"AWS::SQS::QueuePolicy":           2,
+		"AWS::Events::Rule":               7,
+		"AWS::IAM::Role":                  5,
+		"AWS::IAM::ManagedPolicy":         1,
+		"AWS::IAM::InstanceProfile":       1,
+		"AWS::EKS::AccessEntry":           4,
+		"AWS::SecretsManager::Secret":     1,
+		"AWS::CloudWatch::Dashboard":      1,
+		"AWS::CloudWatch::Alarm":          11,
+		"AWS::SNS::Topic":                 0,
+		"AWS::KMS::Key":                   0,
+	}
+	for typ, n := range want {
+		s.template.ResourceCountIs(jsii.String(typ), jsii.Number(float64(n)))
+	}
+}
+
+func TestFunctionSettings(t *testing.T) {
+	s := defaultStack(t)
+	for _, fn := range FunctionNames() {
+		t.Run(fn, func(t *testing.T) {
+			set := Settings()[fn]
+			p := s.one(t, "AWS::Lambda::Function", title(fn))
+			if p["Runtime"] != "provided.al2023" || p["Handler"] != "bootstrap" || js(p["Architectures"]) != `["arm64"]` {
+				t.Errorf("runtime %v handler %v arch %v", p["Runtime"], p["Handler"], p["Architectures"])
+			}
+			if p["MemorySize"] != float64(set.MemoryMB) || p["Timeout"] != set.Timeout.Seconds() || p["ReservedConcurrentExecutions"] != float64(set.Reserved) {
+				t.Errorf("memory %v timeout %v reserved %v", p["MemorySize"], p["Timeout"], p["ReservedConcurrentExecutions"])
+			}
+			if lc := p["LoggingConfig"].(map[string]any); lc["LogFormat"] != "JSON" || !strings.Contains(js(lc["LogGroup"]), title(fn)+"Logs") {
+				t.Errorf("logging %v", lc)
+			}
+			env := p["Environment"].(map[string]any)["Variables"].(map[string]any)
+			if env[names.EnvClusterName] != "demo-cluster" || env[names.EnvLogLevel] != "info" {
+				t.Errorf("env %v", env)
+			}
+			if fn == FnWebhook {
+				for _, k := range []string{names.EnvProvisionFunction, names.EnvWebhookSecretARN} {
+					if env[k] == nil {
+						t.Errorf("webhook env lacks %s", k)
+					}
+				}
+				if p["Layers"] != nil || env[names.EnvTableName] != nil {
+					t.Errorf("webhook has the configuration layer or the table")
+				}
+				return
+			}
+			if env[names.EnvConfigDir] != ConfigLayerPath || env[names.EnvConfigHash] != s.stack.ConfigHash() ||
+				env[names.EnvNodeRoleName] != "KarpenterNodeRole-demo-cluster" || env[names.EnvMetricsNamespace] != metrics.Namespace ||
+				env[names.EnvTableName] == nil || env[names.EnvInstanceProfileName] == nil {
+				t.Errorf("env %v", env)
+			}
+			if (env[names.EnvQueueURL] != nil) != (fn == FnInterruption) {
+				t.Errorf("queue URL given to %s: %v", fn, env[names.EnvQueueURL])
+			}
+			if !strings.Contains(js(p["Layers"]), "ConfigLayer") {
+				t.Errorf("layers %v", p["Layers"])
+			}
+		})
+	}
+}
+
+func TestAsyncInvokeConfig(t *testing.T) {
+	s := defaultStack(t)
+	for _, fn := range []string{FnProvision, FnConsolidation} {
+		s.template.HasResourceProperties(jsii.String("AWS::Lambda::EventInvokeConfig"), map[string]any{
+			"FunctionName":             map[string]any{"Ref": assertions.Match_StringLikeRegexp(jsii.String("^" + title(fn)))},
+			"MaximumRetryAttempts":     0,
+			"MaximumEventAgeInSeconds": 60,
+		})
+	}
+}
+
+func TestStateTable(t *testing.T) {
+	s := defaultStack(t)
+	s.template.HasResource(jsii.String("AWS::DynamoDB::Table"), map[string]any{
+		"DeletionPolicy": "Retain",
+		"Properties": map[string]any{
+			"BillingMode":                      "PAY_PER_REQUEST",
+			"DeletionProtectionEnabled":        true,
+			"PointInTimeRecoverySpecification": map[string]any{"PointInTimeRecoveryEnabled": true},
+			"SSESpecification":                 map[string]any{"SSEEnabled": true},
+			"TimeToLiveSpecification":          map[string]any{"AttributeName": names.TTLAttribute, "Enabled": true},
+			"KeySchema": []any{
+				map[string]any{"AttributeName": names.PartitionKey, "KeyType": "HASH"},
+				map[string]any{"AttributeName": names.SortKey, "KeyType": "RANGE"},
+			},
+			"GlobalSecondaryIndexes": []any{
+				map[string]any{
+					"IndexName":  names.IndexByInstanceID,
+					"KeySchema":  []any{map[string]any{"AttributeName": names.InstanceIDAttribute, "KeyType": "HASH"}},
+					"Projection": map[string]any{"ProjectionType": "ALL"},
+				},
+				map[string]any{
+					"IndexName": names.IndexByNodePool,
+					"KeySchema": []any{
+						map[string]any{"AttributeName": names.NodePoolAttribute, "KeyType": "HASH"},
+						map[string]any{"AttributeName": names.IndexByNodePoolSortKey, "KeyType": "RANGE"},
+					},
+					"Projection": map[string]any{"ProjectionType": "ALL"},
+				},
+			},
+		},
+	})
+	// AWS-managed key: SSE with no customer key ID.
+	p := s.one(t, "AWS::DynamoDB::Table", "State")
+	sse := p["SSESpecification"].(map[string]any)
+	if sse["SSEEnabled"] != true || sse["KMSMasterKeyId"] != nil {
+		t.Errorf("SSE %v", sse)
+	}
+}
+
+func TestInterruptionQueue(t *testing.T) {
+	s := defaultStack(t)
+	q := s.one(t, "AWS::SQS::Queue", "InterruptionQueue")
+	if q["SqsManagedSseEnabled"] != true || q["MessageRetentionPeriod"] != float64(3600) ||
+		q["VisibilityTimeout"] != 6*interruptionTimeout.Seconds() {
+		t.Errorf("queue %v", q)
+	}
+	rp := q["RedrivePolicy"].(map[string]any)
+	if rp["maxReceiveCount"] != float64(names.InterruptionMaxReceives) || !strings.Contains(js(rp["deadLetterTargetArn"]), "InterruptionDLQ") {
+		t.Errorf("redrive %v", rp)
+	}
+	if dlq := s.one(t, "AWS::SQS::Queue", "InterruptionDLQ"); dlq["SqsManagedSseEnabled"] != true || dlq["MessageRetentionPeriod"] != float64(14*86400) {
+		t.Errorf("dlq %v", dlq)
+	}
+	esm := s.one(t, "AWS::Lambda::EventSourceMapping", "Interruption")
+	if esm["BatchSize"] != float64(10) || js(esm["FunctionResponseTypes"]) != `["ReportBatchItemFailures"]` ||
+		js(esm["ScalingConfig"]) != `{"MaximumConcurrency":5}` {
+		t.Errorf("event source %v", esm)
+	}
+}
+
+// Only EventBridge, delivering one of our rules, may send to the queue; no
+// one may use it without TLS.
+func TestQueuePolicy(t *testing.T) {
+	s := defaultStack(t)
+	pol := s.one(t, "AWS::SQS::QueuePolicy", "InterruptionQueuePolicy")
+	st := statements(t, pol["PolicyDocument"])
+	var allows int
+	ruleArns := map[string]bool{}
+	for sid, stmt := range st {
+		switch stmt["Effect"] {
+		case "Allow":
+			allows++
+			if js(stmt["Principal"]) != `{"Service":"events.amazonaws.com"}` {
+				t.Errorf("%s: principal %v", sid, stmt["Principal"])
+			}
+			cond := stmt["Condition"].(map[string]any)["ArnEquals"].(map[string]any)["aws:SourceArn"]
+			ruleArns[js(cond)] = true
+			for _, a := range strs(stmt["Action"]) {
+				if a != "sqs:SendMessage" && a != "sqs:GetQueueAttributes" && a != "sqs:GetQueueUrl" {
+					t.Errorf("%s: action %s", sid, a)
+				}
+			}
+		case "Deny":
+		default:
+			t.Errorf("%s: effect %v", sid, stmt["Effect"])
+		}
+	}
+	if allows != 5 || len(ruleArns) != 5 {
+		t.Errorf("%d allow statements for %d rules, want 5", allows, len(ruleArns))
+	}
+	deny := st["OnlyNodewrightRulesMaySend"]
+	if deny == nil || deny["Effect"] != "Deny" || js(deny["Principal"]) != `{"AWS":"*"}` || deny["Action"] != "sqs:SendMessage" {
+		t.Fatalf("deny statement %v", deny)
+	}
+	denied := deny["Condition"].(map[string]any)["ArnNotEquals"].(map[string]any)["aws:SourceArn"].([]any)
+	if len(denied) != 5 {
+		t.Errorf("deny lists %d rules", len(denied))
+	}
+	for _, r := range denied {
+		if !ruleArns[js(r)] {
+			t.Errorf("deny exempts %s, which has no allow", js(r))
+		}
+	}
+	var tls bool
+	for _, stmt := range st {
+		if stmt["Effect"] == "Deny" && js(stmt["Condition"]) == `{"Bool":{"aws:SecureTransport":"false"}}` {
+			tls = true
+		}
+	}
+	if !tls {
+		t.Error("no TLS-only statement")
+	}
+}
+
+func TestInterruptionRules(t *testing.T) {
+	s := defaultStack(t)
+	want := map[string]map[string]any{
+		"SpotInterruptionRule":                {"source": []any{"aws.ec2"}, "detail-type": []any{trigger.DetailTypeSpotInterruption}},
+		"RebalanceRule":                       {"source": []any{"aws.ec2"}, "detail-type": []any{trigger.DetailTypeRebalanceRecommendation}},
+		"InstanceStateChangeRule":             {"source": []any{"aws.ec2"}, "detail-type": []any{trigger.DetailTypeStateChange}},
+		"CapacityReservationInterruptionRule": {"source": []any{"aws.ec2"}, "detail-type": []any{trigger.DetailTypeCapacityReservationInterruption}},
+		"ScheduledChangeRule": {"source": []any{"aws.health"}, "detail-type": []any{"AWS Health Event"},
+			"detail": map[string]any{"service": []any{"EC2"}, "eventTypeCategory": []any{"scheduledChange"}}},
+	}
+	for id, pattern := range want {
+		t.Run(id, func(t *testing.T) {
+			p := s.one(t, "AWS::Events::Rule", id)
+			if !reflect.DeepEqual(p["EventPattern"], pattern) {
+				t.Errorf("pattern %s, want %s", js(p["EventPattern"]), js(pattern))
+			}
+			if p["State"] != "ENABLED" || !strings.Contains(js(p["Targets"]), "InterruptionQueue") {
+				t.Errorf("state %v targets %v", p["State"], js(p["Targets"]))
+			}
+		})
+	}
+	// Every event the decoder accepts is matched by a rule, and vice versa:
+	// the samples in events/ decode to the kinds the rules route.
+	if len(want) != len(interruptionRules()) {
+		t.Errorf("%d rules, want %d", len(interruptionRules()), len(want))
+	}
+}
+
+func TestSchedules(t *testing.T) {
+	s := defaultStack(t)
+	for id, c := range map[string]struct{ expr, fn string }{
+		"ProvisionSweep":        {"rate(1 minute)", "Provision"},
+		"ConsolidationSchedule": {"rate(5 minutes)", "Consolidation"},
+	} {
+		p := s.one(t, "AWS::Events::Rule", id)
+		target := p["Targets"].([]any)[0].(map[string]any)
+		if p["ScheduleExpression"] != c.expr || !strings.Contains(js(target["Arn"]), c.fn) ||
+			js(target["RetryPolicy"]) != `{"MaximumEventAgeInSeconds":60,"MaximumRetryAttempts":0}` {
+			t.Errorf("%s: %v", id, js(p))
+		}
+	}
+}
+
+func TestAuditLogSubscription(t *testing.T) {
+	s := defaultStack(t)
+	p := s.one(t, "AWS::Logs::SubscriptionFilter", "AuditLogPods")
+	if p["LogGroupName"] != "/aws/eks/demo-cluster/cluster" || !strings.Contains(js(p["DestinationArn"]), "Provision") {
+		t.Errorf("filter %v", js(p))
+	}
+	pattern := p["FilterPattern"].(string)
+	for _, want := range []string{`$.objectRef.resource = "pods"`, `$.stage = "ResponseComplete"`, `$.verb = "create"`,
+		`$.objectRef.subresource NOT EXISTS`, `$.verb = "patch"`, `$.verb = "update"`, `$.objectRef.subresource = "status"`} {
+		if !strings.Contains(pattern, want) {
+			t.Errorf("pattern %s lacks %s", pattern, want)
+		}
+	}
+	s.template.HasResourceProperties(jsii.String("AWS::Lambda::Permission"), map[string]any{
+		"Action":    "lambda:InvokeFunction",
+		"Principal": "logs.amazonaws.com",
+		"SourceArn": assertions.Match_ObjectLike(&map[string]any{}),
+	})
+}
+
+// The controller policy, statement by statement.
+func TestControllerPolicy(t *testing.T) {
+	s := defaultStack(t)
+	pol := s.one(t, "AWS::IAM::ManagedPolicy", "ControllerPolicy")
+	st := statements(t, pol["PolicyDocument"])
+	var sids []string
+	for sid := range st {
+		sids = append(sids, sid)
+	}
+	sort.Strings(sids)
+	wantSids := ControllerStatementIDs()
+	sort.Strings(wantSids)
+	if !reflect.DeepEqual(sids, wantSids) {
+		t.Fatalf("statements %v, want %v", sids, wantSids)
+	}
+	if len(strs(pol["Roles"])) != 3 || strings.Contains(js(pol["Roles"]), "Webhook") {
+		t.Errorf("policy attached to %v", pol["Roles"])
+	}
+	cond := func(sid string) string { return js(st[sid]["Condition"]) }
+	requestTags := `"aws:RequestTag/eks:eks-cluster-name":"demo-cluster","aws:RequestTag/kubernetes.io/cluster/demo-cluster":"owned"`
+	nodepool := `"StringLike":{"aws:RequestTag/karpenter.sh/nodepool":"*"}`
+	for _, sid := range []string{"AllowScopedEC2InstanceActionsWithTags", "AllowScopedResourceCreationTagging"} {
+		if !strings.Contains(cond(sid), requestTags) || !strings.Contains(cond(sid), nodepool) {
+			t.Errorf("%s: condition %s", sid, cond(sid))
+		}
+	}
+	if got := strs(st["AllowScopedEC2InstanceActionsWithTags"]["Action"]); !reflect.DeepEqual(got, []string{"ec2:CreateFleet", "ec2:CreateLaunchTemplate", "ec2:RunInstances"}) {
+		t.Errorf("create actions %v", got)
+	}
+	if st["AllowScopedResourceCreationTagging"]["Action"] != "ec2:CreateTags" ||
+		!strings.Contains(cond("AllowScopedResourceCreationTagging"), `"ec2:CreateAction":["RunInstances","CreateFleet","CreateLaunchTemplate"]`) {
+		t.Errorf("tagging: %v %s", st["AllowScopedResourceCreationTagging"]["Action"], cond("AllowScopedResourceCreationTagging"))
+	}
+	resourceTags := `{"StringEquals":{"aws:ResourceTag/kubernetes.io/cluster/demo-cluster":"owned"},"StringLike":{"aws:ResourceTag/karpenter.sh/nodepool":"*"}}`
+	for _, sid := range []string{"AllowScopedDeletion", "AllowScopedEC2LaunchTemplateAccessActions"} {
+		if cond(sid) != resourceTags {
+			t.Errorf("%s: condition %s", sid, cond(sid))
+		}
+	}
+	if got := strs(st["AllowScopedDeletion"]["Action"]); !reflect.DeepEqual(got, []string{"ec2:DeleteLaunchTemplate", "ec2:TerminateInstances"}) {
+		t.Errorf("deletion actions %v", got)
+	}
+	pass := st["AllowPassingInstanceRole"]
+	if pass["Action"] != "iam:PassRole" || cond("AllowPassingInstanceRole") != `{"StringEquals":{"iam:PassedToService":"ec2.amazonaws.com"}}` ||
+		!strings.Contains(js(pass["Resource"]), `"NodeRole`) {
+		t.Errorf("pass role %s", js(pass))
+	}
+	if ssm := js(st["AllowSSMReadActions"]["Resource"]); st["AllowSSMReadActions"]["Action"] != "ssm:GetParameter" ||
+		!strings.Contains(ssm, `":ssm:"`) || !strings.Contains(ssm, `"::parameter/aws/service/*"`) {
+		t.Errorf("ssm %s", js(st["AllowSSMReadActions"]))
+	}
+	if !strings.Contains(cond("AllowRegionalReadActions"), `"aws:RequestedRegion"`) {
+		t.Errorf("describe not region-scoped: %s", cond("AllowRegionalReadActions"))
+	}
+	if got := js(st["AllowAPIServerEndpointDiscovery"]["Resource"]); !strings.Contains(got, ":cluster/demo-cluster") {
+		t.Errorf("eks resource %s", got)
+	}
+	if got := js(st["AllowStateTableAccess"]["Resource"]); !strings.Contains(got, `"/index/*"`) || strings.Contains(got, `"*"`) {
+		t.Errorf("table resources %s", got)
+	}
+	// Every statement is an Allow; wildcard resources only for read-only
+	// actions; no action is a wildcard.
+	for sid, stmt := range st {
+		if stmt["Effect"] != "Allow" {
+			t.Errorf("%s: effect %v", sid, stmt["Effect"])
+		}
+		for _, a := range strs(stmt["Action"]) {
+			if strings.Contains(a, "*") {
+				t.Errorf("%s: wildcard action %s", sid, a)
+			}
+			if js(stmt["Resource"]) == `"*"` && !strings.HasPrefix(a, "ec2:Describe") && a != "pricing:GetProducts" {
+				t.Errorf("%s: %s on every resource", sid, a)
+			}
+		}
+	}
+}
+
+// Each function's own role: its log group only, SQS only for interruption,
+// the secret and the provision function only for the webhook.
+func TestFunctionRoles(t *testing.T) {
+	s := defaultStack(t)
+	pols := s.resources("AWS::IAM::Policy")
+	byRole := map[string]map[string]map[string]any{}
+	for _, p := range pols {
+		props := p["Properties"].(map[string]any)
+		role := js(props["Roles"])
+		for _, fn := range FunctionNames() {
+			if strings.Contains(role, title(fn)+"Role") {
+				byRole[fn] = statements(t, props["PolicyDocument"])
+			}
+		}
+	}
+	for _, fn := range FunctionNames() {
+		st := byRole[fn]
+		logs := st["WriteOwnLogs"]
+		if logs == nil || !strings.Contains(js(logs["Resource"]), title(fn)+"Logs") {
+			t.Errorf("%s: log statement %v", fn, logs)
+		}
+		var sqs bool
+		for _, stmt := range st {
+			for _, a := range strs(stmt["Action"]) {
+				if strings.HasPrefix(a, "sqs:") {
+					sqs = true
+					if !strings.Contains(js(stmt["Resource"]), "InterruptionQueue") {
+						t.Errorf("%s: %s on %v", fn, a, stmt["Resource"])
+					}
+				}
+			}
+		}
+		if sqs != (fn == FnInterruption) {
+			t.Errorf("%s: SQS access %v", fn, sqs)
+		}
+	}
+	wh := byRole[FnWebhook]
+	if len(wh) != 3 {
+		t.Errorf("webhook role has %d statements: %s", len(wh), js(wh))
+	}
+	if r := wh["ReadWebhookToken"]; r["Action"] != "secretsmanager:GetSecretValue" || !strings.Contains(js(r["Resource"]), `"Ref":"WebhookToken`) {
+		t.Errorf("secret statement %s", js(r))
+	}
+	if r := wh["InvokeProvision"]; r["Action"] != "lambda:InvokeFunction" || js(r["Resource"]) != `{"Fn::GetAtt":["`+provisionID(t, s)+`","Arn"]}` {
+		t.Errorf("invoke statement %s", js(r))
+	}
+	for _, fn := range FunctionNames() {
+		role := s.one(t, "AWS::IAM::Role", title(fn)+"Role")
+		if role["ManagedPolicyArns"] != nil {
+			t.Errorf("%s role has managed policies %v", fn, role["ManagedPolicyArns"])
+		}
+	}
+}
+
+func provisionID(t *testing.T, s *synthesized) string {
+	t.Helper()
+	for id := range s.resources("AWS::Lambda::Function") {
+		if strings.HasPrefix(id, "Provision") {
+			return id
+		}
+	}
+	t.Fatal("no provision function")
+	return ""
+}
+
+func TestNodeRoleAndAccessEntries(t *testing.T) {
+	s := defaultStack(t)
+	role := s.one(t, "AWS::IAM::Role", "NodeRole")
+	if role["RoleName"] != "KarpenterNodeRole-demo-cluster" || !strings.Contains(js(role["AssumeRolePolicyDocument"]), `"Service":"ec2.amazonaws.com"`) {
+		t.Errorf("node role %s", js(role))
+	}
+	for _, p := range NodeManagedPolicies() {
+		if !strings.Contains(js(role["ManagedPolicyArns"]), ":iam::aws:policy/"+p) {
+			t.Errorf("node role lacks %s", p)
+		}
+	}
+	if ip := s.one(t, "AWS::IAM::InstanceProfile", "NodeInstanceProfile"); !strings.Contains(js(ip["Roles"]), "NodeRole") {
+		t.Errorf("instance profile %v", ip)
+	}
+	node := s.one(t, "AWS::EKS::AccessEntry", "NodeAccessEntry")
+	if node["Type"] != "EC2_LINUX" || node["ClusterName"] != "demo-cluster" {
+		t.Errorf("node entry %v", node)
+	}
+	for _, fn := range []string{FnProvision, FnInterruption, FnConsolidation} {
+		e := s.one(t, "AWS::EKS::AccessEntry", title(fn)+"AccessEntry")
+		if e["Type"] != "STANDARD" || js(e["KubernetesGroups"]) != `["`+names.KubernetesGroup+`"]` ||
+			e["Username"] != names.KubernetesUsernamePrefix+fn || !strings.Contains(js(e["PrincipalArn"]), title(fn)+"Role") {
+			t.Errorf("%s entry %v", fn, e)
+		}
+	}
+}
+
+func TestWebhookURLAndSecret(t *testing.T) {
+	s := defaultStack(t)
+	if u := s.one(t, "AWS::Lambda::Url", "Webhook"); u["AuthType"] != "NONE" || u["InvokeMode"] != "BUFFERED" {
+		t.Errorf("url %v", u)
+	}
+	sec := s.one(t, "AWS::SecretsManager::Secret", "WebhookToken")
+	gen := sec["GenerateSecretString"].(map[string]any)
+	if gen["PasswordLength"] != float64(WebhookTokenLength) || gen["ExcludePunctuation"] != true || sec["SecretString"] != nil {
+		t.Errorf("secret %v", sec)
+	}
+}
+
+// No output may carry the token; the apply command fetches it at run time.
+func TestOutputs(t *testing.T) {
+	s := defaultStack(t)
+	outs := s.json["Outputs"].(map[string]any)
+	for _, k := range []string{"StateTableName", "InterruptionQueueUrl", "InterruptionDLQUrl", "NodeRoleArn", "NodeInstanceProfileName",
+		"WebhookFunctionUrl", "WebhookSecretArn", "ConfigHash", "ApplyWebhookCommand", "ApplyRBACCommand"} {
+		if outs[k] == nil {
+			t.Errorf("no output %s", k)
+		}
+	}
+	for k, v := range outs {
+		if strings.Contains(js(v), "resolve:secretsmanager") {
+			t.Errorf("output %s exposes the secret: %s", k, js(v))
+		}
+	}
+	cmd := js(outs["ApplyWebhookCommand"])
+	for _, want := range []string{WebhookURLPlaceholder, "aws secretsmanager get-secret-value", "--query SecretString --output text",
+		"kubectl apply -f -", ManifestDir + "/Nodewright-default/" + WebhookManifestFile} {
+		if !strings.Contains(cmd, want) {
+			t.Errorf("apply command lacks %q: %s", want, cmd)
+		}
+	}
+}
+
+func TestDashboard(t *testing.T) {
+	s := defaultStack(t)
+	d := s.one(t, "AWS::CloudWatch::Dashboard", "Dashboard")
+	body := js(d["DashboardBody"])
+	for _, def := range metrics.Definitions() {
+		if !strings.Contains(body, def.Name) {
+			t.Errorf("dashboard lacks %s", def.Name)
+		}
+	}
+	for _, want := range []string{"SEARCH(", "NodePool,CapacityType", "Errors", "Duration", "Throttles", "ApproximateNumberOfMessagesVisible", metrics.Namespace} {
+		if !strings.Contains(body, want) {
+			t.Errorf("dashboard lacks %s", want)
+		}
+	}
+}
+
+func TestAlarms(t *testing.T) {
+	s := defaultStack(t)
+	alarms := map[string]map[string]any{}
+	for _, a := range s.resources("AWS::CloudWatch::Alarm") {
+		p := a["Properties"].(map[string]any)
+		alarms[strings.TrimPrefix(p["AlarmName"].(string), "Nodewright-demo-cluster-")] = p
+		if p["TreatMissingData"] != "notBreaching" || p["AlarmActions"] != nil {
+			t.Errorf("alarm %v: missing data %v actions %v", p["AlarmName"], p["TreatMissingData"], p["AlarmActions"])
+		}
+	}
+	want := []string{"InterruptionDLQNotEmpty", "LaunchFailures", "PendingPodsTooOld"}
+	for _, fn := range FunctionNames() {
+		want = append(want, title(fn)+"Errors", title(fn)+"Throttles")
+	}
+	for _, name := range want {
+		if alarms[name] == nil {
+			t.Errorf("no alarm %s (have %d)", name, len(alarms))
+		}
+	}
+	if a := alarms["PendingPodsTooOld"]; a["MetricName"] != metrics.PendingPodOldestAge || a["Namespace"] != metrics.Namespace ||
+		a["Threshold"] != float64(300) || a["ComparisonOperator"] != "GreaterThanThreshold" {
+		t.Errorf("pending alarm %v", a)
+	}
+	if a := alarms["LaunchFailures"]; a["MetricName"] != metrics.LaunchFailures || a["Threshold"] != float64(5) || a["Period"] != float64(900) ||
+		js(a["Dimensions"]) != `[{"Name":"ClusterName","Value":"demo-cluster"}]` {
+		t.Errorf("launch failures alarm %v", a)
+	}
+	if a := alarms["InterruptionDLQNotEmpty"]; a["MetricName"] != "ApproximateNumberOfMessagesVisible" || a["Threshold"] != float64(1) {
+		t.Errorf("dlq alarm %v", a)
+	}
+}
+
+// nagFindings returns every AwsSolutions error and warning on the stack.
+func nagFindings(s *synthesized) string {
+	re := assertions.Match_StringLikeRegexp(jsii.String("AwsSolutions-.*"))
+	return messages(s.annotations.FindError(jsii.String("*"), re)) + messages(s.annotations.FindWarning(jsii.String("*"), re))
+}
+
+func TestNagDefault(t *testing.T) {
+	if f := nagFindings(defaultStack(t)); f != "" {
+		t.Fatalf("cdk-nag findings:\n%s", f)
+	}
+}
+
+// The suppressions are there, each with a reason, and cdk-nag recorded them
+// (it writes suppressions into the template metadata).
+func TestNagSuppressionsHaveReasons(t *testing.T) {
+	s := defaultStack(t)
+	var count int
+	for id, r := range s.json["Resources"].(map[string]any) {
+		md, _ := r.(map[string]any)["Metadata"].(map[string]any)
+		nag, _ := md["cdk_nag"].(map[string]any)
+		if nag == nil {
+			continue
+		}
+		for _, sup := range nag["rules_to_suppress"].([]any) {
+			m := sup.(map[string]any)
+			count++
+			if reason, _ := m["reason"].(string); len(reason) < 40 {
+				t.Errorf("%s: suppression %v has no real reason", id, m["id"])
+			}
+		}
+	}
+	if count < 6 {
+		t.Errorf("%d suppressions recorded", count)
+	}
+}
+
+func TestConfigWarningsBecomeAnnotations(t *testing.T) {
+	s := variant(t, "warned", func(p *Props) {
+		p.ConfigWarnings = []string{"x.yaml: document 2 (v1 Pod p) is not a NodePool or EC2NodeClass: ignored"}
+	})
+	got := s.annotations.FindWarning(jsii.String("*"), assertions.Match_StringLikeRegexp(jsii.String("is not a NodePool")))
+	if len(*got) != 1 {
+		t.Fatalf("%d warnings", len(*got))
+	}
+}

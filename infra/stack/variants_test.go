@@ -1,0 +1,120 @@
+package stack
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/aws/jsii-runtime-go"
+)
+
+// Alarms to an encrypted topic created for an email address.
+func TestAlarmEmailVariant(t *testing.T) {
+	s := variant(t, "email", func(p *Props) { p.AlarmEmail = "oncall@example.com" })
+	if f := nagFindings(s); f != "" {
+		t.Fatalf("cdk-nag findings:\n%s", f)
+	}
+	s.template.ResourceCountIs(jsii.String("AWS::SNS::Topic"), jsii.Number(1))
+	s.template.ResourceCountIs(jsii.String("AWS::KMS::Key"), jsii.Number(1))
+	s.template.HasResourceProperties(jsii.String("AWS::SNS::Subscription"), map[string]any{"Protocol": "email", "Endpoint": "oncall@example.com"})
+	topic := s.one(t, "AWS::SNS::Topic", "AlarmTopic")
+	if !strings.Contains(js(topic["KmsMasterKeyId"]), "AlarmTopicKey") {
+		t.Errorf("topic %v", topic)
+	}
+	key := s.one(t, "AWS::KMS::Key", "AlarmTopicKey")
+	if key["EnableKeyRotation"] != true || !strings.Contains(js(key["KeyPolicy"]), `"Service":"cloudwatch.amazonaws.com"`) {
+		t.Errorf("key %v", js(key))
+	}
+	for id, a := range s.resources("AWS::CloudWatch::Alarm") {
+		p := a["Properties"].(map[string]any)
+		if !strings.Contains(js(p["AlarmActions"]), "AlarmTopic") || !strings.Contains(js(p["OKActions"]), "AlarmTopic") {
+			t.Errorf("%s: actions %v", id, p["AlarmActions"])
+		}
+	}
+}
+
+// An existing node role (say Karpenter's), no access entries, no audit log,
+// no reserved concurrency, custom schedules and thresholds.
+func TestMinimalVariant(t *testing.T) {
+	s := variant(t, "minimal", func(p *Props) {
+		p.ImportNodeRole = true
+		p.SkipAccessEntries = true
+		p.SkipAuditLogTrigger = true
+		p.SkipReservedConcurrency = true
+		p.SweepSchedule = "rate(2 minutes)"
+		p.AlarmTopicArn = "arn:aws:sns:us-east-1:123456789012:ops"
+	})
+	if f := nagFindings(s); f != "" {
+		t.Fatalf("cdk-nag findings:\n%s", f)
+	}
+	for typ, n := range map[string]int{"AWS::EKS::AccessEntry": 0, "AWS::Logs::SubscriptionFilter": 0, "AWS::IAM::Role": 4,
+		"AWS::IAM::InstanceProfile": 1, "AWS::SNS::Topic": 0} {
+		s.template.ResourceCountIs(jsii.String(typ), jsii.Number(float64(n)))
+	}
+	for id, f := range s.resources("AWS::Lambda::Function") {
+		if r := f["Properties"].(map[string]any)["ReservedConcurrentExecutions"]; r != nil {
+			t.Errorf("%s: reserved %v", id, r)
+		}
+	}
+	if p := s.one(t, "AWS::Events::Rule", "ProvisionSweep"); p["ScheduleExpression"] != "rate(2 minutes)" {
+		t.Errorf("sweep %v", p["ScheduleExpression"])
+	}
+	pol := s.one(t, "AWS::IAM::ManagedPolicy", "ControllerPolicy")
+	pass := statements(t, pol["PolicyDocument"])["AllowPassingInstanceRole"]
+	if r := js(pass["Resource"]); !strings.Contains(r, ":role/KarpenterNodeRole-demo-cluster") {
+		t.Errorf("pass role on %s", r)
+	}
+	if ip := s.one(t, "AWS::IAM::InstanceProfile", "NodeInstanceProfile"); js(ip["Roles"]) != `["KarpenterNodeRole-demo-cluster"]` {
+		t.Errorf("instance profile roles %v", ip["Roles"])
+	}
+	for id, a := range s.resources("AWS::CloudWatch::Alarm") {
+		if p := a["Properties"].(map[string]any); js(p["AlarmActions"]) != `["arn:aws:sns:us-east-1:123456789012:ops"]` {
+			t.Errorf("%s: actions %v", id, p["AlarmActions"])
+		}
+	}
+}
+
+// Controllers in a VPC (private cluster endpoint); the webhook stays out.
+func TestNetworkVariant(t *testing.T) {
+	s := variant(t, "vpc", func(p *Props) {
+		p.Network = &Network{SubnetIDs: []string{"subnet-0123456789abcdef0", "subnet-0fedcba9876543210"}, SecurityGroupIDs: []string{"sg-0123456789abcdef0"}}
+	})
+	if f := nagFindings(s); f != "" {
+		t.Fatalf("cdk-nag findings:\n%s", f)
+	}
+	for _, fn := range FunctionNames() {
+		p := s.one(t, "AWS::Lambda::Function", title(fn))
+		vpc := js(p["VpcConfig"])
+		if fn == FnWebhook {
+			if p["VpcConfig"] != nil {
+				t.Errorf("webhook in a VPC: %s", vpc)
+			}
+			continue
+		}
+		if vpc != `{"SecurityGroupIds":["sg-0123456789abcdef0"],"SubnetIds":["subnet-0123456789abcdef0","subnet-0fedcba9876543210"]}` {
+			t.Errorf("%s: VpcConfig %s", fn, vpc)
+		}
+	}
+	for id, pol := range s.resources("AWS::IAM::Policy") {
+		props := pol["Properties"].(map[string]any)
+		eni := statements(t, props["PolicyDocument"])["ManageVpcNetworkInterfaces"]
+		if strings.Contains(js(props["Roles"]), "WebhookRole") {
+			if eni != nil {
+				t.Errorf("%s: webhook may manage ENIs", id)
+			}
+			continue
+		}
+		if eni == nil || len(strs(eni["Action"])) != len(NetworkInterfaceActions()) {
+			t.Errorf("%s: ENI statement %v", id, eni)
+		}
+	}
+	// The function waits for its role's policy (else Lambda cannot create
+	// the network interfaces).
+	for id, f := range s.resources("AWS::Lambda::Function") {
+		if strings.HasPrefix(id, "Webhook") {
+			continue
+		}
+		if !strings.Contains(js(f["DependsOn"]), "RoleDefaultPolicy") {
+			t.Errorf("%s depends on %v", id, f["DependsOn"])
+		}
+	}
+}

@@ -1,0 +1,149 @@
+// Package handlers holds the entry points of the provision, interruption and
+// consolidation functions: plain Go functions of (context, event) that the
+// functions' main packages hand to lambda.Start and tests call directly.
+//
+// For now they decode and log their triggers and stop there: the provision,
+// interruption and consolidation flows themselves land in later work. What is
+// final already is the contract with Lambda: triggers are decoded strictly, a
+// malformed SQS message fails only its own item (ReportBatchItemFailures), and
+// no panic reaches the Lambda runtime.
+package handlers
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"runtime/debug"
+	"strings"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/nodewright/nodewright/shared/names"
+	"github.com/nodewright/nodewright/shared/trigger"
+)
+
+// Env is the configuration the stack passes to the functions.
+type Env struct {
+	Cluster    string
+	Table      string
+	QueueURL   string
+	ConfigDir  string
+	ConfigHash string
+}
+
+// EnvFrom reads Env through getenv (os.Getenv in a function).
+func EnvFrom(getenv func(string) string) Env {
+	return Env{
+		Cluster:    getenv(names.EnvClusterName),
+		Table:      getenv(names.EnvTableName),
+		QueueURL:   getenv(names.EnvQueueURL),
+		ConfigDir:  getenv(names.EnvConfigDir),
+		ConfigHash: getenv(names.EnvConfigHash),
+	}
+}
+
+// NewLogger returns a JSON slog logger writing to w, tagged with the function's
+// name, at level ("debug", "info", "warn", "error"; anything else is info).
+func NewLogger(w io.Writer, function, level string) *slog.Logger {
+	var l slog.Level
+	switch strings.ToLower(level) {
+	case "debug":
+		l = slog.LevelDebug
+	case "warn":
+		l = slog.LevelWarn
+	case "error":
+		l = slog.LevelError
+	default:
+		l = slog.LevelInfo
+	}
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l})).With("function", function)
+}
+
+// recovered turns a panic into an error (logged with its stack) so that it
+// never reaches the Lambda runtime. Use as `defer recovered(log, &err)`.
+func recovered(log *slog.Logger, err *error) {
+	if r := recover(); r != nil {
+		log.Error("panic", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+		*err = fmt.Errorf("panic: %v", r)
+	}
+}
+
+// Provision handles every trigger of the provision function.
+type Provision struct {
+	Env Env
+	Log *slog.Logger
+}
+
+// Handle decodes the trigger and logs it. A payload that is none of the
+// known triggers is an error (counted in the function's Errors metric; the
+// stack sets no retries, since the next sweep comes within a minute).
+func (h Provision) Handle(ctx context.Context, raw json.RawMessage) (err error) {
+	defer recovered(h.Log, &err)
+	p, err := trigger.DecodeProvision(raw)
+	if err != nil {
+		h.Log.Error("unreadable provision trigger", "error", err, "bytes", len(raw))
+		return err
+	}
+	if p.Control {
+		h.Log.Info("audit log subscription control message")
+		return nil
+	}
+	h.Log.Info("provision trigger", "source", p.Source, "time", p.Time, "pods", len(p.Pods),
+		"skippedAuditEvents", p.Skipped, "cluster", h.Env.Cluster, "configHash", h.Env.ConfigHash,
+		"note", "provisioning is not implemented yet: trigger decoded and logged only")
+	return nil
+}
+
+// Consolidation handles the consolidation schedule.
+type Consolidation struct {
+	Env Env
+	Log *slog.Logger
+}
+
+// Handle decodes the scheduled event and logs it.
+func (h Consolidation) Handle(ctx context.Context, raw json.RawMessage) (err error) {
+	defer recovered(h.Log, &err)
+	t, err := trigger.DecodeSchedule(raw)
+	if err != nil {
+		h.Log.Error("unreadable consolidation trigger", "error", err, "bytes", len(raw))
+		return err
+	}
+	h.Log.Info("consolidation trigger", "time", t, "cluster", h.Env.Cluster, "configHash", h.Env.ConfigHash,
+		"note", "consolidation is not implemented yet: trigger decoded and logged only")
+	return nil
+}
+
+// Interruption handles batches from the interruption queue.
+type Interruption struct {
+	Env Env
+	Log *slog.Logger
+}
+
+// Handle decodes every message of the batch. A message that cannot be
+// decoded (or whose handling panics) is reported as a batch item failure, so
+// SQS retries it alone and, after the queue's receive limit, moves it to the
+// DLQ; the rest of the batch succeeds.
+func (h Interruption) Handle(ctx context.Context, ev events.SQSEvent) (resp events.SQSEventResponse, err error) {
+	defer recovered(h.Log, &err)
+	for _, msg := range ev.Records {
+		if ierr := h.one(msg); ierr != nil {
+			h.Log.Error("interruption message failed", "messageId", msg.MessageId, "error", ierr)
+			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: msg.MessageId})
+		}
+	}
+	return resp, nil
+}
+
+func (h Interruption) one(msg events.SQSMessage) (err error) {
+	defer recovered(h.Log, &err)
+	in, err := trigger.DecodeInterruption([]byte(msg.Body))
+	if err != nil {
+		return err
+	}
+	h.Log.Info("interruption event", "messageId", msg.MessageId, "kind", in.Kind, "eventId", in.EventID,
+		"instances", in.InstanceIDs, "state", in.State, "time", in.Time,
+		"note", "interruption handling is not implemented yet: event decoded and logged only")
+	return nil
+}

@@ -1,0 +1,109 @@
+package metrics
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"sync"
+	"time"
+)
+
+// Emitter writes data points as EMF records, one JSON object per line. Lambda
+// sends a function's stdout to its log group, where CloudWatch extracts the
+// metrics; nothing else is needed. Safe for concurrent use.
+type Emitter struct {
+	mu        sync.Mutex
+	w         io.Writer
+	namespace string
+	cluster   string
+	now       func() time.Time
+}
+
+// NewEmitter returns an Emitter that writes to w (os.Stdout in a function)
+// under namespace (Namespace unless overridden) for cluster, stamping records
+// with now().
+func NewEmitter(w io.Writer, namespace, cluster string, now func() time.Time) *Emitter {
+	if namespace == "" {
+		namespace = Namespace
+	}
+	return &Emitter{w: w, namespace: namespace, cluster: cluster, now: now}
+}
+
+// Dims are a data point's dimension values beyond the cluster, keyed by
+// dimension key (DimNodePool, DimReason, ...).
+type Dims map[string]string
+
+// Emit writes one data point of the metric called name. dims must hold a
+// non-empty value for each of the metric's Detail keys and nothing else; an
+// unknown metric, a missing or extra dimension, or a value that is not finite
+// is an error and nothing is written.
+func (e *Emitter) Emit(name string, value float64, dims Dims) error {
+	def, ok := Lookup(name)
+	if !ok {
+		return fmt.Errorf("emit %s: unknown metric", name)
+	}
+	if math.IsNaN(value) || math.IsInf(value, 0) {
+		return fmt.Errorf("emit %s: value %v is not finite", name, value)
+	}
+	if e.cluster == "" {
+		return fmt.Errorf("emit %s: no cluster name", name)
+	}
+	if len(dims) != len(def.Detail) {
+		return fmt.Errorf("emit %s: dimensions %v, want exactly %v", name, keys(dims), def.Detail)
+	}
+	rec := map[string]any{DimCluster: e.cluster}
+	for _, k := range def.Detail {
+		v := dims[k]
+		if v == "" {
+			return fmt.Errorf("emit %s: dimension %s missing or empty", name, k)
+		}
+		rec[k] = v
+	}
+	rec[name] = value
+	rec["_aws"] = emfMeta{
+		Timestamp: e.now().UnixMilli(),
+		CloudWatchMetrics: []emfDirective{{
+			Namespace:  e.namespace,
+			Dimensions: def.DimensionSets(),
+			Metrics:    []emfMetric{{Name: name, Unit: string(def.Unit)}},
+		}},
+	}
+	line, err := json.Marshal(rec)
+	if err != nil {
+		return fmt.Errorf("emit %s: %w", name, err)
+	}
+	line = append(line, '\n')
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if _, err := e.w.Write(line); err != nil {
+		return fmt.Errorf("emit %s: %w", name, err)
+	}
+	return nil
+}
+
+type emfMeta struct {
+	Timestamp         int64          `json:"Timestamp"`
+	CloudWatchMetrics []emfDirective `json:"CloudWatchMetrics"`
+}
+
+type emfDirective struct {
+	Namespace  string      `json:"Namespace"`
+	Dimensions [][]string  `json:"Dimensions"`
+	Metrics    []emfMetric `json:"Metrics"`
+}
+
+type emfMetric struct {
+	Name string `json:"Name"`
+	Unit string `json:"Unit"`
+}
+
+func keys(m Dims) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

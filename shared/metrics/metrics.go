@@ -1,0 +1,136 @@
+// Package metrics defines the CloudWatch metrics the functions publish (their
+// namespace, names, units and dimensions) and writes them in CloudWatch's
+// embedded metric format (EMF): one JSON line on the function's log stream per
+// data point, which CloudWatch turns into a metric without a PutMetricData call.
+//
+// It exists so that the functions that emit a metric and the CDK stack that
+// graphs and alarms on it read the same names: the stack imports this package,
+// so a renamed metric changes the dashboard and the alarms with it.
+package metrics
+
+import "sort"
+
+// Namespace is the CloudWatch namespace of every Nodewright metric.
+const Namespace = "Nodewright"
+
+// Dimension keys.
+const (
+	// DimCluster is on every metric: the EKS cluster's name.
+	DimCluster = "ClusterName"
+	// DimNodePool is a NodePool's name.
+	DimNodePool = "NodePool"
+	// DimCapacityType is spot, on-demand or reserved.
+	DimCapacityType = "CapacityType"
+	// DimReason is why something failed or happened (an EC2 error code for
+	// launch failures; Empty, Underutilized, Drifted or Expired for
+	// consolidation).
+	DimReason = "Reason"
+	// DimKind is the kind of interruption event (see Interruption kinds in
+	// package trigger).
+	DimKind = "Kind"
+	// DimAction is what consolidation did: Delete or Replace.
+	DimAction = "Action"
+)
+
+// Metric names.
+const (
+	// PendingPods is the number of pods the last solve found pending
+	// (unschedulable on existing and in-flight nodes). Gauge.
+	PendingPods = "PendingPods"
+	// PendingPodOldestAge is the age in seconds of the oldest pending pod the
+	// last solve saw. Gauge; alarmed on.
+	PendingPodOldestAge = "PendingPodOldestAgeSeconds"
+	// NodeClaimsLaunched counts launched NodeClaims (instances).
+	NodeClaimsLaunched = "NodeClaimsLaunched"
+	// LaunchFailures counts failed launches by EC2 error code.
+	LaunchFailures = "LaunchFailures"
+	// InsufficientCapacityErrors counts offerings found without capacity
+	// (InsufficientInstanceCapacity and kin) by capacity type.
+	InsufficientCapacityErrors = "InsufficientCapacityErrors"
+	// Interruptions counts interruption events handled, by kind.
+	Interruptions = "Interruptions"
+	// ConsolidationActions counts consolidation decisions carried out.
+	ConsolidationActions = "ConsolidationActions"
+	// Nodes is the number of nodes Nodewright manages. Gauge.
+	Nodes = "Nodes"
+	// ClusterPricePerHour is the summed hourly price (USD) of those nodes.
+	// Gauge.
+	ClusterPricePerHour = "ClusterPricePerHour"
+	// SolveDuration is how long one scheduling simulation took.
+	SolveDuration = "SolveDurationMillis"
+)
+
+// Unit is a CloudWatch metric unit.
+type Unit string
+
+// Units used here.
+const (
+	UnitCount        Unit = "Count"
+	UnitSeconds      Unit = "Seconds"
+	UnitMilliseconds Unit = "Milliseconds"
+	UnitNone         Unit = "None"
+)
+
+// Statistic is the CloudWatch statistic that makes sense for a metric over a
+// period: Sum for counters, Maximum or Average for gauges.
+type Statistic string
+
+// Statistics used here.
+const (
+	Sum     Statistic = "Sum"
+	Maximum Statistic = "Maximum"
+	Average Statistic = "Average"
+)
+
+// Definition describes one metric.
+type Definition struct {
+	Name string
+	Unit Unit
+	// Statistic is how a period's data points combine into one value.
+	Statistic Statistic
+	// Detail is the dimension keys beyond DimCluster a data point must carry.
+	// Each point is published twice over: under {ClusterName} alone (what
+	// alarms watch) and, when Detail is not empty, under {ClusterName,
+	// Detail...} (what the dashboard breaks down).
+	Detail []string
+	// Description says what the metric counts, for the dashboard and docs.
+	Description string
+}
+
+// DimensionSets returns the EMF dimension sets of d.
+func (d Definition) DimensionSets() [][]string {
+	sets := [][]string{{DimCluster}}
+	if len(d.Detail) > 0 {
+		sets = append(sets, append([]string{DimCluster}, d.Detail...))
+	}
+	return sets
+}
+
+// Definitions returns every metric, sorted by name. The slice is new on every
+// call.
+func Definitions() []Definition {
+	defs := []Definition{
+		{PendingPods, UnitCount, Maximum, nil, "pods pending after the last solve"},
+		{PendingPodOldestAge, UnitSeconds, Maximum, nil, "age of the oldest pending pod"},
+		{NodeClaimsLaunched, UnitCount, Sum, []string{DimNodePool, DimCapacityType}, "instances launched"},
+		{LaunchFailures, UnitCount, Sum, []string{DimReason}, "launches that failed, by EC2 error code"},
+		{InsufficientCapacityErrors, UnitCount, Sum, []string{DimCapacityType}, "offerings without capacity"},
+		{Interruptions, UnitCount, Sum, []string{DimKind}, "interruption events handled"},
+		{ConsolidationActions, UnitCount, Sum, []string{DimAction, DimReason}, "consolidation actions carried out"},
+		{Nodes, UnitCount, Maximum, []string{DimNodePool, DimCapacityType}, "nodes managed"},
+		{ClusterPricePerHour, UnitNone, Maximum, []string{DimNodePool, DimCapacityType}, "USD per hour of the managed nodes"},
+		{SolveDuration, UnitMilliseconds, Maximum, nil, "duration of one scheduling simulation"},
+	}
+	sort.Slice(defs, func(i, j int) bool { return defs[i].Name < defs[j].Name })
+	return defs
+}
+
+// Lookup returns the definition of the metric called name.
+func Lookup(name string) (Definition, bool) {
+	for _, d := range Definitions() {
+		if d.Name == name {
+			return d, true
+		}
+	}
+	return Definition{}, false
+}

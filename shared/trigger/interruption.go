@@ -1,0 +1,137 @@
+package trigger
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+)
+
+// Event sources and detail types of the events routed to the interruption
+// queue. The stack's EventBridge rules match exactly these.
+const (
+	EC2Source    = "aws.ec2"
+	HealthSource = "aws.health"
+
+	DetailTypeSpotInterruption                = "EC2 Spot Instance Interruption Warning"
+	DetailTypeRebalanceRecommendation         = "EC2 Instance Rebalance Recommendation"
+	DetailTypeStateChange                     = "EC2 Instance State-change Notification"
+	DetailTypeHealth                          = "AWS Health Event"
+	DetailTypeCapacityReservationInterruption = "EC2 Capacity Reservation Instance Interruption Warning"
+
+	// HealthServiceEC2 and HealthCategoryScheduledChange narrow AWS Health
+	// events to EC2's scheduled changes (retirements, maintenance).
+	HealthServiceEC2              = "EC2"
+	HealthCategoryScheduledChange = "scheduledChange"
+)
+
+// Kind is the kind of an interruption event; it is also the value of the
+// Interruptions metric's Kind dimension.
+type Kind string
+
+// Interruption kinds.
+const (
+	KindSpotInterruption                Kind = "SpotInterruption"
+	KindRebalanceRecommendation         Kind = "RebalanceRecommendation"
+	KindStateChange                     Kind = "StateChange"
+	KindScheduledChange                 Kind = "ScheduledChange"
+	KindCapacityReservationInterruption Kind = "CapacityReservationInterruption"
+)
+
+// Interruption is a decoded interruption event.
+type Interruption struct {
+	Kind Kind
+	// EventID is EventBridge's event ID; duplicates share it.
+	EventID string
+	Time    time.Time
+	// InstanceIDs are the affected instances (one, except for AWS Health
+	// events, which may list several).
+	InstanceIDs []string
+	// State is the new instance state of a state-change notification
+	// (pending, running, stopping, stopped, shutting-down, terminated).
+	State string
+}
+
+var instanceIDPattern = regexp.MustCompile(`^i-[0-9a-f]{8,17}$`)
+
+// DecodeInterruption decodes one interruption queue message body: an
+// EventBridge event of one of the five detail types above.
+func DecodeInterruption(body []byte) (Interruption, error) {
+	var ev events.CloudWatchEvent
+	if err := json.Unmarshal(body, &ev); err != nil {
+		return Interruption{}, fmt.Errorf("decode interruption event: %w", err)
+	}
+	if len(ev.Detail) == 0 {
+		return Interruption{}, fmt.Errorf("decode interruption event %q: no detail", ev.ID)
+	}
+	out := Interruption{EventID: ev.ID, Time: ev.Time}
+	var err error
+	switch {
+	case ev.Source == EC2Source && ev.DetailType == DetailTypeSpotInterruption:
+		out.Kind = KindSpotInterruption
+		out.InstanceIDs, _, err = instanceDetail(ev.Detail)
+	case ev.Source == EC2Source && ev.DetailType == DetailTypeRebalanceRecommendation:
+		out.Kind = KindRebalanceRecommendation
+		out.InstanceIDs, _, err = instanceDetail(ev.Detail)
+	case ev.Source == EC2Source && ev.DetailType == DetailTypeCapacityReservationInterruption:
+		out.Kind = KindCapacityReservationInterruption
+		out.InstanceIDs, _, err = instanceDetail(ev.Detail)
+	case ev.Source == EC2Source && ev.DetailType == DetailTypeStateChange:
+		out.Kind = KindStateChange
+		out.InstanceIDs, out.State, err = instanceDetail(ev.Detail)
+		if err == nil && out.State == "" {
+			err = errors.New("no state")
+		}
+	case ev.Source == HealthSource && ev.DetailType == DetailTypeHealth:
+		out.Kind = KindScheduledChange
+		out.InstanceIDs, err = healthDetail(ev.Detail)
+	default:
+		return Interruption{}, fmt.Errorf("decode interruption event %q: unexpected source %q, detail-type %q", ev.ID, ev.Source, ev.DetailType)
+	}
+	if err != nil {
+		return Interruption{}, fmt.Errorf("decode interruption event %q (%s): %w", ev.ID, ev.DetailType, err)
+	}
+	return out, nil
+}
+
+func instanceDetail(raw json.RawMessage) ([]string, string, error) {
+	var d struct {
+		InstanceID string `json:"instance-id"`
+		State      string `json:"state"`
+	}
+	if err := json.Unmarshal(raw, &d); err != nil {
+		return nil, "", err
+	}
+	if !instanceIDPattern.MatchString(d.InstanceID) {
+		return nil, "", fmt.Errorf("invalid instance-id %q", d.InstanceID)
+	}
+	return []string{d.InstanceID}, d.State, nil
+}
+
+func healthDetail(raw json.RawMessage) ([]string, error) {
+	var d struct {
+		Service           string `json:"service"`
+		EventTypeCategory string `json:"eventTypeCategory"`
+		AffectedEntities  []struct {
+			EntityValue string `json:"entityValue"`
+		} `json:"affectedEntities"`
+	}
+	if err := json.Unmarshal(raw, &d); err != nil {
+		return nil, err
+	}
+	if d.Service != HealthServiceEC2 || d.EventTypeCategory != HealthCategoryScheduledChange {
+		return nil, fmt.Errorf("health event for service %q, category %q: want %s %s", d.Service, d.EventTypeCategory, HealthServiceEC2, HealthCategoryScheduledChange)
+	}
+	// Entities other than instances (dedicated hosts, for example) are not
+	// Nodewright's to handle; an event with none of ours decodes to nothing.
+	var ids []string
+	for _, e := range d.AffectedEntities {
+		if instanceIDPattern.MatchString(e.EntityValue) {
+			ids = append(ids, e.EntityValue)
+		}
+	}
+	return ids, nil
+}
