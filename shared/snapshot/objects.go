@@ -301,5 +301,11 @@ func (r *reader) workload(d document, at origin) {
 		r.fail(at.errorf(d.Kind, w.namespace, w.name, "spec.selector", "%v", err))
 		return
 	}
+	k := w.kind + "/" + key(w.namespace, w.name)
+	if first, dup := r.workloadKeys[k]; dup {
+		r.fail(at.errorf(d.Kind, w.namespace, w.name, "metadata.name", "duplicate %s (also in %s)", w.kind, first))
+		return
+	}
+	r.workloadKeys[k] = at
 	r.workloads = append(r.workloads, w)
 }

@@ -151,20 +151,21 @@ type daemonSetEntry struct {
 // reader accumulates the objects of every source, then checks the
 // references between them.
 type reader struct {
-	errs       Errors
-	pods       []podEntry // bound and pending, in source order
-	podKeys    map[string]origin
-	nodes      map[string]nodeEntry
-	pools      []poolEntry
-	classes    []classEntry
-	daemonSets []daemonSetEntry
-	dsKeys     map[string]origin
-	workloads  []workload
-	warnings   []string
+	errs         Errors
+	pods         []podEntry // bound and pending, in source order
+	podKeys      map[string]origin
+	nodes        map[string]nodeEntry
+	pools        []poolEntry
+	classes      []classEntry
+	daemonSets   []daemonSetEntry
+	dsKeys       map[string]origin
+	workloads    []workload
+	workloadKeys map[string]origin
+	warnings     []string
 }
 
 func newReader() *reader {
-	return &reader{podKeys: map[string]origin{}, nodes: map[string]nodeEntry{}, dsKeys: map[string]origin{}}
+	return &reader{podKeys: map[string]origin{}, nodes: map[string]nodeEntry{}, dsKeys: map[string]origin{}, workloadKeys: map[string]origin{}}
 }
 
 func (r *reader) fail(err error) { r.errs = append(r.errs, err) }

@@ -271,6 +271,8 @@ func TestBadInput(t *testing.T) {
 			[]string{`(Pod default/web-1): spec.nodeName: bound to Node "ip-10-0-9-9", which is not in the snapshot`}},
 		{"duplicate pod", pod("  containers: [{name: c, image: x}]\n") + "---\n" + pod("  containers: [{name: c, image: x}]\n"),
 			[]string{"pods.yaml: document 2 (Pod default/web-1): metadata.name: duplicate Pod (also in pods.yaml document 1)"}},
+		{"duplicate deployment", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec: {template: {spec: {containers: [{name: c, image: x}]}}}\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec: {template: {spec: {containers: [{name: c, image: x}]}}}\n",
+			[]string{"pods.yaml: document 2 (Deployment default/web): metadata.name: duplicate Deployment (also in pods.yaml document 1)"}},
 		{"node without allocatable", "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\n",
 			[]string{"(Node n1): status.allocatable: required"}},
 		{"negative replicas", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec: {replicas: -2, selector: {matchLabels: {a: b}}, template: {metadata: {labels: {a: b}}, spec: {containers: [{name: c, image: x}]}}}\n",
