@@ -288,14 +288,16 @@ func Weighted(weight int32, term corev1.PodAffinityTerm) corev1.WeightedPodAffin
 type NodeOptions struct {
 	Name string // required; also the kubernetes.io/hostname label
 	// InstanceType fills the type's well-known labels and, unless
-	// Allocatable is set, its allocatable under default kubelet settings.
+	// Allocatable is set, its capacity and allocatable under default kubelet
+	// settings.
 	InstanceType *catalog.InstanceType
 	Zone         string // topology.kubernetes.io/zone
 	CapacityType string // karpenter.sh/capacity-type
 	NodePool     string // karpenter.sh/nodepool
 	Labels       map[string]string
 	Taints       []corev1.Taint
-	Allocatable  Resources
+	// Allocatable sets both capacity and allocatable.
+	Allocatable Resources
 	// Unschedulable cordons the node.
 	Unschedulable bool
 	InFlight      bool
@@ -306,12 +308,12 @@ type NodeOptions struct {
 // Node builds a node with its pods.
 func Node(o NodeOptions) *scheduling.Node {
 	labels := map[string]string{corev1.LabelHostname: o.Name}
-	alloc := corev1.ResourceList{}
+	alloc, capacity := corev1.ResourceList{}, corev1.ResourceList{}
 	if o.InstanceType != nil {
 		for k, v := range o.InstanceType.Labels() {
 			labels[k] = v
 		}
-		alloc = o.InstanceType.Allocatable(nil)
+		alloc, capacity = o.InstanceType.Allocatable(nil), o.InstanceType.Capacity()
 	}
 	for k, v := range map[string]string{corev1.LabelTopologyZone: o.Zone, apis.LabelCapacityType: o.CapacityType, apis.LabelNodePool: o.NodePool} {
 		if v != "" {
@@ -323,13 +325,14 @@ func Node(o NodeOptions) *scheduling.Node {
 	}
 	if o.Allocatable != nil {
 		alloc = o.Allocatable.List()
+		capacity = alloc
 	}
 	n := &corev1.Node{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Node"},
 		ObjectMeta: metav1.ObjectMeta{Name: o.Name, Labels: labels, UID: types.UID("node/" + o.Name)},
 		Spec:       corev1.NodeSpec{Taints: o.Taints, Unschedulable: o.Unschedulable},
 		Status: corev1.NodeStatus{
-			Capacity: alloc, Allocatable: alloc,
+			Capacity: capacity, Allocatable: alloc,
 			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
 		},
 	}
