@@ -29,9 +29,12 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzParse -fuzztime=15s ./shared/apis
 	$(GO) test -run='^$$' -fuzz=FuzzIntersection -fuzztime=10s ./shared/requirements
 
-## bench: benchmarks with their figures
+## bench: scheduler benchmarks (diverse workloads of 1k-20k pods, synthetic and real catalog) and a summary of their figures
 bench:
-	$(GO) test -run='^$$' -bench=. -benchmem ./...
+	@echo "==> go test -bench ./test/bench (one solve per workload; pods/s is wall clock, cpu-s the process's CPU time)"
+	@out=$$(mktemp); trap 'rm -f "$$out"' EXIT; \
+	  $(GO) test -run='^$$' -bench=. -benchmem -benchtime=1x -timeout=30m ./test/bench/ | tee "$$out"; \
+	  awk -f test/bench/summary.awk "$$out"
 
 ## generate: regenerate committed generated code (instance catalog)
 generate:

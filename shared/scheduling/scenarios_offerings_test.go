@@ -37,38 +37,52 @@ func valuesAtLeast(pod, key string, n int) check {
 	}
 }
 
-// sortedByPrice: the pod's NodeClaim lists its types by expected price (the
-// cheapest offering of each in the claim's zones and capacity types), then
-// name.
+// sortedByPrice: the pod's NodeClaim lists its types by expected price, then
+// name. A type's expected price is its cheapest offering in the claim's
+// zones and capacity types, not counting spot offerings that cost more than
+// the cheapest on-demand offering of the claim's types (those are dropped).
 func sortedByPrice(pod string) check {
 	return func(t *testing.T, p *plan) {
 		nc, ok := p.claim(t, pod)
 		if !ok {
 			return
 		}
+		odMin := math.Inf(1)
+		for _, name := range nc.InstanceTypes {
+			odMin = math.Min(odMin, offeringPrice(p.in, typeByName(p.in, name), nc, math.Inf(1), onDemand))
+		}
+		price := func(name string) float64 {
+			it := typeByName(p.in, name)
+			return math.Min(offeringPrice(p.in, it, nc, odMin, spot), offeringPrice(p.in, it, nc, math.Inf(1), onDemand))
+		}
 		prev, prevName := 0.0, ""
 		for _, name := range nc.InstanceTypes {
-			pr := expectedPrice(p.in, typeByName(p.in, name), nc)
+			pr := price(name)
 			if pr < prev-1e-12 || pr == prev && name < prevName {
 				t.Errorf("%s: %s (%v) listed after %s (%v)", pod, name, pr, prevName, prev)
 				return
 			}
 			prev, prevName = pr, name
 		}
-		if first := expectedPrice(p.in, typeByName(p.in, nc.InstanceTypes[0]), nc); math.Abs(first-nc.PricePerHour) > 1e-9 {
+		if first := price(nc.InstanceTypes[0]); math.Abs(first-nc.PricePerHour) > 1e-9 {
 			t.Errorf("%s: claim price %v, its first type's cheapest offering %v", pod, nc.PricePerHour, first)
 		}
 	}
 }
 
-func expectedPrice(in scheduling.Input, it *catalog.InstanceType, nc scheduling.NodeClaim) float64 {
+// offeringPrice is the type's cheapest available offering of capacity type
+// ct in the claim's zones, if the claim allows ct and it costs at most ceiling.
+func offeringPrice(in scheduling.Input, it *catalog.InstanceType, nc scheduling.NodeClaim, ceiling float64, ct string) float64 {
 	best := math.Inf(1)
+	allowed := false
+	for _, c := range nc.CapacityTypes {
+		allowed = allowed || c == ct
+	}
+	if !allowed {
+		return best
+	}
 	for _, o := range it.Offerings(nc.Zones, in.Spot) {
-		allowed := false
-		for _, ct := range nc.CapacityTypes {
-			allowed = allowed || ct == o.CapacityType
-		}
-		if allowed && (in.Unavailable == nil || !in.Unavailable(it.Name, o.Zone, o.CapacityType)) {
+		if o.CapacityType == ct && o.Price <= ceiling && (in.Unavailable == nil || !in.Unavailable(it.Name, o.Zone, o.CapacityType)) {
 			best = math.Min(best, o.Price)
 		}
 	}

@@ -103,6 +103,15 @@ func poolScenarios() []scenario {
 			want: []check{claims(1), everyType("web", "at most 2 vCPUs", func(it *catalog.InstanceType) bool { return it.VCPU <= 2 })},
 		},
 		{
+			// Karpenter drops only the types that would exceed what is left
+			// of the limits; far from them a claim keeps every fitting type,
+			// so EC2 has the same fallbacks as in a pool without limits.
+			name: "ample limits do not narrow a claim's instance types",
+			in: input(pools(poolWith(st.NodePoolOptions{Requirements: reqs(req(ctKey, opIn, onDemand)), Limits: res{"cpu": "1000", "memory": "4000Gi"}})),
+				pods(pod(po{Name: "web", CPU: "500m"}))),
+			want: []check{claims(1), firstType("web", "fake-it-0"), typeCount("web", 60)},
+		},
+		{
 			name: "limits count the pool's existing nodes",
 			in: input(pools(poolWith(st.NodePoolOptions{Requirements: reqs(req(ctKey, opIn, onDemand)), Limits: res{"cpu": "4"}})),
 				nodes(st.Node(st.NodeOptions{Name: "full", InstanceType: st.SyntheticTypes(4)[3], Zone: zoneA, NodePool: "default", CapacityType: onDemand,
