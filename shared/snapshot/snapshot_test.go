@@ -273,6 +273,8 @@ func TestBadInput(t *testing.T) {
 			[]string{"pods.yaml: document 2 (Pod default/web-1): metadata.name: duplicate Pod (also in pods.yaml document 1)"}},
 		{"duplicate deployment", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec: {template: {spec: {containers: [{name: c, image: x}]}}}\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec: {template: {spec: {containers: [{name: c, image: x}]}}}\n",
 			[]string{"pods.yaml: document 2 (Deployment default/web): metadata.name: duplicate Deployment (also in pods.yaml document 1)"}},
+		{"absurd replicas", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec: {replicas: 2000000000, template: {spec: {containers: [{name: c, image: x}]}}}\n",
+			[]string{"(Deployment default/web): spec.replicas: 2000000000: the snapshot's workloads would add more than 100000 pods"}},
 		{"node without allocatable", "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\n",
 			[]string{"(Node n1): status.allocatable: required"}},
 		{"negative replicas", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec: {replicas: -2, selector: {matchLabels: {a: b}}, template: {metadata: {labels: {a: b}}, spec: {containers: [{name: c, image: x}]}}}\n",

@@ -111,8 +111,21 @@ func (w *workload) compileSelector() error {
 	return nil
 }
 
+// MaxWorkloadPods caps the pods workloads may add to a snapshot, so that a
+// typo in replicas cannot exhaust memory.
+const MaxWorkloadPods = 100_000
+
 // expandWorkloads adds the pods each workload still needs.
 func (r *reader) expandWorkloads() {
+	total := 0
+	for _, w := range r.workloads {
+		total += int(w.replicas)
+		if total > MaxWorkloadPods {
+			r.fail(w.at.errorf(w.kind, w.namespace, w.name, w.replicasField,
+				"%d: the snapshot's workloads would add more than %d pods", w.replicas, MaxWorkloadPods))
+			return
+		}
+	}
 	// Only pods read from the sources count towards a workload, not the
 	// pods another workload adds here.
 	read := r.pods[:len(r.pods):len(r.pods)]
