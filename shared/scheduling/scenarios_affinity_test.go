@@ -113,6 +113,33 @@ func affinityScenarios() []scenario {
 			want: []check{claims(1), notOnNode("web", "n1")},
 		},
 		{
+			// Karpenter relaxes preferred pod affinity before preferred node
+			// affinity: the pod keeps its zone preference.
+			name: "preferred pod affinity is relaxed before preferred node affinity",
+			in: input(nodes(smallNode("full", zoneA, "1", false, pod(po{Name: "db", CPU: "1", Labels: dbLabels}))),
+				pods(pod(po{Name: "web", CPU: "100m",
+					PreferredAffinity: []corev1.WeightedPodAffinityTerm{st.Weighted(100, st.Term(zoneKey, dbLabels))},
+					NodePreferences:   []corev1.PreferredSchedulingTerm{st.Preference(1, nsr(zoneKey, opIn, zoneC))}}))),
+			want: []check{claims(1), claimZones("web", zoneC)},
+		},
+		{
+			name: "preferred anti-affinity is relaxed before preferred node affinity",
+			in: input(nodes(smallNode("full", zoneC, "1", false, pod(po{Name: "db", CPU: "1", Labels: dbLabels}))),
+				pods(pod(po{Name: "web", CPU: "100m",
+					PreferredAntiAffinity: []corev1.WeightedPodAffinityTerm{st.Weighted(100, st.Term(zoneKey, dbLabels))},
+					NodePreferences:       []corev1.PreferredSchedulingTerm{st.Preference(1, nsr(zoneKey, opIn, zoneC))}}))),
+			want: []check{claims(1), claimZones("web", zoneC)},
+		},
+		{
+			// Preferred node affinity goes before ScheduleAnyway spreads: the
+			// first pod gets its preferred zone, the others keep the spread.
+			name: "preferred node affinity is relaxed before a ScheduleAnyway spread",
+			in: input(podList(podsN(3, po{Name: "web", CPU: "100m", Labels: webLabels,
+				Spread:          []corev1.TopologySpreadConstraint{st.Spread(zoneKey, 1, anyway, webLabels)},
+				NodePreferences: []corev1.PreferredSchedulingTerm{st.Preference(100, nsr(zoneKey, opIn, zoneA))}}))),
+			want: []check{allScheduled(), podZoneCounts(webLabels, 1, 1, 1)},
+		},
+		{
 			name: "two pods with one host port go to separate nodes",
 			in:   input(podList(podsN(2, po{Name: "proxy", CPU: "100m", HostPorts: []int32{8080}}))),
 			want: []check{claims(2), separate("proxy-0", "proxy-1")},

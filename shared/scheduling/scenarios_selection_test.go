@@ -127,6 +127,16 @@ func selectionScenarios() []scenario {
 			})},
 		},
 		{
+			name: "a required spot capacity type narrows the claim to spot",
+			in:   input(realCatalog(), realPool("default", 0), pods(pod(po{Name: "batch", CPU: "1", NodeRequirements: nsrs(nsr(ctKey, opIn, spot))}))),
+			want: []check{claims(1), capacityType("batch", spot), capacityTypes("batch", spot), oracleFirst("batch", false)},
+		},
+		{
+			name: "nodeSelector on instance-category",
+			in:   input(realCatalog(), realPool("default", 0), pods(pod(po{Name: "mem", CPU: "1", Memory: "4Gi", NodeSelector: labels(categoryKey, "r")}))),
+			want: []check{claims(1), everyType("mem", "category r", func(it *catalog.InstanceType) bool { return it.Category == "r" }), oracleFirst("mem", false)},
+		},
+		{
 			name: "pods pending in several namespaces",
 			in:   input(pods(pod(po{Name: "web", Namespace: "shop", CPU: "400m"}), pod(po{Name: "web", Namespace: "blog", CPU: "400m"}))),
 			want: []check{claims(1), sameNode("shop/web", "blog/web"), firstType("shop/web", "fake-it-0")},
