@@ -175,6 +175,7 @@ func TestBadSnapshots(t *testing.T) {
 	quantity := write("pods.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: web-1, namespace: default}\nspec: {containers: [{name: c, image: x, resources: {requests: {cpu: 2x}}}]}\n")
 	unknown := write("svc.yaml", "apiVersion: v1\nkind: Service\nmetadata: {name: web, namespace: shop}\nspec: {ports: [{port: 80}]}\n")
 	pool := write("pool.yaml", "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: np}\nspec: {template: {spec: {nodeClassRef: {group: example.com, kind: Other, name: x}, requirements: []}}}\n")
+	weight := write("weight.yaml", "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: heavy}\nspec: {weight: 500, template: {spec: {nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}, requirements: []}}}\n")
 	for _, tc := range []struct {
 		name  string
 		args  []string
@@ -183,7 +184,8 @@ func TestBadSnapshots(t *testing.T) {
 	}{
 		{"malformed quantity", []string{"plan", "-f", quantity}, "", []string{quantity + ": document 1 (Pod default/web-1): spec.containers[0].resources.requests.cpu: quantities must match"}},
 		{"unknown kind", []string{"plan", "-f", unknown}, "", []string{svcName(unknown), `unknown kind "Service"`}},
-		{"invalid nodepool", []string{"plan", "-f", pool}, "", []string{"(NodePool np): spec.template.spec.nodeClassRef"}},
+		{"foreign node class", []string{"plan", "-f", pool}, "", []string{"(NodePool np): spec.template.spec.nodeClassRef"}},
+		{"invalid nodepool", []string{"plan", "-f", weight}, "", []string{weight + ": document 1 (NodePool heavy): spec.weight: 500"}},
 		{"missing file", []string{"plan", "-f", filepath.Join(dir, "missing.yaml")}, "", []string{"missing.yaml: no such file"}},
 		{"stdin twice", []string{"plan", "-f", "-", "-f", "-"}, pendingPod, []string{"stdin can be read only once"}},
 		{"bad stdin", []string{"plan"}, "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, resources: {limits: {memory: 1Gb}}}]}\n",

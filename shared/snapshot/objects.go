@@ -9,6 +9,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nodewright/nodewright/shared/apis"
 )
 
 // coreKinds are the kinds read besides NodePool and EC2NodeClass, with
@@ -25,7 +27,7 @@ const supportedKinds = "Pod, Node (v1), DaemonSet, Deployment, ReplicaSet, State
 // loader, every other document here.
 func (r *reader) source(src Source) {
 	before := len(r.errs)
-	cfg, err := parseKarpenter(src.Data, src.Name)
+	cfg, err := apis.Parse(src.Data, src.Name)
 	if err != nil {
 		var list interface{ Unwrap() []error }
 		if errors.As(err, &list) {
@@ -57,8 +59,16 @@ func position(err error) int {
 	if errors.As(err, &e) {
 		return e.Document<<20 | e.Item
 	}
+	var de *apis.DocumentError
+	if errors.As(err, &de) {
+		return de.Index<<20 | de.Item
+	}
 	return 0
 }
+
+// document is one document (or List item) of a source, as the apis loader
+// hands over the kinds it does not read itself.
+type document = apis.Document
 
 // object reads one document (or List item) of a core kind.
 func (r *reader) object(d document) {

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/refdata"
 )
 
@@ -281,6 +282,10 @@ func TestBadInput(t *testing.T) {
 			[]string{"(Deployment default/web): spec.replicas: -2: must be greater than or equal to 0"}},
 		{"deployment template quantity", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, namespace: shop}\nspec: {template: {spec: {containers: [{name: c, image: x, resources: {requests: {memory: 1Gb}}}]}}}\n",
 			[]string{"(Deployment shop/web): spec.template.spec.containers[0].resources.requests.memory: quantities must match"}},
+		{"invalid nodepool", "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: np}\nspec: {weight: 500, template: {spec: {requirements: [{key: karpenter.sh/capacity-type, operator: Near, values: [spot]}], nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}}}}\n",
+			[]string{"pods.yaml: document 1 (NodePool np): spec.template.spec.requirements[0].operator: \"Near\"", "pods.yaml: document 1 (NodePool np): spec.weight: 500"}},
+		{"old karpenter apiVersion", "apiVersion: karpenter.sh/v1beta1\nkind: NodePool\nmetadata: {name: np}\nspec: {}\n",
+			[]string{"(NodePool np): apiVersion", "karpenter.sh/v1beta1"}},
 		{"nodepool with a foreign node class", "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: np}\nspec: {template: {spec: {requirements: [], nodeClassRef: {group: example.com, kind: Other, name: x}}}}\n",
 			[]string{`(NodePool np): spec.template.spec.nodeClassRef: group "example.com", kind "Other"`}},
 	} {
@@ -295,8 +300,9 @@ func TestBadInput(t *testing.T) {
 				}
 			}
 			var e *Error
-			if !errors.As(err, &e) {
-				t.Errorf("error %T is not a *snapshot.Error", err)
+			var de *apis.DocumentError
+			if !errors.As(err, &e) && !errors.As(err, &de) {
+				t.Errorf("error %T is neither a *snapshot.Error nor an *apis.DocumentError", err)
 			}
 			_, again := Read(Source{Name: "pods.yaml", Data: []byte(tc.src)})
 			if again.Error() != err.Error() {
@@ -307,7 +313,12 @@ func TestBadInput(t *testing.T) {
 }
 
 func TestEveryErrorIsReportedInOrder(t *testing.T) {
-	src := `apiVersion: v1
+	src := `apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: np}
+spec: {weight: 0, template: {spec: {requirements: [], nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}}}}
+---
+apiVersion: v1
 kind: Pod
 metadata: {name: a}
 spec: {containers: [{name: c, image: x, resources: {requests: {cpu: 1x}}}]}
@@ -323,10 +334,10 @@ spec: {containers: [{name: c, image: x, resources: {requests: {memory: lots}}}]}
 `
 	_, err := Read(Source{Name: "x.yaml", Data: []byte(src)})
 	var list Errors
-	if !errors.As(err, &list) || len(list) != 3 {
-		t.Fatalf("want 3 errors, got %v", err)
+	if !errors.As(err, &list) || len(list) != 4 {
+		t.Fatalf("want 4 errors, got %v", err)
 	}
-	for i, want := range []string{"document 1 (Pod default/a)", "document 2 (ConfigMap cm): kind: unknown kind", "document 3 (Pod default/b)"} {
+	for i, want := range []string{"document 1 (NodePool np): spec.weight", "document 2 (Pod default/a)", "document 3 (ConfigMap cm): kind: unknown kind", "document 4 (Pod default/b)"} {
 		if !strings.Contains(list[i].Error(), want) {
 			t.Errorf("error %d %q does not name %q", i, list[i], want)
 		}
