@@ -28,6 +28,7 @@ fuzz:
 	@echo "==> fuzz (short)"
 	$(GO) test -run='^$$' -fuzz=FuzzParse -fuzztime=15s ./shared/apis
 	$(GO) test -run='^$$' -fuzz=FuzzIntersection -fuzztime=10s ./shared/requirements
+	$(GO) test -run='^$$' -fuzz=FuzzRead -fuzztime=15s ./shared/snapshot
 
 ## bench: scheduler benchmarks (diverse workloads of 1k-20k pods, synthetic and real catalog) and a summary of their figures
 bench:

@@ -7,8 +7,11 @@ import (
 	"reflect"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
+	"sync"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	sjson "sigs.k8s.io/json"
 )
 
@@ -18,12 +21,21 @@ import (
 // does not fit its field, returns a *fieldError naming the field's path:
 // the decoder alone stops at the first bad value and, for types with their
 // own JSON form such as resource.Quantity, loses where it was.
+//
+// Quantities are screened first: resource.ParseQuantity takes time
+// exponential in the digits of a negative exponent ("1e-999999999" does not
+// return), so text longer than 64 characters or with an exponent beyond ±18
+// (the range of the SI suffixes) is refused before any is parsed.
 func decodeLenient(data []byte, obj any) error {
+	root := reflect.TypeOf(obj).Elem()
+	if fe := walk(root, data, "", quantityHolders(root), screenLeaf); fe != nil {
+		return fe
+	}
 	err := sjson.UnmarshalCaseSensitivePreserveInts(data, obj)
 	if err == nil {
 		return nil
 	}
-	if fe := locate(reflect.TypeOf(obj).Elem(), data, ""); fe != nil {
+	if fe := walk(root, data, "", nil, decodeLeaf); fe != nil {
 		return fe
 	}
 	return &fieldError{Err: cleanJSONError(err)}
@@ -50,20 +62,25 @@ func fieldErrorf(path, format string, args ...any) *fieldError {
 
 var unmarshalerType = reflect.TypeOf((*json.Unmarshaler)(nil)).Elem()
 
-// locate walks raw JSON alongside the Go type it failed to decode into and
-// returns the first value (in field-name order) that does not fit.
-func locate(t reflect.Type, raw []byte, path string) *fieldError {
+// leafFunc checks one value that has no fields of its own (a scalar or a
+// type with its own JSON form) and returns its problem, if any.
+type leafFunc func(t reflect.Type, raw []byte, path string) *fieldError
+
+// walk visits raw JSON alongside the Go type it decodes into, in field-name
+// order, and returns the first problem leaf finds; a container of the wrong
+// shape is a problem too. When only is set, it descends only into those types.
+func walk(t reflect.Type, raw []byte, path string, only map[reflect.Type]bool, leaf leafFunc) *fieldError {
 	if isNull(raw) {
 		return nil
 	}
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	if reflect.PointerTo(t).Implements(unmarshalerType) || isScalar(t) {
-		if err := sjson.UnmarshalCaseSensitivePreserveInts(raw, reflect.New(t).Interface()); err != nil {
-			return leafError(t, raw, path, err)
-		}
+	if only != nil && !only[t] {
 		return nil
+	}
+	if reflect.PointerTo(t).Implements(unmarshalerType) || isScalar(t) {
+		return leaf(t, raw, path)
 	}
 	switch t.Kind() {
 	case reflect.Struct:
@@ -74,7 +91,7 @@ func locate(t reflect.Type, raw []byte, path string) *fieldError {
 		fields := jsonFields(t)
 		for _, k := range sortedKeys(m) {
 			if ft, ok := fields[k]; ok {
-				if fe := locate(ft, m[k], join(path, k)); fe != nil {
+				if fe := walk(ft, m[k], join(path, k), only, leaf); fe != nil {
 					return fe
 				}
 			}
@@ -85,7 +102,7 @@ func locate(t reflect.Type, raw []byte, path string) *fieldError {
 			return leafError(t, raw, path, err)
 		}
 		for _, k := range sortedKeys(m) {
-			if fe := locate(t.Elem(), m[k], mapKey(path, k)); fe != nil {
+			if fe := walk(t.Elem(), m[k], mapKey(path, k), only, leaf); fe != nil {
 				return fe
 			}
 		}
@@ -95,12 +112,92 @@ func locate(t reflect.Type, raw []byte, path string) *fieldError {
 			return leafError(t, raw, path, err)
 		}
 		for i, item := range items {
-			if fe := locate(t.Elem(), item, fmt.Sprintf("%s[%d]", path, i)); fe != nil {
+			if fe := walk(t.Elem(), item, fmt.Sprintf("%s[%d]", path, i), only, leaf); fe != nil {
 				return fe
 			}
 		}
 	}
 	return nil
+}
+
+// decodeLeaf decodes the value on its own, to find the one that failed.
+func decodeLeaf(t reflect.Type, raw []byte, path string) *fieldError {
+	if err := sjson.UnmarshalCaseSensitivePreserveInts(raw, reflect.New(t).Interface()); err != nil {
+		return leafError(t, raw, path, err)
+	}
+	return nil
+}
+
+var (
+	quantityType            = reflect.TypeOf(resource.Quantity{})
+	quantityExponentPattern = regexp.MustCompile(`[eE]([+-]?[0-9]+)$`)
+)
+
+// Bounds on quantity text (see decodeLenient).
+const (
+	maxQuantityLength   = 64
+	maxQuantityExponent = 18
+)
+
+// screenLeaf refuses quantity text the parser would spend unbounded time on.
+func screenLeaf(t reflect.Type, raw []byte, path string) *fieldError {
+	if t != quantityType {
+		return nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		s = string(bytes.TrimSpace(raw))
+	}
+	if len(s) > maxQuantityLength {
+		return fieldErrorf(path, "%s is not a valid quantity: longer than %d characters", compactValue(raw), maxQuantityLength)
+	}
+	if m := quantityExponentPattern.FindStringSubmatch(strings.TrimSpace(s)); m != nil {
+		if exp, err := strconv.Atoi(m[1]); err != nil || exp > maxQuantityExponent || exp < -maxQuantityExponent {
+			return fieldErrorf(path, "%s is not a valid quantity: exponent out of range -%d..%d", compactValue(raw), maxQuantityExponent, maxQuantityExponent)
+		}
+	}
+	return nil
+}
+
+// holders caches quantityHolders per root type (a handful of kinds).
+var holders sync.Map // reflect.Type -> map[reflect.Type]bool
+
+// quantityHolders is root's type graph cut down to resource.Quantity and
+// the types that contain one, so screening skips everything else.
+func quantityHolders(root reflect.Type) map[reflect.Type]bool {
+	if h, ok := holders.Load(root); ok {
+		return h.(map[reflect.Type]bool)
+	}
+	memo := map[reflect.Type]bool{}
+	var visit func(t reflect.Type) bool
+	visit = func(t reflect.Type) bool {
+		if v, ok := memo[t]; ok {
+			return v
+		}
+		memo[t] = false // breaks cycles
+		found := t == quantityType
+		switch t.Kind() {
+		case reflect.Pointer, reflect.Slice, reflect.Array, reflect.Map:
+			found = visit(t.Elem()) || found
+		case reflect.Struct:
+			if !found {
+				for i := 0; i < t.NumField(); i++ {
+					found = visit(t.Field(i).Type) || found
+				}
+			}
+		}
+		memo[t] = found
+		return found
+	}
+	visit(root)
+	out := map[reflect.Type]bool{}
+	for t, ok := range memo {
+		if ok {
+			out[t] = true
+		}
+	}
+	holders.Store(root, out)
+	return out
 }
 
 // leafError describes a value that does not fit its field: a type's own
