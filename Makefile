@@ -33,6 +33,7 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzDecodeInterruption$$' -fuzztime=5s ./shared/trigger
 	$(GO) test -run='^$$' -fuzz='^FuzzDecodeProvision$$' -fuzztime=5s ./shared/trigger
 	$(GO) test -run='^$$' -fuzz='^FuzzHandle$$' -fuzztime=5s ./shared/webhook
+	$(GO) test -run='^$$' -fuzz=FuzzRead -fuzztime=15s ./shared/snapshot
 
 ## synth: the CDK app's cloud assembly in cdk.out, offline (no AWS credentials, no npm);
 ## CLUSTER and CONFIG choose the cluster name and the configuration directory
@@ -43,9 +44,12 @@ synth:
 	  CDK_OUTDIR=cdk.out CDK_CONTEXT_JSON='{"nodewright:cluster":"$(CLUSTER)","nodewright:config":"$(CONFIG)"}' $(GO) run ./infra; \
 	  ls cdk.out/*.template.json cdk.out/nodewright/*/*.yaml
 
-## bench: benchmarks with their figures
+## bench: scheduler benchmarks (diverse workloads of 1k-20k pods, synthetic and real catalog) and a summary of their figures
 bench:
-	$(GO) test -run='^$$' -bench=. -benchmem ./...
+	@echo "==> go test -bench ./test/bench (one solve per workload; pods/s is wall clock, cpu-s the process's CPU time)"
+	@out=$$(mktemp); trap 'rm -f "$$out"' EXIT; \
+	  $(GO) test -run='^$$' -bench=. -benchmem -benchtime=1x -timeout=30m ./test/bench/ | tee "$$out"; \
+	  awk -f test/bench/summary.awk "$$out"
 
 ## generate: regenerate committed generated code (instance catalog)
 generate:

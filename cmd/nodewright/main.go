@@ -1,0 +1,9 @@
+// Command nodewright is the operator's CLI: `nodewright plan` shows what
+// Nodewright would launch for a cluster snapshot, without touching AWS.
+package main
+
+import "os"
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}

@@ -1,0 +1,247 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/nodewright/nodewright/shared/catalog"
+	"github.com/nodewright/nodewright/shared/pricing"
+	"github.com/nodewright/nodewright/shared/scheduling"
+	"github.com/nodewright/nodewright/shared/snapshot"
+)
+
+const planUsage = `Usage: nodewright plan [-f FILE]... [flags]
+
+Reads a cluster snapshot and prints, as JSON, the plan Nodewright would carry
+out: the NodeClaims to launch (pool, instance types cheapest first, capacity
+type, zones, price, pods), the pending pods that fit on existing nodes, the
+pods nothing can take (with the reason), and the plan's price per hour next to
+a lower bound.
+
+The snapshot is YAML or JSON: the output of
+  kubectl get pods,nodes,daemonsets,nodepools,ec2nodeclasses -A -o yaml
+and/or manifests (Pods, Deployments, ReplicaSets, StatefulSets, Jobs,
+DaemonSets, NodePools, EC2NodeClasses). Pods without spec.nodeName are
+pending; a workload adds the replicas the snapshot does not already hold.
+Instance types and on-demand prices are the built-in catalog's (us-east-1).
+
+Flags:
+`
+
+// planFlags are the plan command's options.
+type planFlags struct {
+	files      []string
+	zones      string
+	region     string
+	spotModel  string
+	maxTypes   int
+	pretty     bool
+	regionSet  bool
+	filesGiven bool
+}
+
+// fileList is a repeatable -f flag.
+type fileList struct{ files *[]string }
+
+func (f fileList) String() string {
+	if f.files == nil {
+		return ""
+	}
+	return strings.Join(*f.files, ",")
+}
+
+func (f fileList) Set(v string) error {
+	*f.files = append(*f.files, v)
+	return nil
+}
+
+func parsePlanFlags(args []string, stderr io.Writer) (*planFlags, error) {
+	pf := &planFlags{}
+	fs := flag.NewFlagSet("nodewright plan", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), planUsage)
+		fs.PrintDefaults()
+	}
+	fs.Var(fileList{&pf.files}, "f", "snapshot `FILE` (repeatable; - or none reads stdin)")
+	fs.Var(fileList{&pf.files}, "filename", "same as -f")
+	fs.StringVar(&pf.zones, "zones", "", "comma-separated `ZONES` the cluster has subnets in (default <region>a,<region>b,<region>c)")
+	fs.StringVar(&pf.region, "region", "us-east-1", "AWS `REGION`")
+	fs.StringVar(&pf.spotModel, "spot-model", "0", "`SEED` of the deterministic spot price model, or off for no spot offerings")
+	fs.IntVar(&pf.maxTypes, "max-instance-types", scheduling.DefaultMaxInstanceTypes, "instance types offered per NodeClaim at most")
+	fs.BoolVar(&pf.pretty, "pretty", false, "indent the JSON")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q (files go after -f)", fs.Arg(0))
+	}
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "region":
+			pf.regionSet = true
+		case "f", "filename":
+			pf.filesGiven = true
+		}
+	})
+	return pf, nil
+}
+
+// plan runs `nodewright plan`.
+func (c cli) plan(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	pf, err := parsePlanFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "nodewright plan: %v\n", err)
+		return exitUsage
+	}
+	in, err := pf.input()
+	if err != nil {
+		fmt.Fprintf(stderr, "nodewright plan: %v\n", err)
+		return exitUsage
+	}
+	snap, err := readSnapshot(pf.files, stdin)
+	if err != nil {
+		fmt.Fprintf(stderr, "nodewright plan: bad snapshot:\n%s\n", indent(err.Error()))
+		return exitError
+	}
+	for _, w := range snap.Warnings {
+		fmt.Fprintf(stderr, "nodewright plan: warning: %s\n", w)
+	}
+	s := snap.Input()
+	in.Pods, in.Nodes, in.NodePools, in.NodeClasses, in.DaemonSets = s.Pods, s.Nodes, s.NodePools, s.NodeClasses, s.DaemonSets
+	res, err := c.solve(in)
+	if err != nil {
+		fmt.Fprintf(stderr, "nodewright plan: %v\n", err)
+		return exitError
+	}
+	if err := writeResult(stdout, res, pf.pretty); err != nil {
+		fmt.Fprintf(stderr, "nodewright plan: write plan: %v\n", err)
+		return exitError
+	}
+	return exitOK
+}
+
+// input is the solve input the flags describe (without the snapshot).
+func (pf *planFlags) input() (scheduling.Input, error) {
+	in := scheduling.Input{InstanceTypes: catalog.Default().Types(), MaxInstanceTypes: pf.maxTypes}
+	if pf.maxTypes < 1 {
+		return in, fmt.Errorf("--max-instance-types %d: must be at least 1", pf.maxTypes)
+	}
+	if pf.region == "" {
+		return in, errors.New("--region: must not be empty")
+	}
+	zones, err := pf.zoneList()
+	if err != nil {
+		return in, err
+	}
+	in.Zones = zones
+	switch pf.spotModel {
+	case "off":
+	default:
+		seed, err := strconv.ParseUint(pf.spotModel, 10, 64)
+		if err != nil {
+			return in, fmt.Errorf("--spot-model %q: want a seed (a non-negative integer) or off", pf.spotModel)
+		}
+		in.Spot = pricing.Model{Catalog: catalog.Default(), Seed: seed}
+	}
+	return in, nil
+}
+
+func (pf *planFlags) zoneList() ([]string, error) {
+	if pf.zones == "" {
+		return []string{pf.region + "a", pf.region + "b", pf.region + "c"}, nil
+	}
+	var zones []string
+	seen := map[string]bool{}
+	for _, z := range strings.Split(pf.zones, ",") {
+		z = strings.TrimSpace(z)
+		switch {
+		case z == "":
+			return nil, fmt.Errorf("--zones %q: empty zone name", pf.zones)
+		case pf.regionSet && !strings.HasPrefix(z, pf.region):
+			return nil, fmt.Errorf("--zones: %s is not a zone of --region %s", z, pf.region)
+		case seen[z]:
+			continue
+		}
+		seen[z] = true
+		zones = append(zones, z)
+	}
+	return zones, nil
+}
+
+// readSnapshot reads the files, or stdin for "-" or when none are given.
+func readSnapshot(files []string, stdin io.Reader) (*snapshot.Snapshot, error) {
+	if len(files) == 0 {
+		files = []string{"-"}
+	}
+	var sources []snapshot.Source
+	var paths []string
+	usedStdin := false
+	for _, f := range files {
+		if f != "-" {
+			paths = append(paths, f)
+			continue
+		}
+		if usedStdin {
+			return nil, errors.New("-f -: stdin can be read only once")
+		}
+		usedStdin = true
+		data, err := io.ReadAll(stdin)
+		if err != nil {
+			return nil, fmt.Errorf("read stdin: %w", err)
+		}
+		sources = append(sources, snapshot.Source{Name: "stdin", Data: data})
+	}
+	fileSources, err := readFiles(paths)
+	if err != nil {
+		return nil, err
+	}
+	return snapshot.Read(append(sources, fileSources...)...)
+}
+
+func readFiles(paths []string) ([]snapshot.Source, error) {
+	var out []snapshot.Source
+	var errs []error
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("read snapshot file: %w", err))
+			continue
+		}
+		out = append(out, snapshot.Source{Name: p, Data: data})
+	}
+	return out, errors.Join(errs...)
+}
+
+// writeResult prints the plan; empty lists print as [] rather than null.
+func writeResult(w io.Writer, res *scheduling.Result, pretty bool) error {
+	out := *res
+	if out.NodeClaims == nil {
+		out.NodeClaims = []scheduling.NodeClaim{}
+	}
+	if out.ExistingNodes == nil {
+		out.ExistingNodes = []scheduling.NodePlacement{}
+	}
+	if out.Unschedulable == nil {
+		out.Unschedulable = []scheduling.Unschedulable{}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	if pretty {
+		enc.SetIndent("", "  ")
+	}
+	return enc.Encode(out)
+}
+
+func indent(s string) string {
+	return "  " + strings.ReplaceAll(s, "\n", "\n  ")
+}

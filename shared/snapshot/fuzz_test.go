@@ -1,0 +1,37 @@
+package snapshot
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/nodewright/nodewright/shared/refdata"
+)
+
+// FuzzRead: whatever the bytes, Read returns a snapshot or an error (never
+// panics), and the same bytes give the same error.
+func FuzzRead(f *testing.F) {
+	if data, err := os.ReadFile(filepath.Join("testdata", "cluster.yaml")); err == nil {
+		f.Add(data)
+	}
+	if dir, err := refdata.Examples(); err == nil {
+		paths, _ := filepath.Glob(filepath.Join(dir, "*.yaml"))
+		for _, p := range paths {
+			if data, err := os.ReadFile(p); err == nil {
+				f.Add(data)
+			}
+		}
+	}
+	f.Add([]byte(`{"apiVersion":"v1","kind":"PodList","items":[{"metadata":{"name":"a"},"spec":{"nodeName":"n"}}]}`))
+	f.Add([]byte("apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: db}\nspec: {replicas: 3, template: {spec: {containers: [{name: c}]}}}\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := Read(Source{Name: "fuzz.yaml", Data: data})
+		if (s == nil) == (err == nil) {
+			t.Fatalf("snapshot %v and error %v", s, err)
+		}
+		_, again := Read(Source{Name: "fuzz.yaml", Data: data})
+		if (err == nil) != (again == nil) || err != nil && err.Error() != again.Error() {
+			t.Fatalf("two reads differ: %v / %v", err, again)
+		}
+	})
+}

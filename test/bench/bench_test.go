@@ -1,0 +1,161 @@
+// Package bench holds the scheduler's benchmarks: Karpenter's diverse
+// workload (plain pods, zonal and hostname spread, zonal self-affinity,
+// hostname anti-affinity) of 1k to 20k pods, solved against the 400 synthetic
+// instance types and against the real catalog, reporting throughput, the
+// plan's size and price, its lower bound and the heap the solve needs.
+// `make bench` runs them and prints a summary.
+package bench
+
+import (
+	"fmt"
+	"runtime"
+	"runtime/metrics"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nodewright/nodewright/shared/apis"
+	"github.com/nodewright/nodewright/shared/catalog"
+	"github.com/nodewright/nodewright/shared/pricing"
+	"github.com/nodewright/nodewright/shared/scheduling"
+	st "github.com/nodewright/nodewright/shared/scheduling/schedtest"
+)
+
+// seed fixes the workload, as Karpenter's benchmark fixes its random source.
+const seed = 42
+
+// catalogs are the instance catalogs the workloads are solved against.
+func catalogs() []struct {
+	name  string
+	types []*catalog.InstanceType
+	spot  catalog.SpotPricer
+} {
+	synth := st.SyntheticTypes(400)
+	return []struct {
+		name  string
+		types []*catalog.InstanceType
+		spot  catalog.SpotPricer
+	}{
+		{"synthetic400", synth, st.SyntheticSpot(synth)},
+		{"catalog", catalog.Default().Types(), pricing.Model{Catalog: catalog.Default(), Seed: 0}},
+	}
+}
+
+// input is the workload on a cluster with no nodes and one NodePool that
+// allows every type, spot and on-demand, in three zones.
+func input(pods []*corev1.Pod, types []*catalog.InstanceType, spot catalog.SpotPricer) scheduling.Input {
+	return scheduling.Input{
+		Pods: pods,
+		NodePools: []*apis.NodePool{st.NodePool(st.NodePoolOptions{Requirements: []apis.NodeSelectorRequirementWithMinValues{
+			st.PoolReq(apis.LabelCapacityType, corev1.NodeSelectorOpIn, apis.CapacityTypeSpot, apis.CapacityTypeOnDemand),
+			st.PoolReq(apis.LabelZone, corev1.NodeSelectorOpIn, st.Zones()...),
+		}})},
+		NodeClasses:   []*apis.EC2NodeClass{st.NodeClass("default")},
+		InstanceTypes: types,
+		Zones:         st.Zones(),
+		Spot:          spot,
+	}
+}
+
+// BenchmarkSolveDiverse solves the diverse workload. Metrics per solve:
+// pods/s (wall clock), cpu-s/op (the process's CPU time: on a shared machine
+// the steadier figure), nodes (new NodeClaims), unschedulable pods, price/h and
+// lowerbound/h of the plan (USD), their ratio, peak-heap-MiB (live heap
+// sampled during the solve) and heap-MiB (live heap after it, the plan kept).
+func BenchmarkSolveDiverse(b *testing.B) {
+	for _, c := range catalogs() {
+		for _, n := range []int{1000, 5000, 10000, 20000} {
+			b.Run(fmt.Sprintf("%s/pods=%d", c.name, n), func(b *testing.B) {
+				benchmarkSolve(b, input(st.DiversePods(n, seed), c.types, c.spot))
+			})
+		}
+	}
+}
+
+func benchmarkSolve(b *testing.B, in scheduling.Input) {
+	runtime.GC()
+	base := liveHeap()
+	peak := startPeakSampler()
+	var res *scheduling.Result
+	var elapsed, cpu time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		start, cpu0 := time.Now(), cpuTime()
+		r, err := scheduling.Solve(in)
+		elapsed, cpu = elapsed+time.Since(start), cpu+cpuTime()-cpu0
+		if err != nil {
+			b.Fatal(err)
+		}
+		res = r
+	}
+	b.StopTimer()
+	peakBytes := peak.stop()
+	runtime.GC()
+	after := liveHeap()
+	runtime.KeepAlive(res)
+
+	const mib = 1 << 20
+	b.ReportMetric(float64(len(in.Pods))/(elapsed.Seconds()/float64(b.N)), "pods/s")
+	b.ReportMetric(cpu.Seconds()/float64(b.N), "cpu-s/op")
+	b.ReportMetric(float64(len(res.NodeClaims)), "nodes")
+	b.ReportMetric(float64(len(res.Unschedulable)), "unschedulable")
+	b.ReportMetric(res.PricePerHour, "price/h")
+	b.ReportMetric(res.LowerBoundPricePerHour, "lowerbound/h")
+	if res.LowerBoundPricePerHour > 0 {
+		b.ReportMetric(res.PricePerHour/res.LowerBoundPricePerHour, "price/lowerbound")
+	}
+	b.ReportMetric(float64(peakBytes-min(base, peakBytes))/mib, "peak-heap-MiB")
+	b.ReportMetric(float64(after-min(base, after))/mib, "heap-MiB")
+}
+
+// heapMetric is the bytes held by live and not yet swept heap objects.
+const heapMetric = "/memory/classes/heap/objects:bytes"
+
+// cpuTime is the process's user and system CPU time so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func liveHeap() uint64 {
+	s := []metrics.Sample{{Name: heapMetric}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
+// peakSampler reads the heap every millisecond (runtime/metrics does not
+// stop the world) and keeps the highest value.
+type peakSampler struct {
+	done chan struct{}
+	wg   sync.WaitGroup
+	peak uint64
+}
+
+func startPeakSampler() *peakSampler {
+	p := &peakSampler{done: make(chan struct{}), peak: liveHeap()}
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-p.done:
+				return
+			case <-tick.C:
+				p.peak = max(p.peak, liveHeap())
+			}
+		}
+	}()
+	return p
+}
+
+func (p *peakSampler) stop() uint64 {
+	close(p.done)
+	p.wg.Wait()
+	return max(p.peak, liveHeap())
+}
