@@ -49,6 +49,9 @@ func (s *solver) poolReason(p *pool, g *group) string {
 	if t, bad := untoleratedTaint(g.tolerations, p.taints(), !g.preferNoScheduleOK); bad {
 		return prefix + fmt.Sprintf("did not tolerate taint %s", t.ToString())
 	}
+	if reason := s.daemonPortReason(p, g); reason != "" {
+		return prefix + reason
+	}
 	if err := p.reqs.Compatible(g.cur.reqs, requirements.WellKnown); err != nil {
 		return prefix + "incompatible requirements: " + err.Error()
 	}
@@ -75,6 +78,29 @@ func (s *solver) poolReason(p *pool, g *group) string {
 	return prefix + s.topologyReason(g)
 }
 
+// daemonPortReason says which daemonset binds a host port the pod needs on
+// every type of the pool.
+func (s *solver) daemonPortReason(p *pool, g *group) string {
+	if len(g.hostPorts) == 0 {
+		return ""
+	}
+	all := p.types.clone()
+	all.or(p.exotic)
+	for i, ds := range s.daemons {
+		for _, hp := range g.hostPorts {
+			if !conflicts([]hostPort{hp}, ds.hostPorts) {
+				continue
+			}
+			rest := all.clone()
+			rest.andNot(p.daemons[i])
+			if rest.empty() {
+				return fmt.Sprintf("DaemonSet %s binds host port %d/%s on every node of the pool", ds.name, hp.port, hp.protocol)
+			}
+		}
+	}
+	return ""
+}
+
 // tooBig names the first resource no allowed type has enough of.
 func (s *solver) tooBig(p *pool, st *reqState, g *group) string {
 	for d := range g.req {
@@ -91,13 +117,27 @@ func (s *solver) tooBig(p *pool, st *reqState, g *group) string {
 		if best < 0 {
 			break
 		}
-		largest := fmt.Sprintf("%s with %s", s.u.types[best].Name, human(d, p.capacity[best][d]))
-		if p.capacity[best][d] != bestV {
-			largest += fmt.Sprintf(" (%s allocatable after overhead)", human(d, max(bestV, 0)))
+		size := s.published(best, d, p.capacity[best][d])
+		largest := fmt.Sprintf("%s with %s", s.u.types[best].Name, human(d, size))
+		if size != bestV {
+			largest += fmt.Sprintf(" (%s allocatable)", human(d, max(bestV, 0)))
 		}
 		return fmt.Sprintf("no instance type in NodePool %s has %s; largest is %s", p.name, s.reg.describe(d, g.req[d]), largest)
 	}
 	return ""
+}
+
+// published is a type's size as EC2 publishes it (vCPUs, memory), which is
+// what people recognise, for the dimensions EC2 publishes; else capacity.
+func (s *solver) published(t, d int, capacity int64) int64 {
+	it := s.u.types[t]
+	switch d {
+	case rCPU:
+		return int64(it.VCPU) * 1000
+	case rMemory:
+		return it.MemoryMiB << 20
+	}
+	return capacity
 }
 
 // smallestCapacity is the capacity of the cheapest type that holds req.
@@ -121,7 +161,7 @@ func (s *solver) typeReqString(r requirements.Requirements) string {
 	var parts []string
 	for _, req := range r {
 		if s.u.isTypeKey(req.Key) || s.u.isOfferingKey(req.Key) {
-			parts = append(parts, req.String())
+			parts = append(parts, shortReq(req))
 		}
 	}
 	if len(parts) == 0 {
@@ -161,4 +201,19 @@ func (s *solver) topologyReason(g *group) string {
 		return "no node could be planned for it"
 	}
 	return "cannot satisfy " + strings.Join(parts, ", ")
+}
+
+// shortReq describes a requirement for people, listing at most 8 values.
+func shortReq(r requirements.Requirement) string {
+	var parts []string
+	for _, ns := range r.NodeSelectorRequirements() {
+		part := ns.Key + " " + string(ns.Operator)
+		if n := len(ns.Values); n > 8 {
+			part += fmt.Sprintf(" [%s ... and %d more]", strings.Join(ns.Values[:8], " "), n-8)
+		} else if n > 0 {
+			part += " [" + strings.Join(ns.Values, " ") + "]"
+		}
+		parts = append(parts, part)
+	}
+	return strings.Join(parts, ", ")
 }

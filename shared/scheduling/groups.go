@@ -89,6 +89,7 @@ type hostPort struct {
 
 // daemon is a daemonset's pod as the solve needs it.
 type daemon struct {
+	name        string
 	req         vec
 	tolerations []corev1.Toleration
 	alts        []requirements.Requirements
@@ -335,7 +336,7 @@ func (s *solver) parseConstraints(g *group) {
 		g.err, g.required = err, []requirements.Requirements{nil}
 		return
 	}
-	g.required = alts
+	g.required = s.avoidDaemonPorts(g, alts)
 	if a := p.Spec.Affinity; a != nil && a.NodeAffinity != nil {
 		for i, pt := range a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
 			r, err := requirements.FromNodeSelectorTerm(pt.Preference)
@@ -356,6 +357,40 @@ func (s *solver) parseConstraints(g *group) {
 	if err := s.addAffinity(g, p.Spec.Affinity); err != nil {
 		g.err = err
 	}
+}
+
+// avoidDaemonPorts keeps a pod that binds host ports off the instance types on
+// which a daemonset binding the same ports would run: each alternative gets
+// "instance-type NotIn [those types]".
+func (s *solver) avoidDaemonPorts(g *group, alts []requirements.Requirements) []requirements.Requirements {
+	if len(g.hostPorts) == 0 {
+		return alts
+	}
+	taken := newBitset(s.u.n)
+	for i, ds := range s.daemons {
+		if !conflicts(g.hostPorts, ds.hostPorts) {
+			continue
+		}
+		for _, p := range s.pools {
+			if p.daemons != nil {
+				taken.or(p.daemons[i])
+			}
+		}
+	}
+	if taken.empty() {
+		return alts
+	}
+	var names []string
+	taken.each(func(t int) bool {
+		names = append(names, s.u.types[t].Name)
+		return true
+	})
+	avoid := requirements.MustNew(apis.LabelInstanceType, corev1.NodeSelectorOpNotIn, names...)
+	out := make([]requirements.Requirements, len(alts))
+	for i, a := range alts {
+		out[i] = a.Add(avoid)
+	}
+	return out
 }
 
 func (s *solver) addSpread(g *group, c corev1.TopologySpreadConstraint) error {

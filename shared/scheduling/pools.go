@@ -30,6 +30,7 @@ type pool struct {
 
 	capacity []vec // per type, as the node will report it
 	overhead []vec // daemonset requests per type
+	daemons  []bitset // per daemonset of the solve, the types it runs on
 	alloc    []vec // allocatable − overhead, what pods can use
 	fit      [4]fitIndex
 
@@ -101,9 +102,11 @@ func (p *pool) computeResources(s *solver) {
 		p.capacity[t], p.alloc[t] = amountsVec(c), amountsVec(a)
 		return true
 	})
-	for _, ds := range s.daemons {
+	p.daemons = make([]bitset, len(s.daemons))
+	for i, ds := range s.daemons {
 		runsOn := p.daemonTypes(s, ds)
 		runsOn.and(both)
+		p.daemons[i] = runsOn
 		runsOn.each(func(t int) bool {
 			p.overhead[t] = p.overhead[t].add(ds.req)
 			return true

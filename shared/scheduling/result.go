@@ -26,8 +26,9 @@ func (s *solver) result() *Result {
 			res.ExistingNodes = append(res.ExistingNodes, NodePlacement{Node: n.name, InFlight: n.inFlight, Pods: sortedKeys(n.placed)})
 		}
 	}
+	headroom := s.limitHeadroom()
 	for _, c := range s.claims {
-		nc := s.finalize(c)
+		nc := s.finalize(c, headroom[c.pool])
 		res.NodeClaims = append(res.NodeClaims, nc)
 		res.PricePerHour += nc.PricePerHour
 	}
@@ -66,19 +67,35 @@ type option struct {
 	slots uint64 // offerings kept
 }
 
-// finalize turns a planned claim into its NodeClaim: the types that fit (for
-// a pool with limits, only those no larger than the expected type in the
-// limited resources, so any choice EC2 makes stays within the limits), priced
-// with the spot offerings that cost more than the cheapest on-demand one
-// dropped, cheapest first, cut to MaxInstanceTypes keeping minValues.
-func (s *solver) finalize(c *claim) NodeClaim {
+// limitHeadroom is, per pool with limits, what its limits leave once every
+// planned claim counts its expected type: the room claims may share for
+// larger fallback types.
+func (s *solver) limitHeadroom() map[*pool]*vec {
+	out := map[*pool]*vec{}
+	for _, p := range s.pools {
+		if p.hasLimits() {
+			h := p.limits.sub(p.used)
+			out[p] = &h
+		}
+	}
+	return out
+}
+
+// finalize turns a planned claim into its NodeClaim: the types that fit,
+// priced with the spot offerings that cost more than the cheapest on-demand
+// one dropped, cheapest first, cut to MaxInstanceTypes keeping minValues. In
+// a pool with limits a type may exceed the expected type's size in a limited
+// resource only by what is left of the pool's headroom, which the claim then
+// uses up, so that whatever EC2 launches keeps the pool within its limits.
+func (s *solver) finalize(c *claim, headroom *vec) NodeClaim {
 	u, st, p := s.u, c.state, c.pool
 	fit := s.fitSet(p, st, c.total).clone()
-	if p.hasLimits() {
+	if headroom != nil {
 		fit.each(func(t int) bool {
 			for i, on := range p.limited {
-				if on && p.capacity[t][i] > c.capacity[i] {
+				if on && p.capacity[t][i]-c.capacity[i] > headroom[i] {
 					fit[t>>6] &^= 1 << (uint(t) & 63)
+					break
 				}
 			}
 			return true
@@ -114,6 +131,15 @@ func (s *solver) finalize(c *claim) NodeClaim {
 	})
 	sort.SliceStable(opts, func(i, j int) bool { return opts[i].price < opts[j].price })
 	opts = s.truncate(opts, st.minKeys)
+	if headroom != nil {
+		var largest vec
+		for _, o := range opts {
+			for i := range largest {
+				largest[i] = max(largest[i], p.capacity[o.t][i]-c.capacity[i])
+			}
+		}
+		*headroom = headroom.sub(largest)
+	}
 	return s.nodeClaim(c, opts)
 }
 

@@ -96,7 +96,7 @@ func (s *solver) buildDaemons() {
 		if err != nil {
 			continue
 		}
-		s.daemons = append(s.daemons, &daemon{req: req, tolerations: p.Spec.Tolerations, alts: alts, hostPorts: podHostPorts(p)})
+		s.daemons = append(s.daemons, &daemon{name: ds.Namespace + "/" + ds.Name, req: req, tolerations: p.Spec.Tolerations, alts: alts, hostPorts: podHostPorts(p)})
 	}
 }
 
@@ -167,12 +167,15 @@ func (s *solver) prepare(g *group) {
 // pools it may use and the existing nodes, honouring its node affinity
 // unless the constraint's nodeAffinityPolicy is Ignore.
 func (s *solver) eligibleDomains(g *group, sp *spread) []string {
+	// Only required node affinity counts, as in kube-scheduler: a preferred
+	// term treated as required must not shrink the domains a spread balances.
+	strict := s.intern(g.required[g.altIdx])
 	seen := map[string]bool{}
 	for _, n := range s.nodes {
 		if n.skip {
 			continue
 		}
-		if sp.honorAffinity && !g.cur.reqs.Matches(n.labels) {
+		if sp.honorAffinity && !strict.reqs.Matches(n.labels) {
 			continue
 		}
 		if sp.honorTaints && !tolerates(g.tolerations, n.taints, false) {
@@ -188,7 +191,7 @@ func (s *solver) eligibleDomains(g *group, sp *spread) []string {
 		}
 		reqs := p.reqs
 		if sp.honorAffinity {
-			m := s.merged(p.rs, g.cur)
+			m := s.merged(p.rs, strict)
 			if m == nil {
 				continue
 			}
