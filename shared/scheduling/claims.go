@@ -246,8 +246,10 @@ func (s *solver) byPrice(st *reqState) []int {
 }
 
 // unitPrice is the lowest price per pod of g on a fresh node of any pool g
-// can use: what growing a claim is compared with.
+// can use, for the pods that remain and no more per node than g's topology
+// allows: what growing a claim is compared with.
 func (s *solver) unitPrice(g *group) float64 {
+	perNode := int64(min(len(g.pods), g.perNode()))
 	best := math.Inf(1)
 	for _, p := range s.pools {
 		if p.err != nil || !s.toleratesPool(g, p) {
@@ -263,7 +265,7 @@ func (s *solver) unitPrice(g *group) float64 {
 				if !st.viable.has(t) {
 					continue
 				}
-				k := min(int64(len(g.pods)), g.req.howMany(p.alloc[t]))
+				k := min(perNode, g.req.howMany(p.alloc[t]))
 				if k > 0 {
 					best = min(best, st.prices[t]/float64(k))
 				}
@@ -460,7 +462,16 @@ func needsExotic(req vec) bool {
 	return false
 }
 
-// toleratesPool caches whether g tolerates p's taints.
+// toleratesPool says, cached per group and pool, whether g tolerates p's
+// taints (the cache is reset when g starts tolerating PreferNoSchedule).
 func (s *solver) toleratesPool(g *group, p *pool) bool {
-	return tolerates(g.tolerations, p.taints(), !g.preferNoScheduleOK)
+	if g.tolerated == nil {
+		g.tolerated = make(map[*pool]bool, len(s.pools))
+	}
+	ok, seen := g.tolerated[p]
+	if !seen {
+		ok = tolerates(g.tolerations, p.taints(), !g.preferNoScheduleOK)
+		g.tolerated[p] = ok
+	}
+	return ok
 }

@@ -31,9 +31,37 @@ func (s *solver) eliminate() {
 	s.claims = slices.DeleteFunc(s.claims, func(c *claim) bool { return c.removed })
 }
 
+// roomElsewhere says whether each of c's placements has a pod that fits the
+// free room of some other claim's expected type or an existing node: a cheap
+// necessary condition for moving them.
+func (s *solver) roomElsewhere(c *claim) bool {
+	for _, pl := range c.placements {
+		found := false
+		for _, o := range s.claims {
+			if o != c && !o.removed && o.cur >= 0 && pl.g.req.fits(o.pool.alloc[o.cur].sub(o.total)) {
+				found = true
+				break
+			}
+		}
+		for _, n := range s.nodes {
+			if found {
+				break
+			}
+			found = !n.skip && pl.g.req.fits(n.alloc.sub(n.used))
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
 // tryEliminate moves c's pods elsewhere at no cost, or leaves everything as
 // it was.
 func (s *solver) tryEliminate(c *claim) bool {
+	if !s.roomElsewhere(c) {
+		return false
+	}
 	s.undo = newUndoLog(s)
 	defer func() { s.undo = nil }()
 	s.touchClaim(c)

@@ -47,10 +47,12 @@ type group struct {
 	topoKeys []string
 	eligible func(sp *spread) []string
 	unit     float64 // lowest price per pod on a fresh node
-	matches  []int   // counters whose selector matches the group's pods
-	rank     int
-	err      error
-	relaxed  []string
+
+	tolerated map[*pool]bool
+	matches   []int // counters whose selector matches the group's pods
+	rank      int
+	err       error
+	relaxed   []string
 }
 
 type weighted struct {
@@ -105,6 +107,27 @@ func (g *group) nodeReqs() requirements.Requirements {
 	return r
 }
 
+// perNode is how many pods of g one node may hold by g's own constraints:
+// maxSkew of a hostname spread over itself, one with a hostname
+// anti-affinity to itself or host ports; else unlimited.
+func (g *group) perNode() int {
+	n := 1 << 30
+	for _, sp := range g.spreads {
+		if !sp.dropped && sp.selfMatch && sp.key == apis.LabelHostname {
+			n = min(n, sp.maxSkew)
+		}
+	}
+	for _, t := range g.anti {
+		if !t.dropped && t.selfMatch && t.key == apis.LabelHostname {
+			n = min(n, 1)
+		}
+	}
+	if len(g.hostPorts) > 0 {
+		n = min(n, 1)
+	}
+	return n
+}
+
 // spreadsBeyondHostname says whether g has an active spread on a key other
 // than the hostname.
 func (g *group) spreadsBeyondHostname() bool {
@@ -154,7 +177,7 @@ func (g *group) relaxStep() string {
 		}
 	}
 	if !g.preferNoScheduleOK {
-		g.preferNoScheduleOK = true
+		g.preferNoScheduleOK, g.tolerated = true, nil
 		return "PreferNoSchedule taints"
 	}
 	return ""
@@ -536,11 +559,14 @@ func sortGroups(gs []*group) {
 	for _, g := range gs {
 		g.rank = g.rankOf()
 	}
+	class := exclusiveClasses(gs)
 	sort.SliceStable(gs, func(i, j int) bool {
 		a, b := gs[i], gs[j]
 		switch {
 		case a.rank != b.rank:
 			return a.rank < b.rank
+		case class[a] != class[b]:
+			return class[a] > class[b]
 		case a.req[rCPU] != b.req[rCPU]:
 			return a.req[rCPU] > b.req[rCPU]
 		case a.req[rMemory] != b.req[rMemory]:
@@ -548,6 +574,39 @@ func sortGroups(gs []*group) {
 		}
 		return podKey(a.rep) < podKey(b.rep)
 	})
+}
+
+// exclusiveClasses gives each group that may put only a few pods on a node
+// the number of nodes its class (the groups limited by the same hostname
+// anti-affinity or spread) needs at least: the largest class decides how
+// many nodes there are, so it opens them first and the others fill them.
+func exclusiveClasses(gs []*group) map[*group]int {
+	pods := map[int]int{}
+	perNode := map[int]int{}
+	counterOf := map[*group]int{}
+	for _, g := range gs {
+		c, n := -1, 0
+		for _, sp := range g.spreads {
+			if !sp.dropped && sp.selfMatch && sp.key == apis.LabelHostname {
+				c, n = sp.counter, sp.maxSkew
+			}
+		}
+		for _, t := range g.anti {
+			if !t.dropped && !t.preferred && t.selfMatch && t.key == apis.LabelHostname {
+				c, n = t.counter, 1
+			}
+		}
+		if c >= 0 {
+			counterOf[g] = c
+			pods[c] += len(g.pods)
+			perNode[c] = max(perNode[c], n)
+		}
+	}
+	out := map[*group]int{}
+	for g, c := range counterOf {
+		out[g] = (pods[c] + perNode[c] - 1) / perNode[c]
+	}
+	return out
 }
 
 func podKeys(pods []*corev1.Pod) []string {

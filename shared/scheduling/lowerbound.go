@@ -4,6 +4,8 @@ import (
 	"math"
 	"sort"
 
+	"github.com/nodewright/nodewright/shared/apis"
+
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -28,7 +30,11 @@ func (s *solver) lowerBound() float64 {
 		return 0
 	}
 	types := s.lpTypes()
-	lb := lp2(coneTypes(types, lo, hi), float64(demand[rCPU]), float64(demand[rMemory]))
+	cone := coneTypes(types, lo, hi)
+	lb := lp2(cone, float64(demand[rCPU]), float64(demand[rMemory]))
+	if n, smallest := s.forcedNodes(); n > 0 {
+		lb = max(lb, lpWithNodes(cone, float64(demand[rCPU]), float64(demand[rMemory]), float64(n), smallest))
+	}
 	for d := rNvidiaGPU; d < numRes; d++ {
 		if demand[d] <= 0 {
 			continue
@@ -113,7 +119,7 @@ func coneTypes(types []lpType, lo, hi float64) []lpType {
 		add := func(x, y float64) {
 			var v vec
 			v[rCPU], v[rMemory] = int64(x), int64(y)
-			out = append(out, lpType{price: t.price, alloc: v})
+			out = append(out, lpType{price: t.price, alloc: v, full: t.alloc})
 		}
 		r := b / a
 		if r >= lo && r <= hi {
@@ -139,6 +145,97 @@ func coneTypes(types []lpType, lo, hi float64) []lpType {
 type lpType struct {
 	price float64
 	alloc vec
+	full  vec // the type's whole allocatable (coneTypes keeps it)
+}
+
+// forcedNodes is how many distinct new nodes the pods on new NodeClaims need
+// at least: the most, over every hostname anti-affinity or hostname spread
+// that limits how many of its pods share a node, of its pods divided by that
+// limit; with the smallest request among those pods.
+func (s *solver) forcedNodes() (int, vec) {
+	type class struct {
+		pods     int
+		perNode  int
+		smallest vec
+	}
+	classes := map[int]*class{}
+	add := func(counter, perNode int, p placement) {
+		c := classes[counter]
+		if c == nil {
+			c = &class{perNode: perNode, smallest: p.g.req}
+			classes[counter] = c
+		}
+		c.pods += len(p.pods)
+		for i := range c.smallest {
+			c.smallest[i] = min(c.smallest[i], p.g.req[i])
+		}
+	}
+	for _, c := range s.claims {
+		for _, p := range c.placements {
+			for _, sp := range p.g.spreads {
+				if !sp.dropped && !sp.anyway && sp.selfMatch && sp.key == apis.LabelHostname {
+					add(sp.counter, sp.maxSkew, p)
+				}
+			}
+			for _, t := range p.g.anti {
+				if !t.dropped && !t.preferred && t.selfMatch && t.key == apis.LabelHostname {
+					add(t.counter, 1, p)
+				}
+			}
+		}
+	}
+	best, smallest := 0, vec{}
+	keys := make([]int, 0, len(classes))
+	for k := range classes {
+		keys = append(keys, k)
+	}
+	sort.Ints(keys)
+	for _, k := range keys {
+		c := classes[k]
+		if n := (c.pods + c.perNode - 1) / c.perNode; n > best {
+			best, smallest = n, c.smallest
+		}
+	}
+	return best, smallest
+}
+
+// lpWithNodes is lp2 with the extra constraint that at least n nodes able to
+// hold a pod of size smallest are bought, relaxed by a multiplier μ: for
+// every μ ≥ 0, μ·n + lp2 with those nodes μ cheaper is a lower bound (weak
+// duality), and the bound is concave in μ, so a ternary search over
+// 0 ≤ μ < the cheapest such node finds the best one.
+func lpWithNodes(cone []lpType, C, M, n float64, smallest vec) float64 {
+	counts := make([]bool, len(cone))
+	cheapest := math.Inf(1)
+	for i, t := range cone {
+		if smallest.fits(t.full) {
+			counts[i] = true
+			cheapest = min(cheapest, t.price)
+		}
+	}
+	if math.IsInf(cheapest, 1) {
+		return 0
+	}
+	shifted := make([]lpType, len(cone))
+	at := func(mu float64) float64 {
+		for i, t := range cone {
+			shifted[i] = t
+			if counts[i] {
+				shifted[i].price -= mu
+			}
+		}
+		return mu*n + lp2(shifted, C, M)
+	}
+	lo, hi := 0.0, cheapest*(1-1e-9)
+	for range 60 {
+		m1, m2 := lo+(hi-lo)/3, hi-(hi-lo)/3
+		if at(m1) < at(m2) {
+			lo = m1
+		} else {
+			hi = m2
+		}
+	}
+	return max(at(lo), at(0))
 }
 
 // lp2 solves min Σ price·x subject to Σ cpu·x ≥ C, Σ mem·x ≥ M, x ≥ 0. An

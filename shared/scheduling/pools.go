@@ -28,10 +28,10 @@ type pool struct {
 	exotic bitset // GPU, accelerator and bare-metal types it allows
 	mask   uint64 // (zone, capacity type) slots its requirements allow
 
-	capacity []vec // per type, as the node will report it
-	overhead []vec // daemonset requests per type
+	capacity []vec    // per type, as the node will report it
+	overhead []vec    // daemonset requests per type
 	daemons  []bitset // per daemonset of the solve, the types it runs on
-	alloc    []vec // allocatable − overhead, what pods can use
+	alloc    []vec    // allocatable − overhead, what pods can use
 	fit      [4]fitIndex
 
 	limits     vec

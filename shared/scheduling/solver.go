@@ -255,20 +255,58 @@ func (s *solver) placeOnNodes(g *group) {
 }
 
 func (s *solver) placeOnClaims(g *group, m mode) {
+	if m == modeSlack {
+		s.placeOn(g, s.bestFit(g), m)
+		return
+	}
 	s.placeOn(g, s.claims, m)
+}
+
+// bestFit orders the claims whose expected type has room for a pod of g by
+// how little room would be left, as the sum of squares of the cpu and memory
+// left over each's allocatable (tightest first): pods then go where they
+// complement what is there, so a claim's cpu and memory fill together.
+func (s *solver) bestFit(g *group) []*claim {
+	type scored struct {
+		c     *claim
+		score float64
+	}
+	var cs []scored
+	for _, c := range s.claims {
+		if c.removed || c.cur < 0 {
+			continue
+		}
+		a := c.pool.alloc[c.cur]
+		room := a.sub(c.total).sub(g.req)
+		if room[rCPU] < 0 || room[rMemory] < 0 || room[rPods] < 0 {
+			continue
+		}
+		rc := float64(room[rCPU]) / float64(max(a[rCPU], 1))
+		rm := float64(room[rMemory]) / float64(max(a[rMemory], 1))
+		cs = append(cs, scored{c, rc*rc + rm*rm})
+	}
+	sort.SliceStable(cs, func(i, j int) bool { return cs[i].score < cs[j].score })
+	out := make([]*claim, len(cs))
+	for i := range cs {
+		out[i] = cs[i].c
+	}
+	return out
 }
 
 // placeOn offers claims to g under mode m, in order.
 func (s *solver) placeOn(g *group, claims []*claim, m mode) {
-	if m == modeGrow {
-		g.unit = s.unitPrice(g)
-	}
+	priced := -1
 	for _, c := range claims {
 		if len(g.pods) == 0 {
 			return
 		}
 		if c.removed {
 			continue
+		}
+		// Growing is compared with a fresh node for the pods that remain:
+		// a few stragglers would get a small node, not a share of a big one.
+		if m == modeGrow && priced != len(g.pods) {
+			g.unit, priced = s.unitPrice(g), len(g.pods)
 		}
 		if k, rs := s.tryClaim(c, g, m); k > 0 {
 			s.addToClaim(c, g, k, rs)

@@ -27,37 +27,56 @@ import (
 // seed fixes the workload, as Karpenter's benchmark fixes its random source.
 const seed = 42
 
-// catalogs are the instance catalogs the workloads are solved against.
-func catalogs() []struct {
-	name  string
-	types []*catalog.InstanceType
-	spot  catalog.SpotPricer
-} {
+// workloads are the catalogs and NodePools the diverse pods are solved
+// against: the 400 synthetic types with a pool that allows them all, and the
+// real catalog with the users' production pool
+// (shared/examples/nodepool-default.yaml: c/m/r, medium..8xlarge, spot and
+// on-demand, three zones) and its EC2NodeClass, as it is and narrowed to
+// on-demand; its limits (1000 cpu) are lifted, since the 20k workload needs
+// some 13,000 cpu.
+func workloads(tb testing.TB) []workload {
 	synth := st.SyntheticTypes(400)
-	return []struct {
-		name  string
-		types []*catalog.InstanceType
-		spot  catalog.SpotPricer
-	}{
-		{"synthetic400", synth, st.SyntheticSpot(synth)},
-		{"catalog", catalog.Default().Types(), pricing.Model{Catalog: catalog.Default(), Seed: 0}},
+	return []workload{
+		{"synthetic400", synth, st.SyntheticSpot(synth), []*apis.NodePool{st.NodePool(st.NodePoolOptions{Requirements: []apis.NodeSelectorRequirementWithMinValues{
+			st.PoolReq(apis.LabelCapacityType, corev1.NodeSelectorOpIn, apis.CapacityTypeSpot, apis.CapacityTypeOnDemand),
+			st.PoolReq(apis.LabelZone, corev1.NodeSelectorOpIn, st.Zones()...),
+		}})}, []*apis.EC2NodeClass{st.NodeClass("default")}},
+		productionPool(tb, "catalog"),
+		productionPool(tb, "catalog-ondemand", apis.CapacityTypeOnDemand),
 	}
 }
 
-// input is the workload on a cluster with no nodes and one NodePool that
-// allows every type, spot and on-demand, in three zones.
-func input(pods []*corev1.Pod, types []*catalog.InstanceType, spot catalog.SpotPricer) scheduling.Input {
-	return scheduling.Input{
-		Pods: pods,
-		NodePools: []*apis.NodePool{st.NodePool(st.NodePoolOptions{Requirements: []apis.NodeSelectorRequirementWithMinValues{
-			st.PoolReq(apis.LabelCapacityType, corev1.NodeSelectorOpIn, apis.CapacityTypeSpot, apis.CapacityTypeOnDemand),
-			st.PoolReq(apis.LabelZone, corev1.NodeSelectorOpIn, st.Zones()...),
-		}})},
-		NodeClasses:   []*apis.EC2NodeClass{st.NodeClass("default")},
-		InstanceTypes: types,
-		Zones:         st.Zones(),
-		Spot:          spot,
+type workload struct {
+	name    string
+	types   []*catalog.InstanceType
+	spot    catalog.SpotPricer
+	pools   []*apis.NodePool
+	classes []*apis.EC2NodeClass
+}
+
+// productionPool is the production pool on the real catalog, optionally
+// narrowed to some capacity types.
+func productionPool(tb testing.TB, name string, capacityTypes ...string) workload {
+	pools, classes, err := st.ProductionPool()
+	if err != nil {
+		tb.Fatal(err)
 	}
+	if len(capacityTypes) > 0 {
+		for _, np := range pools {
+			for i, r := range np.Spec.Template.Spec.Requirements {
+				if r.Key == apis.LabelCapacityType {
+					np.Spec.Template.Spec.Requirements[i].Values = capacityTypes
+				}
+			}
+		}
+	}
+	return workload{name, catalog.Default().Types(), pricing.Model{Catalog: catalog.Default(), Seed: 0}, pools, classes}
+}
+
+// input is the workload on a cluster with no nodes.
+func (w workload) input(pods []*corev1.Pod) scheduling.Input {
+	return scheduling.Input{Pods: pods, NodePools: w.pools, NodeClasses: w.classes,
+		InstanceTypes: w.types, Zones: st.Zones(), Spot: w.spot}
 }
 
 // BenchmarkSolveDiverse solves the diverse workload. Metrics per solve:
@@ -66,10 +85,10 @@ func input(pods []*corev1.Pod, types []*catalog.InstanceType, spot catalog.SpotP
 // lowerbound/h of the plan (USD), their ratio, peak-heap-MiB (live heap
 // sampled during the solve) and heap-MiB (live heap after it, the plan kept).
 func BenchmarkSolveDiverse(b *testing.B) {
-	for _, c := range catalogs() {
+	for _, w := range workloads(b) {
 		for _, n := range []int{1000, 5000, 10000, 20000} {
-			b.Run(fmt.Sprintf("%s/pods=%d", c.name, n), func(b *testing.B) {
-				benchmarkSolve(b, input(st.DiversePods(n, seed), c.types, c.spot))
+			b.Run(fmt.Sprintf("%s/pods=%d", w.name, n), func(b *testing.B) {
+				benchmarkSolve(b, w.input(st.DiversePods(n, seed)))
 			})
 		}
 	}

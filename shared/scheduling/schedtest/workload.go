@@ -5,6 +5,9 @@ import (
 	"math/rand/v2"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nodewright/nodewright/shared/apis"
+	"github.com/nodewright/nodewright/shared/refdata"
 )
 
 // Diverse workload labels. Plain and spread pods share LabelDiverse (as in
@@ -89,4 +92,28 @@ func zoneAffinityPod(o *PodOptions, rng *rand.Rand) {
 func hostAntiAffinityPod(o *PodOptions, _ *rand.Rand) {
 	o.Labels = map[string]string{LabelDiverseAnti: ValueDiverseAnti}
 	o.AntiAffinity = []corev1.PodAffinityTerm{Term(corev1.LabelHostname, o.Labels)}
+}
+
+// ProductionPool is the users' production NodePool and its EC2NodeClass, read
+// unchanged from the shared examples (nodepool-default.yaml: c/m/r,
+// medium..8xlarge, spot and on-demand, three zones; ec2nodeclass-default.yaml)
+// except that its limits (1000 cpu) are lifted, for workloads larger than the
+// pool allows.
+func ProductionPool() ([]*apis.NodePool, []*apis.EC2NodeClass, error) {
+	var paths []string
+	for _, f := range []string{"nodepool-default.yaml", "ec2nodeclass-default.yaml"} {
+		p, err := refdata.Example(f)
+		if err != nil {
+			return nil, nil, err
+		}
+		paths = append(paths, p)
+	}
+	cfg, err := apis.LoadFiles(paths...)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, np := range cfg.NodePools {
+		np.Spec.Limits = nil
+	}
+	return cfg.NodePools, cfg.NodeClasses, nil
 }
