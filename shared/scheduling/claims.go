@@ -95,36 +95,19 @@ func (s *solver) fitsIn(c *claim, st *reqState, need vec) bool {
 	if !need.fits(st.maxAlloc) {
 		return false
 	}
-	f := s.fitSet(c.pool, st, need)
+	f := s.fitSet(c, st, need)
 	if f.empty() {
 		return false
 	}
-	if len(st.minKeys) > 0 && !s.minValuesOK(f, st.minKeys) {
-		return false
-	}
-	if c.pool.hasLimits() {
-		ok := false
-		f.each(func(t int) bool {
-			ok = c.pool.withinLimits(c.pool.capacity[t].sub(c.capacity), s.newNodes(c))
-			return !ok
-		})
-		return ok
-	}
-	return true
+	return len(st.minKeys) == 0 || s.minValuesOK(f, st.minKeys)
 }
 
-// newNodes is 1 when the claim is not yet counted against the node limit.
-func (s *solver) newNodes(c *claim) int64 {
-	if c.cur < 0 {
-		return 1
-	}
-	return 0
-}
-
-// fitSet is the viable types that hold need; it reuses a scratch bitset.
-func (s *solver) fitSet(p *pool, st *reqState, need vec) bitset {
+// fitSet is the viable types that hold need and keep c's pool within its
+// limits; it reuses a scratch bitset.
+func (s *solver) fitSet(c *claim, st *reqState, need vec) bitset {
 	copy(s.scratch, st.viable)
-	p.fitting(s.scratch, need)
+	c.pool.fitting(s.scratch, need)
+	c.pool.withinLimitsFor(c, s.scratch)
 	return s.scratch
 }
 
@@ -149,13 +132,10 @@ func (s *solver) minValuesOK(types bitset, keys []minKey) bool {
 // cheapest picks the expected type for need: the cheapest viable type that
 // holds it (then by name), within limits.
 func (s *solver) cheapest(c *claim, st *reqState, need vec) (int, float64) {
-	f := s.fitSet(c.pool, st, need)
+	f := s.fitSet(c, st, need)
 	best, price := -1, math.Inf(1)
 	f.each(func(t int) bool {
 		if p := st.prices[t]; p < price {
-			if c.pool.hasLimits() && !c.pool.withinLimits(c.pool.capacity[t].sub(c.capacity), s.newNodes(c)) {
-				return true
-			}
 			best, price = t, p
 		}
 		return true
@@ -206,7 +186,7 @@ func (s *solver) capacityFor(c *claim, st *reqState, g *group, limit int, m mode
 // within maxPerPod.
 func (s *solver) bestStep(c *claim, st *reqState, g *group, limit int, base, maxPerPod float64) int {
 	p := c.pool
-	one := s.fitSet(p, st, c.total.add(g.req))
+	one := s.fitSet(c, st, c.total.add(g.req))
 	if one.empty() {
 		return 0
 	}

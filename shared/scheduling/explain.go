@@ -142,7 +142,7 @@ func (s *solver) published(t, d int, capacity int64) int64 {
 
 // smallestCapacity is the capacity of the cheapest type that holds req.
 func (s *solver) smallestCapacity(p *pool, st *reqState, req vec) vec {
-	f := s.fitSet(p, st, req)
+	f := s.fitSet(&claim{pool: p, cur: -1}, st, req)
 	best, price := -1, math.Inf(1)
 	f.each(func(t int) bool {
 		if st.prices[t] < price {

@@ -36,7 +36,8 @@ type pool struct {
 
 	limits     vec
 	limited    [numRes]bool
-	nodeLimit  int64 // -1: none
+	capIndex   [numRes]capIndex // per limited resource
+	nodeLimit  int64            // -1: none
 	used       vec
 	usedNodes  int64
 	minValueOn []string // keys with minValues
@@ -87,6 +88,7 @@ func (s *solver) newPool(np *apis.NodePool, classes map[string]*apis.EC2NodeClas
 	p.computeResources(s)
 	p.buildFitIndex(u.n)
 	p.setLimits(s.reg)
+	p.buildCapIndex(u.n)
 	return p
 }
 
@@ -215,23 +217,73 @@ func (p *pool) setLimits(reg *registry) {
 	}
 }
 
+// capIndex answers "which types have at most x of a resource": values are the
+// distinct capacities ascending, prefix[i] the types with at most values[i].
+type capIndex struct {
+	values []int64
+	prefix []bitset
+}
+
+func (p *pool) buildCapIndex(n int) {
+	both := p.types.clone()
+	both.or(p.exotic)
+	for d, on := range p.limited {
+		if !on {
+			continue
+		}
+		type tv struct {
+			t int
+			v int64
+		}
+		var all []tv
+		both.each(func(t int) bool {
+			all = append(all, tv{t, p.capacity[t][d]})
+			return true
+		})
+		sort.Slice(all, func(i, j int) bool { return all[i].v < all[j].v })
+		ci := capIndex{}
+		cur := newBitset(n)
+		for i := 0; i < len(all); {
+			v := all[i].v
+			for ; i < len(all) && all[i].v == v; i++ {
+				cur.set(all[i].t)
+			}
+			ci.values = append(ci.values, v)
+			ci.prefix = append(ci.prefix, cur.clone())
+		}
+		p.capIndex[d] = ci
+	}
+}
+
+// withinLimitsFor narrows dst to the types that, as c's type instead of its
+// expected one (and as one more node, for a claim not yet counted), keep the
+// pool within its limits.
+func (p *pool) withinLimitsFor(c *claim, dst bitset) {
+	if !p.hasLimits() {
+		return
+	}
+	if p.nodeLimit >= 0 && c.cur < 0 && p.usedNodes+1 > p.nodeLimit {
+		clear(dst)
+		return
+	}
+	for d, on := range p.limited {
+		if !on {
+			continue
+		}
+		room := p.limits[d] - p.used[d] + c.capacity[d]
+		ci := &p.capIndex[d]
+		i := sort.Search(len(ci.values), func(i int) bool { return ci.values[i] > room }) - 1
+		if i < 0 {
+			clear(dst)
+			return
+		}
+		dst.and(ci.prefix[i])
+	}
+}
+
 // hasLimits says whether any limit applies.
 func (p *pool) hasLimits() bool {
 	return p.nodeLimit >= 0 || slices.Contains(p.limited[:], true)
-}
-
-// withinLimits says whether adding extra capacity (and nodes) keeps the pool
-// within its limits.
-func (p *pool) withinLimits(extra vec, nodes int64) bool {
-	if p.nodeLimit >= 0 && p.usedNodes+nodes > p.nodeLimit {
-		return false
-	}
-	for i, on := range p.limited {
-		if on && p.used[i]+extra[i] > p.limits[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // limitReason describes the limit a capacity increase would break.

@@ -89,7 +89,7 @@ func (s *solver) limitHeadroom() map[*pool]*vec {
 // uses up, so that whatever EC2 launches keeps the pool within its limits.
 func (s *solver) finalize(c *claim, headroom *vec) NodeClaim {
 	u, st, p := s.u, c.state, c.pool
-	fit := s.fitSet(p, st, c.total).clone()
+	fit := s.fitSet(c, st, c.total).clone()
 	if headroom != nil {
 		fit.each(func(t int) bool {
 			for i, on := range p.limited {
