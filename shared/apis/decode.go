@@ -1,18 +1,17 @@
 package apis
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"reflect"
 	"regexp"
-	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	sjson "sigs.k8s.io/json"
+
+	"github.com/nodewright/nodewright/shared/fieldjson"
 )
 
 // strictErrorPattern matches the messages sigs.k8s.io/json gives for unknown
@@ -50,7 +49,7 @@ func decodeStrict(data []byte, obj any) ErrorList {
 	}
 	if err != nil {
 		located := ErrorList{}
-		locate(root, data, nil, &located)
+		locate(root, data, &located)
 		if len(located) == 0 {
 			located = append(located, &FieldError{Detail: err.Error()})
 		}
@@ -99,197 +98,46 @@ func describeType(t reflect.Type) string {
 	return t.String()
 }
 
-// jsonWalker walks raw JSON alongside the Go type it is meant to decode
-// into, calling leaf for every value of a type with its own JSON form
-// (quantities, durations, times) or a scalar type, and shape (when set) for a
-// value that is not the object or array its type needs.
-type jsonWalker struct {
-	leaf  func(t reflect.Type, raw []byte, path *field.Path)
-	shape func(t reflect.Type, raw []byte, path *field.Path, err error)
-	// only, when set, limits the walk to values of these types and the
-	// types that contain them.
-	only map[reflect.Type]bool
-}
-
-func (w jsonWalker) walk(t reflect.Type, raw []byte, path *field.Path) {
-	if w.only != nil && !w.only[t] {
-		return
-	}
-	if t.Kind() == reflect.Pointer {
-		if isNull(raw) {
-			return
-		}
-		t = t.Elem()
-	}
-	if reflect.PointerTo(t).Implements(unmarshalerType) || isScalar(t) {
-		w.leaf(t, raw, path)
-		return
-	}
-	switch t.Kind() {
-	case reflect.Struct:
-		var m map[string]json.RawMessage
-		if !w.container(t, raw, path, &m) {
-			return
-		}
-		fields := jsonFields(t)
-		for _, k := range sortedKeys(m) {
-			if ft, ok := fields[k]; ok {
-				w.walk(ft, m[k], childPath(path, k))
-			}
-		}
-	case reflect.Map:
-		var m map[string]json.RawMessage
-		if !w.container(t, raw, path, &m) {
-			return
-		}
-		for _, k := range sortedKeys(m) {
-			w.walk(t.Elem(), m[k], path.Key(k))
-		}
-	case reflect.Slice:
-		var items []json.RawMessage
-		if !w.container(t, raw, path, &items) {
-			return
-		}
-		for i, item := range items {
-			w.walk(t.Elem(), item, path.Index(i))
-		}
-	}
-}
-
-// container decodes raw into an object or array shell.
-func (w jsonWalker) container(t reflect.Type, raw []byte, path *field.Path, into any) bool {
-	if isNull(raw) {
-		return false
-	}
-	if err := json.Unmarshal(raw, into); err != nil {
-		if w.shape != nil {
-			w.shape(t, raw, path, err)
-		}
-		return false
-	}
-	return true
-}
-
 // locate records, with their paths, the values of raw that do not fit the
 // type t. The decoder itself stops at the first such value and loses the
 // path when a type's own UnmarshalJSON (quantities, durations) fails.
-func locate(t reflect.Type, raw []byte, path *field.Path, errs *ErrorList) {
-	jsonWalker{
-		leaf: func(t reflect.Type, raw []byte, path *field.Path) {
+func locate(t reflect.Type, raw []byte, errs *ErrorList) {
+	fieldjson.Walker{
+		Leaf: func(t reflect.Type, raw []byte, path string) bool {
 			if err := sjson.UnmarshalCaseSensitivePreserveInts(raw, reflect.New(t).Interface()); err != nil {
 				*errs = append(*errs, leafError(t, raw, path, err))
 			}
+			return true
 		},
-		shape: func(t reflect.Type, raw []byte, path *field.Path, err error) {
+		Shape: func(t reflect.Type, raw []byte, path string, err error) bool {
 			*errs = append(*errs, leafError(t, raw, path, err))
+			return true
 		},
-	}.walk(t, raw, path)
+	}.Walk(t, raw, "")
 }
 
 // screenQuantities rejects, before decoding, quantities that the quantity
 // parser (or later arithmetic on them) would spend unbounded time on.
 func screenQuantities(t reflect.Type, raw []byte, errs *ErrorList) {
-	jsonWalker{only: typesContaining(t, quantityType), leaf: func(t reflect.Type, raw []byte, path *field.Path) {
+	fieldjson.Walker{Only: fieldjson.TypesContaining(t, quantityType), Leaf: func(t reflect.Type, raw []byte, path string) bool {
 		if t != quantityType {
-			return
+			return true
 		}
-		var s string
-		if json.Unmarshal(raw, &s) != nil {
-			s = string(bytes.TrimSpace(raw))
-		}
-		if err := screenQuantity(s); err != nil {
-			*errs = append(*errs, &FieldError{Field: path.String(),
+		if err := fieldjson.ScreenQuantity(fieldjson.QuantityText(raw)); err != nil {
+			*errs = append(*errs, &FieldError{Field: path,
 				Detail: fmt.Sprintf("%s is not a valid %s: %v", compactValue(raw), describeType(t), err)})
 		}
-	}}.walk(t, raw, nil)
-}
-
-// typesContaining returns root's type graph restricted to target and the
-// types that (through fields, elements or pointers) contain it.
-func typesContaining(root, target reflect.Type) map[reflect.Type]bool {
-	memo := map[reflect.Type]bool{}
-	var visit func(t reflect.Type) bool
-	visit = func(t reflect.Type) bool {
-		if v, ok := memo[t]; ok {
-			return v
-		}
-		memo[t] = false // breaks cycles
-		found := t == target
-		switch t.Kind() {
-		case reflect.Pointer, reflect.Slice, reflect.Array, reflect.Map:
-			found = visit(t.Elem()) || found
-		case reflect.Struct:
-			if t != target {
-				for i := 0; i < t.NumField(); i++ {
-					found = visit(t.Field(i).Type) || found
-				}
-			}
-		}
-		memo[t] = found
-		return found
-	}
-	visit(root)
-	out := map[reflect.Type]bool{}
-	for t, ok := range memo {
-		if ok {
-			out[t] = true
-		}
-	}
-	return out
-}
-
-// Bounds on quantity text: resource.ParseQuantity takes time exponential in
-// the digits of a negative exponent ("1e-999999999" does not return), and
-// huge positive ones make comparisons as slow.
-const (
-	maxQuantityLength   = 64
-	maxQuantityExponent = 18
-)
-
-var quantityExponentPattern = regexp.MustCompile(`[eE]([+-]?[0-9]+)$`)
-
-// screenQuantity checks that s is short and that its decimal exponent, if
-// any, is within ±18 (the range of the SI suffixes, n to E).
-func screenQuantity(s string) error {
-	if len(s) > maxQuantityLength {
-		return fmt.Errorf("longer than %d characters", maxQuantityLength)
-	}
-	if m := quantityExponentPattern.FindStringSubmatch(strings.TrimSpace(s)); m != nil {
-		exp, err := strconv.Atoi(m[1])
-		if err != nil || exp > maxQuantityExponent || exp < -maxQuantityExponent {
-			return fmt.Errorf("exponent out of range -%d..%d", maxQuantityExponent, maxQuantityExponent)
-		}
-	}
-	return nil
+		return true
+	}}.Walk(t, raw, "")
 }
 
 // parseQuantity parses a quantity given as a string, after screening it.
-func parseQuantity(s string) (resource.Quantity, error) {
-	if err := screenQuantity(s); err != nil {
-		return resource.Quantity{}, err
-	}
-	return resource.ParseQuantity(s)
-}
+func parseQuantity(s string) (resource.Quantity, error) { return fieldjson.ParseQuantity(s) }
 
-func childPath(path *field.Path, name string) *field.Path {
-	if path == nil {
-		return field.NewPath(name)
-	}
-	return path.Child(name)
-}
-
-func isNull(raw []byte) bool { return bytes.Equal(bytes.TrimSpace(raw), []byte("null")) }
-
-func isScalar(t reflect.Type) bool {
-	switch t.Kind() {
-	case reflect.Struct, reflect.Map, reflect.Slice, reflect.Array, reflect.Interface:
-		return false
-	}
-	return true
-}
+func isNull(raw []byte) bool { return fieldjson.IsNull(raw) }
 
 // leafError describes a value that does not fit its field.
-func leafError(t reflect.Type, raw []byte, path *field.Path, err error) *FieldError {
+func leafError(t reflect.Type, raw []byte, path string, err error) *FieldError {
 	value := compactValue(raw)
 	detail := fmt.Sprintf("%s is not a valid %s", value, describeType(t))
 	switch {
@@ -300,51 +148,11 @@ func leafError(t reflect.Type, raw []byte, path *field.Path, err error) *FieldEr
 	case t == durationType || t == timeType:
 		detail += ": " + err.Error()
 	}
-	p := ""
-	if path != nil {
-		p = path.String()
-	}
-	return &FieldError{Field: p, Detail: detail}
+	return &FieldError{Field: path, Detail: detail}
 }
 
 // compactValue renders a raw JSON value for an error message, shortened.
-func compactValue(raw []byte) string {
-	var b bytes.Buffer
-	if err := json.Compact(&b, raw); err != nil {
-		b.Reset()
-		b.Write(bytes.TrimSpace(raw))
-	}
-	s := b.String()
-	if len(s) > 80 {
-		s = s[:77] + "..."
-	}
-	return s
-}
-
-// jsonFields maps the JSON names of a struct's fields (with inline embedded
-// structs flattened) to their types.
-func jsonFields(t reflect.Type) map[string]reflect.Type {
-	out := map[string]reflect.Type{}
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		tag := f.Tag.Get("json")
-		name, _, _ := strings.Cut(tag, ",")
-		if tag == "-" || (!f.IsExported() && !f.Anonymous) {
-			continue
-		}
-		if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
-			for k, v := range jsonFields(f.Type) {
-				out[k] = v
-			}
-			continue
-		}
-		if name == "" {
-			name = f.Name
-		}
-		out[name] = f.Type
-	}
-	return out
-}
+func compactValue(raw []byte) string { return fieldjson.CompactValue(raw, 80) }
 
 // pathTokenPattern splits a decoder path into field names, dropping list
 // indexes.
@@ -360,7 +168,7 @@ func suggestField(root reflect.Type, path string) string {
 		if t.Kind() != reflect.Struct {
 			return ""
 		}
-		ft, ok := jsonFields(t)[tok]
+		ft, ok := fieldjson.JSONFields(t)[tok]
 		if !ok {
 			return ""
 		}
@@ -371,7 +179,7 @@ func suggestField(root reflect.Type, path string) string {
 		return ""
 	}
 	unknown := tokens[len(tokens)-1]
-	names := sortedKeys(jsonFields(t))
+	names := fieldjson.SortedKeys(fieldjson.JSONFields(t))
 	best, bestDist := "", 3
 	for _, n := range names {
 		if strings.EqualFold(n, unknown) {
