@@ -79,23 +79,10 @@ func describeType(t reflect.Type) string {
 	case nillableDurationType:
 		return "duration (like 720h) or Never"
 	}
-	switch t.Kind() {
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		return "integer"
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return "non-negative integer"
-	case reflect.Float32, reflect.Float64:
-		return "number"
-	case reflect.Bool:
+	if t.Kind() == reflect.Bool {
 		return "boolean (true or false)"
-	case reflect.String:
-		return "string"
-	case reflect.Struct, reflect.Map:
-		return "mapping"
-	case reflect.Slice, reflect.Array:
-		return "list"
 	}
-	return t.String()
+	return fieldjson.KindName(t)
 }
 
 // locate records, with their paths, the values of raw that do not fit the

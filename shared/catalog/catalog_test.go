@@ -2,7 +2,6 @@ package catalog
 
 import (
 	"bytes"
-	"encoding/csv"
 	"fmt"
 	"math"
 	"os"
@@ -69,29 +68,16 @@ type reference struct {
 
 func readReference(t *testing.T) []reference {
 	t.Helper()
-	path, err := refdata.InstanceTypesCSV()
+	rows, err := refdata.InstanceRows()
 	if err != nil {
 		t.Fatal(err)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	recs, err := csv.NewReader(f).ReadAll()
-	if err != nil {
-		t.Fatal(err)
-	}
-	col := map[string]int{}
-	for i, h := range recs[0] {
-		col[h] = i
 	}
 	var out []reference
-	for _, r := range recs[1:] {
-		cpu := resource.MustParse(r[col["alloc_cpu"]])
-		mem := resource.MustParse(r[col["alloc_memory"]])
-		pods := resource.MustParse(r[col["alloc_pods"]])
-		out = append(out, reference{r[col["name"]], cpu.MilliValue(), mem.Value() >> 20, pods.Value()})
+	for _, r := range rows {
+		cpu := resource.MustParse(r["alloc_cpu"])
+		mem := resource.MustParse(r["alloc_memory"])
+		pods := resource.MustParse(r["alloc_pods"])
+		out = append(out, reference{r["name"], cpu.MilliValue(), mem.Value() >> 20, pods.Value()})
 	}
 	return out
 }

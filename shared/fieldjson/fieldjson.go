@@ -263,3 +263,25 @@ func TypesContaining(root, target reflect.Type) map[reflect.Type]bool {
 	containing.Store(key, out)
 	return out
 }
+
+// KindName names what a value of kind t's kind looks like in a message:
+// "integer", "string", "mapping", "list" and so on.
+func KindName(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return "integer"
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "non-negative integer"
+	case reflect.Float32, reflect.Float64:
+		return "number"
+	case reflect.Bool:
+		return "boolean"
+	case reflect.String:
+		return "string"
+	case reflect.Struct, reflect.Map:
+		return "mapping"
+	case reflect.Slice, reflect.Array:
+		return "list"
+	}
+	return t.String()
+}

@@ -5,6 +5,7 @@
 package refdata
 
 import (
+	"encoding/csv"
 	"errors"
 	"fmt"
 	"os"
@@ -79,4 +80,34 @@ func isShared(d string) bool {
 		}
 	}
 	return true
+}
+
+// InstanceRows reads ec2-instance-types.csv as one map per type, column name
+// to text, for tests that check the catalog against its source.
+func InstanceRows() ([]map[string]string, error) {
+	path, err := InstanceTypesCSV()
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read instance types: %w", err)
+	}
+	defer f.Close()
+	recs, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		return nil, fmt.Errorf("read instance types: %w", err)
+	}
+	if len(recs) == 0 {
+		return nil, errors.New("read instance types: empty file")
+	}
+	rows := make([]map[string]string, 0, len(recs)-1)
+	for _, r := range recs[1:] {
+		m := make(map[string]string, len(r))
+		for i, h := range recs[0] {
+			m[h] = r[i]
+		}
+		rows = append(rows, m)
+	}
+	return rows, nil
 }

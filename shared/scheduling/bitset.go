@@ -1,6 +1,10 @@
 package scheduling
 
-import "math/bits"
+import (
+	"math/bits"
+	"slices"
+	"sort"
+)
 
 // bitset is a set of instance-type indexes. All bitsets of a solve have the
 // same length, so "types that are compatible, offered and big enough" is a few
@@ -73,4 +77,66 @@ func (b bitset) each(f func(i int) bool) {
 			w &= w - 1
 		}
 	}
+}
+
+// threshold indexes types by one amount, so "the types with at least (or at
+// most) x" is one binary search: values are the distinct amounts ascending
+// and sets[i] the types with at least values[i] (an at-least index) or at
+// most values[i] (an at-most index).
+type threshold struct {
+	values []int64
+	sets   []bitset
+}
+
+func newThreshold(types bitset, n int, amount func(t int) int64, atLeast bool) threshold {
+	type tv struct {
+		t int
+		v int64
+	}
+	var all []tv
+	types.each(func(t int) bool {
+		all = append(all, tv{t, amount(t)})
+		return true
+	})
+	// Accumulate from the end the sets include: the largest amounts for an
+	// at-least index, the smallest for an at-most one.
+	sort.Slice(all, func(i, j int) bool {
+		if atLeast {
+			return all[i].v > all[j].v
+		}
+		return all[i].v < all[j].v
+	})
+	var th threshold
+	cur := newBitset(n)
+	for i := 0; i < len(all); {
+		v := all[i].v
+		for ; i < len(all) && all[i].v == v; i++ {
+			cur.set(all[i].t)
+		}
+		th.values = append(th.values, v)
+		th.sets = append(th.sets, cur.clone())
+	}
+	if atLeast {
+		slices.Reverse(th.values)
+		slices.Reverse(th.sets)
+	}
+	return th
+}
+
+// atLeast is the types with at least x (nil when none), for an at-least index.
+func (th *threshold) atLeast(x int64) bitset {
+	i := sort.Search(len(th.values), func(i int) bool { return th.values[i] >= x })
+	if i == len(th.values) {
+		return nil
+	}
+	return th.sets[i]
+}
+
+// atMost is the types with at most x (nil when none), for an at-most index.
+func (th *threshold) atMost(x int64) bitset {
+	i := sort.Search(len(th.values), func(i int) bool { return th.values[i] > x }) - 1
+	if i < 0 {
+		return nil
+	}
+	return th.sets[i]
 }

@@ -1,8 +1,6 @@
 package scheduling_test
 
 import (
-	"encoding/csv"
-	"os"
 	"slices"
 	"strconv"
 	"testing"
@@ -17,26 +15,9 @@ import (
 // csvRows reads the instance CSV as maps, independently of the catalog.
 func csvRows(t *testing.T) []map[string]string {
 	t.Helper()
-	path, err := refdata.InstanceTypesCSV()
+	rows, err := refdata.InstanceRows()
 	if err != nil {
 		t.Fatal(err)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	recs, err := csv.NewReader(f).ReadAll()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rows []map[string]string
-	for _, r := range recs[1:] {
-		m := map[string]string{}
-		for i, h := range recs[0] {
-			m[h] = r[i]
-		}
-		rows = append(rows, m)
 	}
 	return rows
 }

@@ -3,7 +3,6 @@ package scheduling
 import (
 	"fmt"
 	"slices"
-	"sort"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -28,16 +27,16 @@ type pool struct {
 	exotic bitset // GPU, accelerator and bare-metal types it allows
 	mask   uint64 // (zone, capacity type) slots its requirements allow
 
-	capacity []vec    // per type, as the node will report it
-	overhead []vec    // daemonset requests per type
-	daemons  []bitset // per daemonset of the solve, the types it runs on
-	alloc    []vec    // allocatable − overhead, what pods can use
-	fit      [4]fitIndex
+	capacity []vec        // per type, as the node will report it
+	overhead []vec        // daemonset requests per type
+	daemons  []bitset     // per daemonset of the solve, the types it runs on
+	alloc    []vec        // allocatable − overhead, what pods can use
+	fit      [4]threshold // by allocatable, "at least"
 
 	limits     vec
 	limited    [numRes]bool
-	capIndex   [numRes]capIndex // per limited resource
-	nodeLimit  int64            // -1: none
+	capIndex   [numRes]threshold // by capacity, "at most", per limited resource
+	nodeLimit  int64             // -1: none
 	used       vec
 	usedNodes  int64
 	minValueOn []string // keys with minValues
@@ -45,15 +44,7 @@ type pool struct {
 	err error // the pool cannot launch anything (bad requirement)
 }
 
-// fitIndex answers "which types have at least x of one resource" with one
-// binary search: values are the distinct amounts, suffix[i] the types with at
-// least values[i].
-type fitIndex struct {
-	values []int64
-	suffix []bitset
-}
-
-// fitDims are the dimensions fitIndex covers; other dimensions are checked
+// fitDims are the dimensions the fit thresholds cover; other dimensions are checked
 // type by type (few types have them).
 var fitDims = [4]int{rCPU, rMemory, rPods, rEphemeral}
 
@@ -146,30 +137,7 @@ func (p *pool) buildFitIndex(n int) {
 	both := p.types.clone()
 	both.or(p.exotic)
 	for d, dim := range fitDims {
-		type tv struct {
-			t int
-			v int64
-		}
-		var all []tv
-		both.each(func(t int) bool {
-			all = append(all, tv{t, p.alloc[t][dim]})
-			return true
-		})
-		sort.Slice(all, func(i, j int) bool { return all[i].v > all[j].v })
-		fi := fitIndex{}
-		cur := newBitset(n)
-		for i := 0; i < len(all); {
-			v := all[i].v
-			for ; i < len(all) && all[i].v == v; i++ {
-				cur.set(all[i].t)
-			}
-			fi.values = append(fi.values, v)
-			fi.suffix = append(fi.suffix, cur.clone())
-		}
-		// values descending; reverse so the search reads naturally.
-		slices.Reverse(fi.values)
-		slices.Reverse(fi.suffix)
-		p.fit[d] = fi
+		p.fit[d] = newThreshold(both, n, func(t int) int64 { return p.alloc[t][dim] }, true)
 	}
 }
 
@@ -177,13 +145,12 @@ func (p *pool) buildFitIndex(n int) {
 // allocatable holds need.
 func (p *pool) fitting(dst bitset, need vec) {
 	for d, dim := range fitDims {
-		fi := &p.fit[d]
-		i := sort.Search(len(fi.values), func(i int) bool { return fi.values[i] >= need[dim] })
-		if i == len(fi.values) {
+		set := p.fit[d].atLeast(need[dim])
+		if set == nil {
 			clear(dst)
 			return
 		}
-		dst.and(fi.suffix[i])
+		dst.and(set)
 	}
 	for dim := rNvidiaGPU; dim < numRes; dim++ {
 		if need[dim] <= 0 {
@@ -217,41 +184,13 @@ func (p *pool) setLimits(reg *registry) {
 	}
 }
 
-// capIndex answers "which types have at most x of a resource": values are the
-// distinct capacities ascending, prefix[i] the types with at most values[i].
-type capIndex struct {
-	values []int64
-	prefix []bitset
-}
-
 func (p *pool) buildCapIndex(n int) {
 	both := p.types.clone()
 	both.or(p.exotic)
 	for d, on := range p.limited {
-		if !on {
-			continue
+		if on {
+			p.capIndex[d] = newThreshold(both, n, func(t int) int64 { return p.capacity[t][d] }, false)
 		}
-		type tv struct {
-			t int
-			v int64
-		}
-		var all []tv
-		both.each(func(t int) bool {
-			all = append(all, tv{t, p.capacity[t][d]})
-			return true
-		})
-		sort.Slice(all, func(i, j int) bool { return all[i].v < all[j].v })
-		ci := capIndex{}
-		cur := newBitset(n)
-		for i := 0; i < len(all); {
-			v := all[i].v
-			for ; i < len(all) && all[i].v == v; i++ {
-				cur.set(all[i].t)
-			}
-			ci.values = append(ci.values, v)
-			ci.prefix = append(ci.prefix, cur.clone())
-		}
-		p.capIndex[d] = ci
 	}
 }
 
@@ -270,14 +209,12 @@ func (p *pool) withinLimitsFor(c *claim, dst bitset) {
 		if !on {
 			continue
 		}
-		room := p.limits[d] - p.used[d] + c.capacity[d]
-		ci := &p.capIndex[d]
-		i := sort.Search(len(ci.values), func(i int) bool { return ci.values[i] > room }) - 1
-		if i < 0 {
+		set := p.capIndex[d].atMost(p.limits[d] - p.used[d] + c.capacity[d])
+		if set == nil {
 			clear(dst)
 			return
 		}
-		dst.and(ci.prefix[i])
+		dst.and(set)
 	}
 }
 

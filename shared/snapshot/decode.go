@@ -115,25 +115,7 @@ func cleanJSONError(err error) error {
 	return fmt.Errorf("%s", jsonPrefix.ReplaceAllString(err.Error(), ""))
 }
 
-func describeType(t reflect.Type) string {
-	switch t.Kind() {
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		return "integer"
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return "non-negative integer"
-	case reflect.Float32, reflect.Float64:
-		return "number"
-	case reflect.Bool:
-		return "boolean"
-	case reflect.String:
-		return "string"
-	case reflect.Struct, reflect.Map:
-		return "mapping"
-	case reflect.Slice, reflect.Array:
-		return "list"
-	}
-	return t.String()
-}
+func describeType(t reflect.Type) string { return fieldjson.KindName(t) }
 
 // compactValue renders a raw JSON value for a message, shortened.
 func compactValue(raw []byte) string { return fieldjson.CompactValue(raw, 60) }
