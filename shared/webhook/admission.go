@@ -52,12 +52,12 @@ func decideReview(body []byte) (review, error) {
 		return r, nil
 	}
 	var pod, old corev1.Pod
-	if err := json.Unmarshal(req.Object.Raw, &pod); err != nil {
+	if err := decodePodStatus(req.Object.Raw, &pod); err != nil {
 		// The answer is still "allowed"; the pod is just not a usable hint.
 		return r, fmt.Errorf("decode pod of AdmissionReview %s: %w", req.UID, err)
 	}
 	if len(req.OldObject.Raw) > 0 {
-		if err := json.Unmarshal(req.OldObject.Raw, &old); err != nil {
+		if err := decodePodStatus(req.OldObject.Raw, &old); err != nil {
 			return r, fmt.Errorf("decode old pod of AdmissionReview %s: %w", req.UID, err)
 		}
 	}
@@ -65,6 +65,29 @@ func decideReview(body []byte) (review, error) {
 		r.pending = &pod
 	}
 	return r, nil
+}
+
+// podStatusView is the part of a pod the webhook reads: its identity, node
+// and conditions. Decoding only these keeps the rest of the pod (resource
+// quantities above all, whose parser can be made to spin) out of the
+// request path.
+type podStatusView struct {
+	metav1.ObjectMeta `json:"metadata"`
+	Spec              struct {
+		NodeName string `json:"nodeName"`
+	} `json:"spec"`
+	Status struct {
+		Conditions []corev1.PodCondition `json:"conditions"`
+	} `json:"status"`
+}
+
+func decodePodStatus(raw []byte, pod *corev1.Pod) error {
+	var v podStatusView
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return err
+	}
+	pod.ObjectMeta, pod.Spec.NodeName, pod.Status.Conditions = v.ObjectMeta, v.Spec.NodeName, v.Status.Conditions
+	return nil
 }
 
 // unschedulable reports whether kube-scheduler has marked the pod

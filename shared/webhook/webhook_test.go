@@ -433,3 +433,30 @@ func FuzzHandle(f *testing.F) {
 		}
 	})
 }
+
+// A pod whose spec carries a quantity the quantity parser spins on
+// ("1e-999999999") is still answered: the webhook reads only the pod's
+// identity, node and conditions, so the spec is never parsed.
+func TestPodSpecIsNotParsed(t *testing.T) {
+	pod := pendingPod("Unschedulable")
+	b, err := json.Marshal(pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	m["spec"] = map[string]any{"containers": []any{map[string]any{"name": "c",
+		"resources": map[string]any{"requests": map[string]any{"cpu": "1e-999999999"}}}}}
+	raw, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := reviewOf(t, nil, pendingPod(""), func(r *admissionv1.AdmissionRequest) { r.Object = runtime.RawExtension{Raw: raw} })
+	f := newFixture()
+	allowedUID(t, f.call(t, "/"+goodToken, "POST", body), "uid-1")
+	if len(f.inv.payloads) != 1 {
+		t.Fatalf("%d provision hints, want 1 for the pending pod", len(f.inv.payloads))
+	}
+}
