@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/requirements"
@@ -41,6 +42,9 @@ type group struct {
 	owners   []int // owner counters of its required anti-affinity terms
 
 	preferNoScheduleOK bool
+	// nodeAffinity is the pod's nodeSelector and required node affinity as
+	// component-helpers matches them against a Node.
+	nodeAffinity nodeaffinity.RequiredNodeAffinity
 
 	// Set by prepare for each placement attempt.
 	cur      *reqSet
@@ -360,6 +364,7 @@ func (s *solver) parseConstraints(g *group) {
 		return
 	}
 	g.required = s.avoidDaemonPorts(g, alts)
+	g.nodeAffinity = nodeaffinity.GetRequiredNodeAffinity(p)
 	if a := p.Spec.Affinity; a != nil && a.NodeAffinity != nil {
 		for i, pt := range a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
 			r, err := requirements.FromNodeSelectorTerm(pt.Preference)

@@ -12,6 +12,7 @@ import (
 // node is an existing node or a launched NodeClaim in a solve: fixed labels,
 // taints and allocatable, with what its bound pods already use.
 type node struct {
+	node      *corev1.Node
 	name      string
 	labels    map[string]string
 	taints    []corev1.Taint
@@ -31,7 +32,7 @@ func (s *solver) buildNodes() {
 		if n == nil || n.Node == nil {
 			continue
 		}
-		nd := &node{name: n.Node.Name, labels: map[string]string{}, taints: n.Node.Spec.Taints, inFlight: n.InFlight,
+		nd := &node{node: n.Node, name: n.Node.Name, labels: map[string]string{}, taints: n.Node.Spec.Taints, inFlight: n.InFlight,
 			pods: n.Pods, skip: n.Node.Spec.Unschedulable || n.Node.DeletionTimestamp != nil}
 		for k, v := range n.Node.Labels {
 			nd.labels[k] = v
@@ -100,7 +101,7 @@ func (s *solver) nodeRoom(n *node, g *group) int {
 	if !tolerates(g.tolerations, n.taints, !g.preferNoScheduleOK) {
 		return 0
 	}
-	if !g.cur.reqs.Matches(n.labels) {
+	if !s.matchesNode(g, n) {
 		return 0
 	}
 	k := int(g.req.howMany(n.alloc.sub(n.used)))
@@ -111,6 +112,17 @@ func (s *solver) nodeRoom(n *node, g *group) int {
 		k = 1
 	}
 	return k
+}
+
+// matchesNode is node selection on an existing node as kube-scheduler does
+// it: the pod's nodeSelector and any one of its required node affinity terms
+// (component-helpers), plus the preferred term the group treats as required
+// while it does.
+func (s *solver) matchesNode(g *group, n *node) bool {
+	if ok, err := g.nodeAffinity.Match(n.node); err != nil || !ok {
+		return false
+	}
+	return g.prefNodeIdx >= len(g.preferredNode) || g.preferredNode[g.prefNodeIdx].reqs.Matches(n.labels)
 }
 
 // placeOnNode puts k pods of g on n.

@@ -61,6 +61,16 @@ func selectionScenarios() []scenario {
 			want: []check{claims(1), claimZones("either", zoneB)},
 		},
 		{
+			// kube-scheduler takes any term for an existing node; only new
+			// NodeClaims try the terms one at a time.
+			name: "an existing node that matches a later required term is used before a new node",
+			in: input(pods(pod(po{Name: "either", CPU: "100m",
+				NodeRequirements: nsrs(nsr(zoneKey, opIn, zoneA)),
+				NodeTerms:        [][]corev1.NodeSelectorRequirement{{nsr(zoneKey, opIn, zoneB)}}})),
+				nodes(node4("b-node", zoneB))),
+			want: []check{claims(0), onNode("either", "b-node")},
+		},
+		{
 			name: "required node affinity to one zone",
 			in:   input(pods(pod(po{Name: "zonal", CPU: "100m", NodeRequirements: nsrs(nsr(zoneKey, opIn, zoneC))}))),
 			want: []check{claims(1), claimZones("zonal", zoneC)},

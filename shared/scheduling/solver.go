@@ -175,8 +175,10 @@ func (s *solver) eligibleDomains(g *group, sp *spread) []string {
 		if n.skip {
 			continue
 		}
-		if sp.honorAffinity && !strict.reqs.Matches(n.labels) {
-			continue
+		if sp.honorAffinity {
+			if ok, err := g.nodeAffinity.Match(n.node); err != nil || !ok {
+				continue
+			}
 		}
 		if sp.honorTaints && !tolerates(g.tolerations, n.taints, false) {
 			continue
