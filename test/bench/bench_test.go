@@ -16,6 +16,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/catalog"
@@ -177,4 +178,19 @@ func (p *peakSampler) stop() uint64 {
 	close(p.done)
 	p.wg.Wait()
 	return max(p.peak, liveHeap())
+}
+
+// BenchmarkSolveAtLimit solves 10,000 diverse pods against the production
+// pool with its limits (1000 cpu): most pods cannot be placed, and a pool at
+// its limit must say so quickly rather than try every type for every pod.
+func BenchmarkSolveAtLimit(b *testing.B) {
+	pools, classes, err := st.ProductionPool()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, np := range pools {
+		np.Spec.Limits = apis.Limits{corev1.ResourceCPU: resource.MustParse("1000")}
+	}
+	w := workload{"catalog-limited", catalog.Default().Types(), pricing.Model{Catalog: catalog.Default()}, pools, classes}
+	benchmarkSolve(b, w.input(st.DiversePods(10000, seed)))
 }
