@@ -30,6 +30,11 @@ const (
 	SQSInterruptionBatch           = "sqs-interruption-batch.json"
 )
 
+// SampleWebhookToken is the webhook token in the path of the Function URL
+// sample (FunctionURLAdmissionReview), the way the API server sends it: a
+// made-up value of the shape the stack generates (64 letters and digits).
+const SampleWebhookToken = "SampleToken0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQ"
+
 //go:embed *.json
 var files embed.FS
 

@@ -87,12 +87,15 @@ func functionURLRequest() (any, error) {
 		return nil, err
 	}
 	const urlID = "abcdefghijklmnopqrstuvwxyz012345"
+	// The API server calls the webhook's clientConfig.url, whose path is the
+	// token (no header: a webhook URL can carry none), and appends the
+	// webhook's timeoutSeconds as a query parameter.
+	path := "/" + events.SampleWebhookToken
 	return lambdaevents.LambdaFunctionURLRequest{
 		Version:        "2.0",
-		RawPath:        "/",
-		RawQueryString: "timeout=10s",
+		RawPath:        path,
+		RawQueryString: "timeout=2s",
 		Headers: map[string]string{
-			"authorization":   "Bearer REPLACE-WITH-SHARED-SECRET",
 			"content-type":    "application/json",
 			"accept":          "application/json, */*",
 			"content-length":  fmt.Sprint(len(body)),
@@ -101,7 +104,7 @@ func functionURLRequest() (any, error) {
 			"x-amzn-trace-id": "Root=1-683c4140-0123456789abcdef01234567",
 			"x-forwarded-for": "10.0.1.23",
 		},
-		QueryStringParameters: map[string]string{"timeout": "10s"},
+		QueryStringParameters: map[string]string{"timeout": "2s"},
 		RequestContext: lambdaevents.LambdaFunctionURLRequestContext{
 			AccountID:    "anonymous",
 			RequestID:    "d6f3f2b1-7c1e-4a5b-9e8d-1f2a3b4c5d6e",
@@ -112,7 +115,7 @@ func functionURLRequest() (any, error) {
 			TimeEpoch:    1748779200250,
 			HTTP: lambdaevents.LambdaFunctionURLRequestContextHTTPDescription{
 				Method:    "POST",
-				Path:      "/",
+				Path:      path,
 				Protocol:  "HTTP/1.1",
 				SourceIP:  "10.0.1.23",
 				UserAgent: "kube-apiserver-admission",

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,6 +24,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodewright/nodewright/shared/catalog"
+	"github.com/nodewright/nodewright/shared/names"
 	"github.com/nodewright/nodewright/shared/pricing"
 	"github.com/nodewright/nodewright/test/localcloud"
 	"github.com/nodewright/nodewright/test/localcloud/awsfront"
@@ -80,17 +82,48 @@ func testSeeded(t *testing.T, lc *localcloud.Cloud) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(tbl.Table.KeySchema) != 2 || len(tbl.Table.GlobalSecondaryIndexes) != 1 || aws.ToString(tbl.Table.GlobalSecondaryIndexes[0].IndexName) != lc.Names.TableGSI {
-		t.Errorf("table keys %+v, GSIs %+v", tbl.Table.KeySchema, tbl.Table.GlobalSecondaryIndexes)
+	if got, want := keySchema(tbl.Table.KeySchema), names.PartitionKey+" HASH, "+names.SortKey+" RANGE"; got != want {
+		t.Errorf("table key schema %q, want %q", got, want)
+	}
+	gsis := map[string]string{}
+	for _, g := range tbl.Table.GlobalSecondaryIndexes {
+		gsis[aws.ToString(g.IndexName)] = keySchema(g.KeySchema)
+	}
+	wantGSIs := map[string]string{
+		names.IndexByInstanceID: names.InstanceIDAttribute + " HASH",
+		names.IndexByNodePool:   names.NodePoolAttribute + " HASH, " + names.IndexByNodePoolSortKey + " RANGE",
+	}
+	if !reflect.DeepEqual(gsis, wantGSIs) {
+		t.Errorf("table indexes %v, want %v", gsis, wantGSIs)
 	}
 	ttl, err := ddb.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(lc.Names.Table)})
-	if err != nil || ttl.TimeToLiveDescription.TimeToLiveStatus != ddbtypes.TimeToLiveStatusEnabled || aws.ToString(ttl.TimeToLiveDescription.AttributeName) != lc.Names.TableTTLAttribute {
+	if err != nil || ttl.TimeToLiveDescription.TimeToLiveStatus != ddbtypes.TimeToLiveStatusEnabled || aws.ToString(ttl.TimeToLiveDescription.AttributeName) != names.TTLAttribute {
 		t.Errorf("TTL = %+v, %v", ttl, err)
 	}
-	attrs, err := sqs.NewFromConfig(cfg).GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(lc.Seeded.QueueURL), AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameRedrivePolicy}})
-	if err != nil || !strings.Contains(attrs.Attributes["RedrivePolicy"], lc.Seeded.DLQARN) {
-		t.Errorf("redrive policy = %v, %v; want DLQ %s", attrs, err, lc.Seeded.DLQARN)
+	if env := lc.Env(); env[names.EnvTableName] != lc.Names.Table || env[names.EnvQueueURL] != lc.Seeded.QueueURL {
+		t.Errorf("Env() = %v: want the table %s and the queue %s", env, lc.Names.Table, lc.Seeded.QueueURL)
 	}
+	attrs, err := sqs.NewFromConfig(cfg).GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(lc.Seeded.QueueURL), AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameRedrivePolicy}})
+	if err != nil {
+		t.Fatalf("queue attributes: %v", err)
+	}
+	var redrive struct {
+		DeadLetterTargetArn string `json:"deadLetterTargetArn"`
+		MaxReceiveCount     int    `json:"maxReceiveCount"`
+	}
+	if err := json.Unmarshal([]byte(attrs.Attributes["RedrivePolicy"]), &redrive); err != nil ||
+		redrive.DeadLetterTargetArn != lc.Seeded.DLQARN || redrive.MaxReceiveCount != names.InterruptionMaxReceives {
+		t.Errorf("redrive policy = %q (%v); want DLQ %s after %d receives", attrs.Attributes["RedrivePolicy"], err, lc.Seeded.DLQARN, names.InterruptionMaxReceives)
+	}
+}
+
+// keySchema prints a key schema as "attr HASH, attr RANGE".
+func keySchema(ks []ddbtypes.KeySchemaElement) string {
+	parts := make([]string, 0, len(ks))
+	for _, k := range ks {
+		parts = append(parts, aws.ToString(k.AttributeName)+" "+string(k.KeyType))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func testCapacity(t *testing.T, lc *localcloud.Cloud, ec2c *ec2.Client, lt string) {

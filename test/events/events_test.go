@@ -6,14 +6,21 @@ package events_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
 	"testing"
+	"time"
 
 	lambdaevents "github.com/aws/aws-lambda-go/events"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nodewright/nodewright/events"
+	"github.com/nodewright/nodewright/shared/webhook"
 )
 
 // strict decodes b into v, failing on unknown fields and trailing data.
@@ -229,13 +236,59 @@ func checkAdmissionReview(t *testing.T, b []byte) {
 func checkFunctionURL(t *testing.T, b []byte) {
 	var req lambdaevents.LambdaFunctionURLRequest
 	strict(t, "Function URL request", b, &req)
-	if req.RequestContext.HTTP.Method != "POST" || req.Headers["authorization"] == "" || req.IsBase64Encoded {
-		t.Errorf("request %+v: want a POST with an authorization header", req.RequestContext.HTTP)
+	wantPath := "/" + events.SampleWebhookToken
+	if req.RequestContext.HTTP.Method != "POST" || req.IsBase64Encoded {
+		t.Errorf("request %+v: want a POST with a plain body", req.RequestContext.HTTP)
+	}
+	if req.RawPath != wantPath || req.RequestContext.HTTP.Path != wantPath {
+		t.Errorf("rawPath %q, http.path %q: want the token in the path, %q", req.RawPath, req.RequestContext.HTTP.Path, wantPath)
+	}
+	if _, ok := req.Headers["authorization"]; ok {
+		t.Error("the API server sends no authorization header to a webhook URL; the token is in the path")
 	}
 	checkAdmissionReview(t, []byte(req.Body))
 	if !jsonEqualBytes(t, []byte(req.Body), sample(t, events.AdmissionReview)) {
 		t.Error("body differs from the AdmissionReview sample (run go generate ./events)")
 	}
+	checkWebhookAccepts(t, req)
+}
+
+// checkWebhookAccepts hands the sample to the webhook's handler with the
+// sample token as the secret: it must authenticate it, allow the review and
+// hint the provision function (the pod has just become Unschedulable).
+func checkWebhookAccepts(t *testing.T, req lambdaevents.LambdaFunctionURLRequest) {
+	t.Helper()
+	inv := &recordingInvoker{}
+	now := func() time.Time { return time.Date(2025, 6, 1, 12, 0, 1, 0, time.UTC) }
+	h := &webhook.Handler{
+		Cluster: "demo",
+		Secret:  webhook.NewSecretCache(func(context.Context) (string, error) { return events.SampleWebhookToken, nil }, now, 0),
+		Invoker: inv,
+		Now:     now,
+		Log:     slog.New(slog.NewJSONHandler(io.Discard, nil)),
+	}
+	resp, err := h.Handle(context.Background(), req)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("webhook answered %d (%v) to the sample: %s", resp.StatusCode, err, resp.Body)
+	}
+	var review admissionv1.AdmissionReview
+	if err := json.Unmarshal([]byte(resp.Body), &review); err != nil || review.Response == nil || !review.Response.Allowed {
+		t.Errorf("webhook response %s (%v): want an allowed AdmissionReview", resp.Body, err)
+	}
+	if inv.calls != 1 {
+		t.Errorf("provision hinted %d times, want 1", inv.calls)
+	}
+	req.RawPath = "/" + strings.ToLower(events.SampleWebhookToken)
+	if resp, _ := h.Handle(context.Background(), req); resp.StatusCode != http.StatusForbidden {
+		t.Errorf("wrong token: status %d, want 403", resp.StatusCode)
+	}
+}
+
+type recordingInvoker struct{ calls int }
+
+func (r *recordingInvoker) InvokeAsync(context.Context, []byte) error {
+	r.calls++
+	return nil
 }
 
 func checkSQSBatch(t *testing.T, b []byte) {

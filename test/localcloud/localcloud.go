@@ -246,7 +246,7 @@ func (c *Cloud) upAWS(ctx context.Context, moto *proc.Process) error {
 	defer func() { c.log.Info("AWS seeded", "took", time.Since(seedStart).String()) }()
 	direct := awsfront.DirectConfig(c.MotoURL, c.Options.Region)
 	sd := &seeder{
-		cluster: c.Options.Cluster, minor: c.Cluster.Version, zones: c.Options.Zones, names: c.Names,
+		cluster: c.Options.Cluster, minor: c.Cluster.Version, zones: c.Options.Zones, physical: c.Names,
 		ec2: ec2.NewFromConfig(direct), ddb: dynamodb.NewFromConfig(direct), sqs: sqs.NewFromConfig(direct),
 	}
 	res, err := sd.seed(ctx)

@@ -3,8 +3,11 @@ package localcloud
 import (
 	"context"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/nodewright/nodewright/shared/names"
 )
 
 func TestStartWithoutToolsSaysRunMakeTools(t *testing.T) {
@@ -28,10 +31,30 @@ func TestToolsDir(t *testing.T) {
 
 func TestNamesAndParameters(t *testing.T) {
 	n := NamesFor("prod")
-	if n.Table != "nodewright-prod-state" || n.InterruptionQueue != "nodewright-prod-interruption" || n.TableTTLAttribute != "expiresAt" {
-		t.Errorf("names %+v", n)
+	want := Names{
+		Table: "nodewright-prod-state", InterruptionQueue: "nodewright-prod-interruption",
+		InterruptionDLQ: "nodewright-prod-interruption-dlq", NodeRole: "KarpenterNodeRole-prod",
+		InstanceProfile: "nodewright-prod-node", DiscoveryTag: "karpenter.sh/discovery",
+	}
+	if n != want {
+		t.Errorf("NamesFor(prod) = %+v, want %+v", n, want)
 	}
 	if got := AMIParameter(minorOf(KubernetesVersion), "arm64", "standard"); got != "/aws/service/eks/optimized-ami/1.35/amazon-linux-2023/arm64/standard/recommended/image_id" {
 		t.Errorf("AMIParameter = %q", got)
+	}
+}
+
+func TestEnvNamesTheResources(t *testing.T) {
+	c := &Cloud{Cluster: Cluster{Name: "prod"}, Names: NamesFor("prod"), Seeded: &AWSResources{QueueURL: "http://127.0.0.1:1/123456789012/nodewright-prod-interruption"}}
+	env := c.Env()
+	want := map[string]string{
+		names.EnvClusterName:         "prod",
+		names.EnvTableName:           "nodewright-prod-state",
+		names.EnvQueueURL:            "http://127.0.0.1:1/123456789012/nodewright-prod-interruption",
+		names.EnvNodeRoleName:        "KarpenterNodeRole-prod",
+		names.EnvInstanceProfileName: "nodewright-prod-node",
+	}
+	if !reflect.DeepEqual(env, want) {
+		t.Errorf("Env() = %v, want %v", env, want)
 	}
 }

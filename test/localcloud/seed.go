@@ -16,36 +16,32 @@ import (
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/nodewright/nodewright/shared/names"
 )
 
-// Names are the names of the AWS resources Nodewright uses for one
-// cluster. The functions and the CDK stack must agree on them; the local
-// cloud creates them from here.
+// Names are the physical names of the AWS resources Nodewright uses for
+// one cluster, as the deployed stack would create them. The schema (key,
+// TTL and index attribute names, the queue's receive limit) comes from
+// shared/names, where the stack and the functions read it too; the
+// functions find the physical names in the environment (Cloud.Env).
 type Names struct {
-	Table                           string // DynamoDB state table
-	TablePartitionKey, TableSortKey string // string keys "pk", "sk"
-	TableTTLAttribute               string // epoch seconds after which an item is stale
-	TableGSI                        string // global secondary index
-	GSIPartitionKey, GSISortKey     string
-	InterruptionQueue               string // SQS queue EventBridge rules send to
-	InterruptionDLQ                 string // its dead-letter queue
-	MaxReceiveCount                 int    // receives before a message goes to the DLQ
-	DiscoveryTag                    string // tag key on subnets and security groups: value = cluster
+	Table             string // DynamoDB state table
+	InterruptionQueue string // SQS queue EventBridge rules send to
+	InterruptionDLQ   string // its dead-letter queue
+	NodeRole          string // IAM role of launched nodes (Karpenter's default name)
+	InstanceProfile   string // its instance profile, which launch templates name
+	DiscoveryTag      string // tag key on subnets and security groups: value = cluster
 }
 
 // NamesFor returns the resource names for cluster.
 func NamesFor(cluster string) Names {
 	return Names{
 		Table:             "nodewright-" + cluster + "-state",
-		TablePartitionKey: "pk",
-		TableSortKey:      "sk",
-		TableTTLAttribute: "expiresAt",
-		TableGSI:          "gsi1",
-		GSIPartitionKey:   "gsi1pk",
-		GSISortKey:        "gsi1sk",
 		InterruptionQueue: "nodewright-" + cluster + "-interruption",
 		InterruptionDLQ:   "nodewright-" + cluster + "-interruption-dlq",
-		MaxReceiveCount:   5,
+		NodeRole:          "KarpenterNodeRole-" + cluster,
+		InstanceProfile:   "nodewright-" + cluster + "-node",
 		DiscoveryTag:      "karpenter.sh/discovery",
 	}
 }
@@ -73,7 +69,7 @@ type AWSResources struct {
 type seeder struct {
 	cluster, minor string
 	zones          []string
-	names          Names
+	physical       Names
 	ec2            *ec2.Client
 	ddb            *dynamodb.Client
 	sqs            *sqs.Client
@@ -113,8 +109,8 @@ func (s *seeder) seed(ctx context.Context) (*AWSResources, error) {
 func (s *seeder) tags(rt ec2types.ResourceType, name string, extra ...ec2types.Tag) []ec2types.TagSpecification {
 	tags := append([]ec2types.Tag{
 		{Key: aws.String("Name"), Value: aws.String(name)},
-		{Key: aws.String(s.names.DiscoveryTag), Value: aws.String(s.cluster)},
-		{Key: aws.String("kubernetes.io/cluster/" + s.cluster), Value: aws.String("shared")},
+		{Key: aws.String(s.physical.DiscoveryTag), Value: aws.String(s.cluster)},
+		{Key: aws.String(names.TagKeyCluster(s.cluster)), Value: aws.String("shared")},
 	}, extra...)
 	return []ec2types.TagSpecification{{ResourceType: rt, Tags: tags}}
 }
@@ -216,59 +212,68 @@ func AMIParameter(minor, ec2Arch, variant string) string {
 	return "/aws/service/eks/optimized-ami/" + minor + "/amazon-linux-2023/" + ec2Arch + "/" + variant + "/recommended/image_id"
 }
 
+// table creates the state table with the schema of shared/names: string
+// keys, the TTL attribute, and the two sparse indexes the flows query.
 func (s *seeder) table(ctx context.Context, res *AWSResources) error {
-	n := s.names
 	str := ddbtypes.ScalarAttributeTypeS
+	attr := func(name string) ddbtypes.AttributeDefinition {
+		return ddbtypes.AttributeDefinition{AttributeName: aws.String(name), AttributeType: str}
+	}
+	key := func(name string, kt ddbtypes.KeyType) ddbtypes.KeySchemaElement {
+		return ddbtypes.KeySchemaElement{AttributeName: aws.String(name), KeyType: kt}
+	}
+	all := &ddbtypes.Projection{ProjectionType: ddbtypes.ProjectionTypeAll}
+	table := s.physical.Table
 	_, err := s.ddb.CreateTable(ctx, &dynamodb.CreateTableInput{
-		TableName:   aws.String(n.Table),
+		TableName:   aws.String(table),
 		BillingMode: ddbtypes.BillingModePayPerRequest,
 		AttributeDefinitions: []ddbtypes.AttributeDefinition{
-			{AttributeName: aws.String(n.TablePartitionKey), AttributeType: str},
-			{AttributeName: aws.String(n.TableSortKey), AttributeType: str},
-			{AttributeName: aws.String(n.GSIPartitionKey), AttributeType: str},
-			{AttributeName: aws.String(n.GSISortKey), AttributeType: str},
+			attr(names.PartitionKey), attr(names.SortKey), attr(names.InstanceIDAttribute), attr(names.NodePoolAttribute),
 		},
-		KeySchema: []ddbtypes.KeySchemaElement{
-			{AttributeName: aws.String(n.TablePartitionKey), KeyType: ddbtypes.KeyTypeHash},
-			{AttributeName: aws.String(n.TableSortKey), KeyType: ddbtypes.KeyTypeRange},
-		},
-		GlobalSecondaryIndexes: []ddbtypes.GlobalSecondaryIndex{{
-			IndexName: aws.String(n.TableGSI),
-			KeySchema: []ddbtypes.KeySchemaElement{
-				{AttributeName: aws.String(n.GSIPartitionKey), KeyType: ddbtypes.KeyTypeHash},
-				{AttributeName: aws.String(n.GSISortKey), KeyType: ddbtypes.KeyTypeRange},
+		KeySchema: []ddbtypes.KeySchemaElement{key(names.PartitionKey, ddbtypes.KeyTypeHash), key(names.SortKey, ddbtypes.KeyTypeRange)},
+		GlobalSecondaryIndexes: []ddbtypes.GlobalSecondaryIndex{
+			{
+				IndexName:  aws.String(names.IndexByInstanceID),
+				KeySchema:  []ddbtypes.KeySchemaElement{key(names.InstanceIDAttribute, ddbtypes.KeyTypeHash)},
+				Projection: all,
 			},
-			Projection: &ddbtypes.Projection{ProjectionType: ddbtypes.ProjectionTypeAll},
-		}},
+			{
+				IndexName: aws.String(names.IndexByNodePool),
+				KeySchema: []ddbtypes.KeySchemaElement{
+					key(names.NodePoolAttribute, ddbtypes.KeyTypeHash), key(names.IndexByNodePoolSortKey, ddbtypes.KeyTypeRange),
+				},
+				Projection: all,
+			},
+		},
 		SSESpecification: &ddbtypes.SSESpecification{Enabled: aws.Bool(true)},
 	})
 	if err != nil {
 		return err
 	}
 	_, err = s.ddb.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{
-		TableName:               aws.String(n.Table),
-		TimeToLiveSpecification: &ddbtypes.TimeToLiveSpecification{AttributeName: aws.String(n.TableTTLAttribute), Enabled: aws.Bool(true)},
+		TableName:               aws.String(table),
+		TimeToLiveSpecification: &ddbtypes.TimeToLiveSpecification{AttributeName: aws.String(names.TTLAttribute), Enabled: aws.Bool(true)},
 	})
 	if err != nil {
 		return fmt.Errorf("ttl: %w", err)
 	}
-	res.TableName = n.Table
+	res.TableName = table
 	return nil
 }
 
 func (s *seeder) queues(ctx context.Context, res *AWSResources) error {
 	var err error
-	res.DLQURL, res.DLQARN, err = s.queue(ctx, s.names.InterruptionDLQ, map[string]string{
+	res.DLQURL, res.DLQARN, err = s.queue(ctx, s.physical.InterruptionDLQ, map[string]string{
 		"MessageRetentionPeriod": "1209600", "SqsManagedSseEnabled": "true",
 	})
 	if err != nil {
 		return err
 	}
-	redrive, err := json.Marshal(map[string]any{"deadLetterTargetArn": res.DLQARN, "maxReceiveCount": s.names.MaxReceiveCount})
+	redrive, err := json.Marshal(map[string]any{"deadLetterTargetArn": res.DLQARN, "maxReceiveCount": names.InterruptionMaxReceives})
 	if err != nil {
 		return err
 	}
-	res.QueueURL, res.QueueARN, err = s.queue(ctx, s.names.InterruptionQueue, map[string]string{
+	res.QueueURL, res.QueueARN, err = s.queue(ctx, s.physical.InterruptionQueue, map[string]string{
 		"MessageRetentionPeriod": "300", "SqsManagedSseEnabled": "true", "RedrivePolicy": string(redrive),
 	})
 	return err
