@@ -7,6 +7,9 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nodewright/nodewright/shared/apis"
+	"github.com/nodewright/nodewright/shared/fleet"
 )
 
 const mimeUserData = `MIME-Version: 1.0
@@ -125,4 +128,30 @@ func FuzzParseUserData(f *testing.F) {
 			t.Error("nil labels without an error")
 		}
 	})
+}
+
+// TestParsesTheLaunchersUserData: the user data shared/fleet writes for a
+// node (the user's own NodeConfig first, Nodewright's last) registers the
+// node with the plan's labels, taints and pod limit.
+func TestParsesTheLaunchersUserData(t *testing.T) {
+	custom := "apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec:\n  kubelet:\n    config:\n      maxPods: 10\n    flags:\n    - --node-labels=team=overridden,extra=yes\n"
+	maxPods := int32(42)
+	ud, err := fleet.AL2023UserData(fleet.Cluster{Name: "c1", Endpoint: "https://127.0.0.1:6443", CertificateAuthority: []byte("ca"), ServiceCIDR: "10.96.0.0/16"},
+		&custom, fleet.NodeSettings{
+			Labels:  map[string]string{"karpenter.sh/nodepool": "default", "team": "platform"},
+			Taints:  []corev1.Taint{{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule}, {Key: "startup", Effect: corev1.TaintEffectNoExecute}},
+			Kubelet: &apis.KubeletConfiguration{MaxPods: &maxPods},
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ks, err := ParseUserData([]byte(ud))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantLabels := map[string]string{"karpenter.sh/nodepool": "default", "team": "platform", "extra": "yes"}
+	wantTaints := []corev1.Taint{{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule}, {Key: "startup", Effect: corev1.TaintEffectNoExecute}}
+	if !reflect.DeepEqual(ks.Labels, wantLabels) || !reflect.DeepEqual(ks.Taints, wantTaints) || ks.MaxPods != 42 {
+		t.Errorf("settings %+v\nwant labels %v taints %v maxPods 42", ks, wantLabels, wantTaints)
+	}
 }

@@ -1,0 +1,151 @@
+package fleet
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/nodewright/nodewright/shared/apis"
+	"github.com/nodewright/nodewright/shared/catalog"
+)
+
+// The EKS-optimized AL2023 AMI variants.
+const (
+	VariantStandard = "standard"
+	VariantNvidia   = "nvidia"
+	VariantNeuron   = "neuron"
+)
+
+// aliasParameter is one public SSM parameter an al2023 alias reads, and the
+// AMI architecture and variant its value is for.
+type aliasParameter struct {
+	Name    string
+	Arch    string // amd64 or arm64
+	Variant string
+}
+
+// al2023Variants are the variants AWS publishes per EC2 architecture.
+var al2023Variants = []struct {
+	ec2Arch, arch string
+	variants      []string
+}{
+	{"x86_64", "amd64", []string{VariantStandard, VariantNvidia, VariantNeuron}},
+	{"arm64", "arm64", []string{VariantStandard, VariantNvidia}},
+}
+
+// AL2023Parameters are the public SSM parameters that name the EKS-optimized
+// AL2023 AMIs for Kubernetes minor version k8s and alias version version
+// ("latest" or a release such as "v20251120"): for latest
+// /aws/service/eks/optimized-ami/<k8s>/amazon-linux-2023/<arch>/<variant>/recommended/image_id,
+// for a release .../<arch>/<variant>/amazon-eks-node-al2023-<arch>-<variant>-<k8s>-<version>/image_id,
+// as Karpenter reads them.
+func AL2023Parameters(k8s, version string) []aliasParameter {
+	var out []aliasParameter
+	for _, a := range al2023Variants {
+		for _, v := range a.variants {
+			leaf := "recommended"
+			if version != apis.AliasVersionLatest {
+				leaf = fmt.Sprintf("amazon-eks-node-al2023-%s-%s-%s-%s", a.ec2Arch, v, k8s, version)
+			}
+			out = append(out, aliasParameter{
+				Name: fmt.Sprintf("/aws/service/eks/optimized-ami/%s/amazon-linux-2023/%s/%s/%s/image_id", k8s, a.ec2Arch, v, leaf),
+				Arch: a.arch, Variant: v,
+			})
+		}
+	}
+	return out
+}
+
+// ec2Arch maps a Kubernetes architecture to EC2's name for it.
+func ec2Arch(arch string) string {
+	if arch == "amd64" {
+		return "x86_64"
+	}
+	return arch
+}
+
+// kubeArch maps an EC2 image architecture to Kubernetes's name for it.
+func kubeArch(a string) string {
+	switch a {
+	case "x86_64":
+		return "amd64"
+	case "arm64":
+		return "arm64"
+	}
+	return ""
+}
+
+// variantOf is the AL2023 variant an instance type boots: nvidia for NVIDIA
+// GPUs, neuron for Inferentia and Trainium, standard otherwise.
+func variantOf(it *catalog.InstanceType) string {
+	switch {
+	case it.GPU.Count > 0 && it.GPU.Manufacturer == "nvidia":
+		return VariantNvidia
+	case it.Accelerator.Count > 0 && (it.Accelerator.Name == "inferentia" || it.Accelerator.Name == "inferentia2" ||
+		it.Accelerator.Name == "trainium" || it.Accelerator.Name == "trainium2"):
+		return VariantNeuron
+	}
+	return VariantStandard
+}
+
+// amiFor picks the AMI that boots it: an exact (architecture, variant) match
+// first, then an image of the architecture that serves any variant.
+func amiFor(amis []AMI, it *catalog.InstanceType) (AMI, bool) {
+	variant := variantOf(it)
+	var any *AMI
+	for i := range amis {
+		a := &amis[i]
+		if a.Arch != it.Arch {
+			continue
+		}
+		if a.Variant == variant {
+			return *a, true
+		}
+		if a.Variant == "" && any == nil {
+			any = a
+		}
+	}
+	if any != nil {
+		return *any, true
+	}
+	return AMI{}, false
+}
+
+// image is an EC2 image as DescribeImages reports it.
+type image struct {
+	ID, Name, Arch, Created string
+}
+
+// newestPerArch keeps the newest image of each architecture (creation date,
+// then ID as the tie-break), as Karpenter does for selector terms that match
+// several images.
+func newestPerArch(imgs []image) []AMI {
+	best := map[string]image{}
+	for _, im := range imgs {
+		if im.Arch == "" {
+			continue
+		}
+		cur, ok := best[im.Arch]
+		if !ok || im.Created > cur.Created || (im.Created == cur.Created && im.ID < cur.ID) {
+			best[im.Arch] = im
+		}
+	}
+	out := make([]AMI, 0, len(best))
+	for _, im := range best {
+		out = append(out, AMI{ID: im.ID, Name: im.Name, Arch: im.Arch})
+	}
+	sortAMIs(out)
+	return out
+}
+
+func sortAMIs(amis []AMI) {
+	sort.Slice(amis, func(i, j int) bool {
+		a, b := amis[i], amis[j]
+		if a.Arch != b.Arch {
+			return a.Arch < b.Arch
+		}
+		if a.Variant != b.Variant {
+			return a.Variant < b.Variant
+		}
+		return a.ID < b.ID
+	})
+}

@@ -1,0 +1,125 @@
+package fleet
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"slices"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+
+	"github.com/nodewright/nodewright/shared/apis"
+	"github.com/nodewright/nodewright/shared/names"
+)
+
+// CreateFleet's limits: launch template configs per request, and overrides
+// across them (documented for request and maintain fleets; an instant fleet
+// stays within it too).
+const (
+	MaxLaunchTemplateConfigs = 50
+	MaxOverrides             = 300
+	maxClientToken           = 64
+)
+
+// templateOverrides is one launch template of a fleet and the instance
+// types (in the claim's price order) that launch with it.
+type templateOverrides struct {
+	Name  string
+	Types []string
+}
+
+// capacityTypeOf is the capacity type a claim launches as: spot when it
+// allows spot (the fleet falls back to nothing: the provision flow re-solves
+// without the refused offerings, which brings on-demand), else on-demand.
+func capacityTypeOf(capacityTypes []string) string {
+	if slices.Contains(capacityTypes, apis.CapacityTypeSpot) {
+		return apis.CapacityTypeSpot
+	}
+	return apis.CapacityTypeOnDemand
+}
+
+// fleetInput is the instant CreateFleet for one NodeClaim: target 1, the
+// claim's capacity type, overrides = each template's types x one subnet per
+// zone (types in price order, zones in order), cut to MaxOverrides by
+// dropping the most expensive types, ClientToken = the NodeClaim's name,
+// and the tags on the instance, its volumes and the fleet.
+func fleetInput(nodeClaim, capacityType string, templates []templateOverrides, subnets []Subnet, tags map[string]string, context *string) (*ec2.CreateFleetInput, error) {
+	if len(templates) > MaxLaunchTemplateConfigs {
+		return nil, fmt.Errorf("%d launch templates: CreateFleet takes at most %d", len(templates), MaxLaunchTemplateConfigs)
+	}
+	if len(subnets) == 0 {
+		return nil, fmt.Errorf("no subnet in the claim's zones")
+	}
+	keep := MaxOverrides / len(subnets)
+	var configs []ec2types.FleetLaunchTemplateConfigRequest
+	for _, t := range templates {
+		var ovs []ec2types.FleetLaunchTemplateOverridesRequest
+		for _, typ := range t.Types {
+			if keep == 0 {
+				break
+			}
+			keep--
+			for _, sn := range subnets {
+				ovs = append(ovs, ec2types.FleetLaunchTemplateOverridesRequest{
+					InstanceType: ec2types.InstanceType(typ), SubnetId: aws.String(sn.ID), AvailabilityZone: aws.String(sn.Zone),
+				})
+			}
+		}
+		if len(ovs) == 0 {
+			continue
+		}
+		configs = append(configs, ec2types.FleetLaunchTemplateConfigRequest{
+			LaunchTemplateSpecification: &ec2types.FleetLaunchTemplateSpecificationRequest{LaunchTemplateName: aws.String(t.Name), Version: aws.String("$Latest")},
+			Overrides:                   ovs,
+		})
+	}
+	if len(configs) == 0 {
+		return nil, fmt.Errorf("no instance type to launch")
+	}
+	et := ec2Tags(tags)
+	in := &ec2.CreateFleetInput{
+		Type:                  ec2types.FleetTypeInstant,
+		ClientToken:           aws.String(ClientToken(nodeClaim)),
+		LaunchTemplateConfigs: configs,
+		TargetCapacitySpecification: &ec2types.TargetCapacitySpecificationRequest{
+			TotalTargetCapacity: aws.Int32(1), DefaultTargetCapacityType: ec2types.DefaultTargetCapacityType(capacityType),
+		},
+		TagSpecifications: []ec2types.TagSpecification{
+			{ResourceType: ec2types.ResourceTypeInstance, Tags: et},
+			{ResourceType: ec2types.ResourceTypeVolume, Tags: et},
+			{ResourceType: ec2types.ResourceTypeFleet, Tags: et},
+		},
+		Context: context,
+	}
+	if capacityType == apis.CapacityTypeSpot {
+		in.SpotOptions = &ec2types.SpotOptionsRequest{AllocationStrategy: ec2types.SpotAllocationStrategyPriceCapacityOptimized}
+	} else {
+		in.OnDemandOptions = &ec2types.OnDemandOptionsRequest{AllocationStrategy: ec2types.FleetOnDemandAllocationStrategyLowestPrice}
+	}
+	return in, nil
+}
+
+// instanceTags are the tags of a NodeClaim's instance, volumes and fleet:
+// the resource tags plus the NodeClaim and a Name (the EC2NodeClass's Name
+// tag, if it sets one, wins).
+func instanceTags(cluster, nodePool, nodeClaim string, nc *apis.EC2NodeClass) map[string]string {
+	tags := resourceTags(cluster, nodePool, nc)
+	tags[names.TagKeyNodeClaim] = nodeClaim
+	if _, ok := tags[names.TagKeyName]; !ok {
+		tags[names.TagKeyName] = nodePool + "/" + nodeClaim
+	}
+	return tags
+}
+
+// ClientToken is the fleet's idempotency token for a NodeClaim: its name,
+// or (for a name longer than EC2's 64 characters) a prefix and a hash.
+func ClientToken(nodeClaim string) string {
+	if len(nodeClaim) <= maxClientToken {
+		return nodeClaim
+	}
+	sum := sha256.Sum256([]byte(nodeClaim))
+	h := hex.EncodeToString(sum[:])[:16]
+	return nodeClaim[:maxClientToken-len(h)-1] + "-" + h
+}
