@@ -30,6 +30,10 @@
 //     through the strict loader of package apis.
 //
 // An empty namespace means "default". Any other kind is an error.
+//
+// FromCluster builds the same Snapshot from a live cluster's objects (as
+// package kube lists them) and the configured NodePools and EC2NodeClasses:
+// the provision flow's view of the cluster.
 package snapshot
 
 import (
