@@ -63,6 +63,9 @@ tools:
 cloud: tools
 	$(GO) run ./test/localcloud/cmd/localcloud
 
-## run: the main job on the local cloud
+## run: the main job on the local cloud: the example NodePool and EC2NodeClass, inflate pending, one
+## provisioning pass (read, solve, CreateFleet), every pod running on the launched nodes; flags in ARGS
+## (e.g. make run ARGS="-replicas 100 -keep"; ARGS=-h lists them)
+ARGS ?=
 run: tools
-	@echo "make run: the local cloud (issue 4) and the provision flow are not built yet" >&2; exit 1
+	$(GO) run ./test/run/... $(ARGS)

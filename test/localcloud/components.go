@@ -80,7 +80,7 @@ func apiserverComponent(t tools, p ports, k *pki.Files, certDir string) componen
 			"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 			"--service-account-key-file=" + k.SAPub,
 			"--service-account-signing-key-file=" + k.SAKey,
-			"--service-cluster-ip-range=10.96.0.0/16",
+			"--service-cluster-ip-range=" + ServiceCIDR,
 			"--endpoint-reconciler-type=none",
 			"--allow-privileged=true",
 			"--profiling=false",

@@ -33,6 +33,10 @@ import (
 // KubernetesVersion is the version of the control plane `make tools` builds.
 const KubernetesVersion = "v1.35.4"
 
+// ServiceCIDR is the cluster's service network (EKS's default range is
+// 10.100.0.0/16 or 172.20.0.0/16; any private range serves here).
+const ServiceCIDR = "10.96.0.0/16"
+
 // Options configure a local cloud; the zero value is usable.
 type Options struct {
 	Cluster   string        // default "nodewright-local"
@@ -75,6 +79,9 @@ type Cluster struct {
 	Endpoint string // https://127.0.0.1:<port>
 	CAData   []byte // PEM; EKS returns it base64-encoded
 	Version  string // minor, e.g. "1.35"
+	// ServiceCIDR is the Kubernetes service network (EKS reports it as
+	// kubernetesNetworkConfig.serviceIpv4Cidr).
+	ServiceCIDR string
 }
 
 // Cloud is a running local cloud.
@@ -171,7 +178,7 @@ func (c *Cloud) up(ctx context.Context, t tools) error {
 	if err != nil {
 		return err
 	}
-	c.Cluster = Cluster{Name: c.Options.Cluster, Endpoint: loopURL("https", p.apiserver), CAData: creds.CAPEM, Version: minorOf(KubernetesVersion)}
+	c.Cluster = Cluster{Name: c.Options.Cluster, Endpoint: loopURL("https", p.apiserver), CAData: creds.CAPEM, Version: minorOf(KubernetesVersion), ServiceCIDR: ServiceCIDR}
 	c.Kubeconfig = filepath.Join(c.StateDir, "kubeconfig")
 	if err := writeKubeconfig(c.Kubeconfig, c.Cluster, creds.AdminToken); err != nil {
 		return err
