@@ -44,8 +44,9 @@ func capacityTypeOf(capacityTypes []string) string {
 // claim's capacity type, overrides = each template's types x one subnet per
 // zone (types in price order, zones in order), cut to MaxOverrides by
 // dropping the most expensive types, ClientToken = the NodeClaim's name,
-// and the tags on the instance, its volumes and the fleet.
-func fleetInput(nodeClaim, capacityType string, templates []templateOverrides, subnets []Subnet, tags map[string]string, context *string) (*ec2.CreateFleetInput, error) {
+// the tags on the instance, its volumes and the fleet, and the EC2NodeClass's
+// spec.context (a reserved-capacity context) when set.
+func fleetInput(nodeClaim, capacityType string, templates []templateOverrides, subnets []Subnet, tags map[string]string, fleetContext *string) (*ec2.CreateFleetInput, error) {
 	if len(templates) > MaxLaunchTemplateConfigs {
 		return nil, fmt.Errorf("%d launch templates: CreateFleet takes at most %d", len(templates), MaxLaunchTemplateConfigs)
 	}
@@ -91,7 +92,7 @@ func fleetInput(nodeClaim, capacityType string, templates []templateOverrides, s
 			{ResourceType: ec2types.ResourceTypeVolume, Tags: et},
 			{ResourceType: ec2types.ResourceTypeFleet, Tags: et},
 		},
-		Context: context,
+		Context: fleetContext,
 	}
 	if capacityType == apis.CapacityTypeSpot {
 		in.SpotOptions = &ec2types.SpotOptionsRequest{AllocationStrategy: ec2types.SpotAllocationStrategyPriceCapacityOptimized}

@@ -30,7 +30,7 @@ type Names struct {
 	InterruptionQueue string // SQS queue EventBridge rules send to
 	InterruptionDLQ   string // its dead-letter queue
 	NodeRole          string // IAM role of launched nodes (Karpenter's default name)
-	InstanceProfile   string // its instance profile, which launch templates name
+	InstanceProfile   string // its instance profile, which launch templates name (moto does not check it exists)
 	DiscoveryTag      string // tag key on subnets and security groups: value = cluster
 }
 
