@@ -4,12 +4,13 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
-	"sort"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/nodewright/nodewright/shared/fieldjson"
 )
 
 // validator collects field errors while a validation walks an object.
@@ -133,14 +134,7 @@ func (v *validator) nonEmptyTags(path *field.Path, tags map[string]string) {
 
 // sortedKeys returns a map's keys in order, so errors come out in a
 // deterministic order.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
+func sortedKeys[V any](m map[string]V) []string { return fieldjson.SortedKeys(m) }
 
 // quoteAll renders values as ["a", "b"] for error messages.
 func quoteAll(values []string) string {

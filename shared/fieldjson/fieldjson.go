@@ -58,7 +58,7 @@ func (w Walker) Walk(t reflect.Type, raw []byte, path string) bool {
 			return cont
 		}
 		fields := JSONFields(t)
-		for _, k := range sortedKeys(m) {
+		for _, k := range SortedKeys(m) {
 			if ft, ok := fields[k]; ok && !w.Walk(ft, m[k], Join(path, k)) {
 				return false
 			}
@@ -68,7 +68,7 @@ func (w Walker) Walk(t reflect.Type, raw []byte, path string) bool {
 		if ok, cont := w.container(t, raw, path, &m); !ok {
 			return cont
 		}
-		for _, k := range sortedKeys(m) {
+		for _, k := range SortedKeys(m) {
 			if !w.Walk(t.Elem(), m[k], w.key(path, k)) {
 				return false
 			}
@@ -139,7 +139,9 @@ func JSONFields(t reflect.Type) map[string]reflect.Type {
 	return out
 }
 
-func sortedKeys[V any](m map[string]V) []string {
+// SortedKeys returns a map's keys in order, so walks and error lists come out
+// deterministic.
+func SortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
@@ -147,9 +149,6 @@ func sortedKeys[V any](m map[string]V) []string {
 	sort.Strings(keys)
 	return keys
 }
-
-// SortedKeys returns a map's keys in order.
-func SortedKeys(m map[string]reflect.Type) []string { return sortedKeys(m) }
 
 // IsNull says whether raw is JSON null.
 func IsNull(raw []byte) bool { return bytes.Equal(bytes.TrimSpace(raw), []byte("null")) }

@@ -3,6 +3,8 @@ package snapshot
 import (
 	"fmt"
 	"strings"
+
+	"github.com/nodewright/nodewright/shared/apis"
 )
 
 // Error is a problem with one object of a snapshot: where it was read
@@ -62,17 +64,6 @@ func (e *Error) object() string {
 	}
 }
 
-// Errors is every problem found in a snapshot, in source order, one per line.
-type Errors []error
-
-// Error joins the errors, one per line.
-func (l Errors) Error() string {
-	lines := make([]string, len(l))
-	for i, e := range l {
-		lines[i] = e.Error()
-	}
-	return strings.Join(lines, "\n")
-}
-
-// Unwrap exposes the individual errors to errors.Is and errors.As.
-func (l Errors) Unwrap() []error { return l }
+// Errors is every problem found in a snapshot, in source order, one per
+// line (the same aggregate the configuration loader returns).
+type Errors = apis.Errors
