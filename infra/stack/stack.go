@@ -84,9 +84,6 @@ func New(scope constructs.Construct, id string, props Props) (*Stack, error) {
 	return s, nil
 }
 
-// Props returns the props with defaults applied.
-func (s *Stack) Props() Props { return s.props }
-
 // ConfigHash is the SHA-256 of the configuration the functions receive.
 func (s *Stack) ConfigHash() string { return s.staged.Hash }
 

@@ -32,9 +32,6 @@ func DurationOf(d time.Duration) NillableDuration {
 	return NillableDuration{Duration: &d, Raw: d.String()}
 }
 
-// NeverDuration returns the "Never" value.
-func NeverDuration() NillableDuration { return NillableDuration{Raw: Never} }
-
 // UnmarshalJSON reads a string ("30s", "720h", "Never"). Text that is not a
 // valid duration is kept in Raw for validation, which reports the field path.
 func (d *NillableDuration) UnmarshalJSON(b []byte) error {

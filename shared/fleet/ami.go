@@ -55,14 +55,6 @@ func AL2023Parameters(k8s, version string) []aliasParameter {
 	return out
 }
 
-// ec2Arch maps a Kubernetes architecture to EC2's name for it.
-func ec2Arch(arch string) string {
-	if arch == "amd64" {
-		return "x86_64"
-	}
-	return arch
-}
-
 // kubeArch maps an EC2 image architecture to Kubernetes's name for it.
 func kubeArch(a string) string {
 	switch a {

@@ -48,14 +48,6 @@ func (b bitset) empty() bool {
 	return true
 }
 
-func (b bitset) count() int {
-	n := 0
-	for _, w := range b {
-		n += bits.OnesCount64(w)
-	}
-	return n
-}
-
 // intersects says whether b ∩ o is not empty, without building it.
 func (b bitset) intersects(o bitset) bool {
 	for i := range b {

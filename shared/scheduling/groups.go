@@ -6,7 +6,6 @@ import (
 	"slices"
 	"sort"
 	"strconv"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -620,10 +619,4 @@ func podKeys(pods []*corev1.Pod) []string {
 		out[i] = podKey(p)
 	}
 	return out
-}
-
-func joinSorted(v []string) string {
-	v = slices.Clone(v)
-	sort.Strings(v)
-	return strings.Join(v, ",")
 }

@@ -117,8 +117,6 @@ func unavailable(f func(it, zone, ct string) bool) opt {
 	return func(in *scheduling.Input) { in.Unavailable = f }
 }
 
-func zones(zs ...string) opt { return func(in *scheduling.Input) { in.Zones = zs } }
-
 func maxTypes(n int) opt { return func(in *scheduling.Input) { in.MaxInstanceTypes = n } }
 
 // realCatalog uses the embedded catalog and the spot price model (seed 0).
@@ -530,22 +528,6 @@ func (p *plan) nodeZone(name string) string {
 		}
 	}
 	return ""
-}
-
-// inZone: the pod lands in zone (its NodeClaim's only zone, or its node's).
-func inZone(pod, zone string) check {
-	return func(t *testing.T, p *plan) {
-		k := podKey(pod)
-		if n, ok := p.nodeOf[k]; ok {
-			if z := p.nodeZone(n); z != zone {
-				t.Errorf("%s on node %s in %s, want %s", pod, n, z, zone)
-			}
-			return
-		}
-		if nc, ok := p.claim(t, pod); ok && (len(nc.Zones) != 1 || nc.Zones[0] != zone) {
-			t.Errorf("%s: zones %v, want [%s]", pod, nc.Zones, zone)
-		}
-	}
 }
 
 // sameZone: the pods' NodeClaims are all in one single zone.

@@ -44,9 +44,6 @@ func (p *Progress) Block(text string) {
 	}
 }
 
-// Elapsed is the time since the progress began.
-func (p *Progress) Elapsed() time.Duration { return p.now().Sub(p.begin) }
-
 // printPass prints what the pass read, planned and launched.
 func printPass(p *Progress, rep *provision.Report) {
 	p.Printf("provisioning pass: read %d pending pods, %d nodes, zones %s in %s; solved in %s; launched in %s",

@@ -2,7 +2,6 @@ package schedtest
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -441,14 +440,4 @@ func DaemonSet(o DaemonSetOptions) *appsv1.DaemonSet {
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: tmpl.Spec},
 		},
 	}
-}
-
-// PodKeys returns "namespace/name" of each pod, sorted.
-func PodKeys(pods ...*corev1.Pod) []string {
-	out := make([]string, len(pods))
-	for i, p := range pods {
-		out[i] = p.Namespace + "/" + p.Name
-	}
-	sort.Strings(out)
-	return out
 }

@@ -89,9 +89,6 @@ func (p *Process) Exited() (bool, error) {
 	}
 }
 
-// Done is closed when the process exits.
-func (p *Process) Done() <-chan struct{} { return p.done }
-
 // Stop sends SIGTERM to the process group, waits up to grace, then SIGKILLs
 // the group, and removes the pid file. It is safe to call more than once.
 func (p *Process) Stop(grace time.Duration) error {
