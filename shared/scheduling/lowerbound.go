@@ -5,8 +5,6 @@ import (
 	"sort"
 
 	"github.com/nodewright/nodewright/shared/apis"
-
-	corev1 "k8s.io/api/core/v1"
 )
 
 // lowerBound is a price per hour no plan can beat for the pods this plan puts
@@ -22,8 +20,8 @@ func (s *solver) lowerBound() float64 {
 	lo, hi := math.Inf(1), 0.0
 	for _, c := range s.claims {
 		demand = demand.add(c.total)
-		for _, p := range c.pods {
-			lo, hi = s.ratioRange(p, lo, hi)
+		for _, pl := range c.placements {
+			lo, hi = ratioRange(pl.g.req, lo, hi)
 		}
 	}
 	if demand == (vec{}) {
@@ -52,9 +50,8 @@ func (s *solver) lowerBound() float64 {
 	return lb
 }
 
-// ratioRange widens [lo, hi] to the pod's memory-per-millicore ratio.
-func (s *solver) ratioRange(p *corev1.Pod, lo, hi float64) (float64, float64) {
-	req, _ := s.reg.podRequests(p)
+// ratioRange widens [lo, hi] to a pod request's memory-per-millicore ratio.
+func ratioRange(req vec, lo, hi float64) (float64, float64) {
 	switch {
 	case req[rCPU] <= 0:
 		return lo, math.Inf(1)
