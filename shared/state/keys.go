@@ -1,0 +1,47 @@
+// Package state is the functions' durable state in the DynamoDB table the
+// stack creates: NodeClaim records, leases (single flight with fencing),
+// NodePool launch versions (limits that hold across concurrent launchers),
+// offerings EC2 refused recently, disruption actions (interruption and
+// consolidation state machines), processed interruption messages, cached spot
+// prices, coalesced webhook hints and recorded decisions.
+//
+// It exists so that the provision, interruption and consolidation functions,
+// each a short Lambda invocation, act together as one careful controller:
+// every multi-step action is written down before it is taken, every write that
+// acts on capacity is conditional, and every item that expires carries its
+// expiry, which readers check themselves (DynamoDB's TTL deletes items lazily,
+// sometimes days late).
+//
+// Layout: one partition per cluster (pk = the cluster's name); the sort key
+// names the kind of item and its identity. Decisions, the only items that
+// accumulate, live in their own partition (pk = cluster + "#decisions").
+package state
+
+import "strings"
+
+// Sort-key prefixes of the cluster partition.
+const (
+	// PrefixNodeClaim + NodeClaim name: a NodeClaim record.
+	PrefixNodeClaim = "nodeclaim#"
+	// PrefixLease + lease name: a lease (single flight, fencing token).
+	PrefixLease = "lease#"
+	// PrefixPool + NodePool name: the pool's launch version.
+	PrefixPool = "pool#"
+	// PrefixUnavailable + type#zone#capacityType: an offering EC2 refused.
+	PrefixUnavailable = "unavailable#"
+	// PrefixAction + action ID: a disruption action (interruption,
+	// consolidation, deletion).
+	PrefixAction = "action#"
+	// PrefixMessage + message or event ID: an interruption message handled.
+	PrefixMessage = "message#"
+	// KeySpotPrices is the cached spot price table.
+	KeySpotPrices = "spotprices"
+	// KeyHint is the webhook's coalesced provision hint.
+	KeyHint = "hint"
+)
+
+// DecisionsPartition is the partition key of a cluster's recorded decisions.
+func DecisionsPartition(cluster string) string { return cluster + "#decisions" }
+
+// Key joins parts into a sort key.
+func Key(prefix string, parts ...string) string { return prefix + strings.Join(parts, "#") }
