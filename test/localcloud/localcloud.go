@@ -50,6 +50,10 @@ type Options struct {
 	Log       *slog.Logger // default JSON to <state>/localcloud.log
 	// ReadyTimeout bounds the wait for each server; default 60s.
 	ReadyTimeout time.Duration
+	// AWSOnly starts only the AWS side (moto, the front, the seeded
+	// account): for tests of the state table, queues and EC2 that need no
+	// Kubernetes. Cluster, Kubeconfig and Kube stay empty.
+	AWSOnly bool
 }
 
 func (o *Options) defaults() {
@@ -116,7 +120,7 @@ func runDir() string { return filepath.Join(os.TempDir(), "nodewright-localcloud
 // On error everything started so far is stopped.
 func Start(ctx context.Context, opts Options) (c *Cloud, err error) {
 	opts.defaults()
-	t, err := findTools(opts.ToolsDir)
+	t, err := findTools(opts.ToolsDir, opts.AWSOnly)
 	if err != nil {
 		return nil, err
 	}
@@ -188,6 +192,9 @@ func (c *Cloud) up(ctx context.Context, t tools) error {
 	moto, err := c.start(motoComponent(t, p, mkdir(c.StateDir, "moto")))
 	if err != nil {
 		return err
+	}
+	if c.Options.AWSOnly {
+		return c.upAWS(ctx, moto)
 	}
 	awsDone := make(chan error, 1)
 	go func() { awsDone <- c.upAWS(ctx, moto) }()

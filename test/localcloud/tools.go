@@ -48,16 +48,24 @@ type tools struct {
 
 func (t tools) bin(name string) string { return filepath.Join(t.dir, "bin", name) }
 
-// findTools checks that every tool is present in dir.
-func findTools(dir string) (tools, error) {
+// findTools checks that every tool is present in dir (only moto when
+// awsOnly).
+func findTools(dir string, awsOnly bool) (tools, error) {
 	t := tools{dir: dir}
 	var missing []error
-	for _, b := range []string{toolEtcd, toolAPIServer, toolKCM, toolScheduler, toolKwok, toolMoto} {
+	bins := []string{toolEtcd, toolAPIServer, toolKCM, toolScheduler, toolKwok, toolMoto}
+	if awsOnly {
+		bins = []string{toolMoto}
+	}
+	for _, b := range bins {
 		if st, err := os.Stat(t.bin(b)); err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
 			missing = append(missing, fmt.Errorf("%s", t.bin(b)))
 		}
 	}
 	for _, s := range kwokStages {
+		if awsOnly {
+			break
+		}
 		p := filepath.Join(dir, "kwok-stage", s)
 		if _, err := os.Stat(p); err != nil {
 			missing = append(missing, fmt.Errorf("%s", p))

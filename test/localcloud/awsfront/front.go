@@ -64,6 +64,12 @@ type Front struct {
 	sqs   *sqs.Client
 	log   *slog.Logger
 
+	// ddb serializes DynamoDB calls: DynamoDB is linearizable per item, but
+	// moto's threaded server is not (10 concurrent conditional updates of
+	// one item: 3 succeeded), so writes run one at a time and reads never
+	// see half a transaction.
+	ddb sync.RWMutex
+
 	mu        sync.Mutex
 	pools     map[PoolKey]int        // remaining capacity; absent = unlimited
 	throttles map[string]int         // action -> requests still to throttle
@@ -182,7 +188,25 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if f.handle(w, r, req) {
 		return
 	}
+	if svc, op, ok := strings.Cut(req.target, "."); ok && strings.HasPrefix(svc, "DynamoDB_") {
+		if dynamoRead(op) {
+			f.ddb.RLock()
+			defer f.ddb.RUnlock()
+		} else {
+			f.ddb.Lock()
+			defer f.ddb.Unlock()
+		}
+	}
 	f.forward(w, r, body)
+}
+
+// dynamoRead reports whether a DynamoDB operation only reads.
+func dynamoRead(op string) bool {
+	switch op {
+	case "GetItem", "BatchGetItem", "Query", "Scan", "DescribeTable", "ListTables", "DescribeTimeToLive", "TransactGetItems":
+		return true
+	}
+	return false
 }
 
 func parseRequest(r *http.Request, body []byte) request {

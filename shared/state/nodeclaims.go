@@ -1,0 +1,305 @@
+package state
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nodewright/nodewright/shared/names"
+	"github.com/nodewright/nodewright/shared/scheduling"
+)
+
+// Phase is where a NodeClaim is in its life.
+type Phase string
+
+// NodeClaim phases, in order.
+const (
+	// Launching: the record is written and CreateFleet is being called (or
+	// was, by an invocation that died: re-driving the same call with the
+	// same ClientToken returns the same instance).
+	Launching Phase = "launching"
+	// Launched: EC2 launched the instance; its Node has not registered.
+	Launched Phase = "launched"
+	// Registered: a Node with the instance's providerID exists.
+	Registered Phase = "registered"
+	// Initialized: the Node is Ready and its startup taints are gone.
+	Initialized Phase = "initialized"
+	// Disrupting: an action (interruption, consolidation, expiry, drift,
+	// deletion) is replacing or draining the node; Disruption says which.
+	Disrupting Phase = "disrupting"
+	// Terminating: the node is drained (or given up); the instance is being
+	// terminated and the Node deleted.
+	Terminating Phase = "terminating"
+)
+
+// InFlight reports whether a NodeClaim in this phase is capacity that has
+// not registered yet.
+func (p Phase) InFlight() bool { return p == Launching || p == Launched }
+
+// NodeClaim is the record of one node Nodewright launches.
+type NodeClaim struct {
+	Name      string `json:"name"`
+	NodePool  string `json:"nodePool"`
+	NodeClass string `json:"nodeClass"`
+	Phase     Phase  `json:"phase"`
+	// Claim is the planned NodeClaim the fleet request is built from (its
+	// instance-type options, zones, capacity types, requirements, labels,
+	// taints, planned pods and expected price): re-driving a launch uses it
+	// unchanged.
+	Claim scheduling.NodeClaim `json:"claim"`
+	// Capacity is what counts against the NodePool's limits: while
+	// launching, the largest of the options in every resource; once
+	// launched, the instance type's.
+	Capacity corev1.ResourceList `json:"capacity,omitempty"`
+	// Hashes of the NodePool and EC2NodeClass it was launched under (drift).
+	NodePoolHash  string `json:"nodePoolHash,omitempty"`
+	NodeClassHash string `json:"nodeClassHash,omitempty"`
+	// Reason is why it was launched ("provisioning", "replacement for
+	// <nodeclaim>: <action>").
+	Reason string `json:"reason,omitempty"`
+
+	InstanceID   string  `json:"instanceId,omitempty"`
+	InstanceType string  `json:"instanceType,omitempty"`
+	Zone         string  `json:"zone,omitempty"`
+	CapacityType string  `json:"capacityType,omitempty"`
+	ImageID      string  `json:"imageId,omitempty"`
+	PricePerHour float64 `json:"pricePerHour,omitempty"`
+	ProviderID   string  `json:"providerId,omitempty"`
+	NodeName     string  `json:"nodeName,omitempty"`
+
+	CreatedAt     time.Time `json:"createdAt"`
+	LaunchedAt    time.Time `json:"launchedAt,omitzero"`
+	RegisteredAt  time.Time `json:"registeredAt,omitzero"`
+	InitializedAt time.Time `json:"initializedAt,omitzero"`
+	// Disruption is set while an action disrupts the node.
+	Disruption *Disruption `json:"disruption,omitempty"`
+
+	// Version is the record's version in the table (0: not stored yet).
+	Version int64 `json:"-"`
+}
+
+// Disruption says which action disrupts a node, and why.
+type Disruption struct {
+	Action string    `json:"action"`
+	Reason string    `json:"reason"`
+	Since  time.Time `json:"since"`
+}
+
+// ProviderIDFor is the providerID a Node of instance in zone registers
+// with on EKS.
+func ProviderIDFor(zone, instanceID string) string { return "aws:///" + zone + "/" + instanceID }
+
+func (s *Store) nodeClaimItem(nc *NodeClaim, version int64) (item, error) {
+	it, err := s.base(Key(PrefixNodeClaim, nc.Name), nc, version)
+	if err != nil {
+		return nil, err
+	}
+	it[names.NodePoolAttribute] = str(nc.NodePool)
+	it[attrState] = str(string(nc.Phase))
+	if nc.InstanceID != "" {
+		it[names.InstanceIDAttribute] = str(nc.InstanceID)
+	}
+	return it, nil
+}
+
+func decodeNodeClaim(it item) (*NodeClaim, error) {
+	nc := &NodeClaim{}
+	if err := decode(it, nc); err != nil {
+		return nil, err
+	}
+	nc.Version = getNum(it, attrVersion)
+	return nc, nil
+}
+
+// CreateNodeClaims writes new records, all or none, before their instances
+// are launched. The write is fenced by lease (it fails with ErrLeaseLost or
+// ErrConflict if the caller no longer holds it) and, for every NodePool in
+// pools (those with limits), conditioned on the pool's launch version
+// being what the caller read before it counted the pool's capacity: two
+// invocations that both counted room under a limit cannot both use it.
+// On success the records have Version 1 and the pools' versions are
+// advanced in pools.
+func (s *Store) CreateNodeClaims(ctx context.Context, lease *Lease, claims []*NodeClaim, pools map[string]int64) error {
+	if len(claims) == 0 {
+		return nil
+	}
+	touched := map[string]bool{}
+	for _, nc := range claims {
+		if _, ok := pools[nc.NodePool]; ok {
+			touched[nc.NodePool] = true
+		}
+	}
+	fixed := 1 + len(touched)
+	if fixed+len(claims) > maxTransactItems {
+		// Split: each part advances the pools' versions for the next.
+		half := len(claims) / 2
+		if err := s.CreateNodeClaims(ctx, lease, claims[:half], pools); err != nil {
+			return err
+		}
+		return s.CreateNodeClaims(ctx, lease, claims[half:], pools)
+	}
+	items := []types.TransactWriteItem{s.fence(lease)}
+	poolNames := make([]string, 0, len(touched))
+	for p := range touched {
+		poolNames = append(poolNames, p)
+	}
+	sort.Strings(poolNames)
+	for _, p := range poolNames {
+		items = append(items, s.bumpPool(p, pools[p]))
+	}
+	for _, nc := range claims {
+		if nc.Phase == "" {
+			nc.Phase = Launching
+		}
+		it, err := s.nodeClaimItem(nc, 1)
+		if err != nil {
+			return err
+		}
+		items = append(items, s.putItem(it, "attribute_not_exists(#pk)", map[string]string{"#pk": names.PartitionKey}, nil))
+	}
+	if err := s.transact(ctx, fmt.Sprintf("create %d nodeclaims", len(claims)), items); err != nil {
+		return s.explainFence(ctx, lease, err)
+	}
+	for _, nc := range claims {
+		nc.Version = 1
+	}
+	for _, p := range poolNames {
+		pools[p]++
+	}
+	return nil
+}
+
+// explainFence turns a failed fenced write into ErrLeaseLost when the
+// lease is the reason.
+func (s *Store) explainFence(ctx context.Context, l *Lease, err error) error {
+	if !errors.Is(err, ErrConflict) || l == nil {
+		return err
+	}
+	st, rerr := s.ReadLease(ctx, l.Name)
+	if rerr != nil || st.Holder != l.Holder || st.Token != l.Token || !st.Until.After(s.now()) {
+		return fmt.Errorf("%w (%v)", ErrLeaseLost, err)
+	}
+	return err
+}
+
+// PutNodeClaim writes nc if the stored record still has nc.Version, and
+// advances nc.Version. ErrConflict if another invocation changed it.
+func (s *Store) PutNodeClaim(ctx context.Context, nc *NodeClaim) error {
+	it, err := s.nodeClaimItem(nc, nc.Version+1)
+	if err != nil {
+		return err
+	}
+	cond, nm, values := versionCondition(nc.Version)
+	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName: aws.String(s.table), Item: it,
+		ConditionExpression: aws.String(cond), ExpressionAttributeNames: nm, ExpressionAttributeValues: values,
+	})
+	if err := wrapConditional(err, "update nodeclaim "+nc.Name); err != nil {
+		return err
+	}
+	nc.Version++
+	return nil
+}
+
+// DeleteNodeClaim removes the record if it still has nc.Version.
+func (s *Store) DeleteNodeClaim(ctx context.Context, nc *NodeClaim) error {
+	return s.deleteVersioned(ctx, Key(PrefixNodeClaim, nc.Name), nc.Version)
+}
+
+// GetNodeClaim reads one record (ErrNotFound if there is none).
+func (s *Store) GetNodeClaim(ctx context.Context, name string) (*NodeClaim, error) {
+	it, err := s.get(ctx, Key(PrefixNodeClaim, name))
+	if err != nil {
+		return nil, fmt.Errorf("nodeclaim %s: %w", name, err)
+	}
+	return decodeNodeClaim(it)
+}
+
+// NodeClaims reads every record of the cluster, sorted by name.
+func (s *Store) NodeClaims(ctx context.Context) ([]*NodeClaim, error) {
+	items, err := s.query(ctx, s.cluster, PrefixNodeClaim)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*NodeClaim, 0, len(items))
+	for _, it := range items {
+		nc, err := decodeNodeClaim(it)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, nc)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// NodeClaimByInstance finds the record of an instance through the
+// byInstanceId index (ErrNotFound: not one of ours). The index is
+// eventually consistent, so the record is read again from the table.
+func (s *Store) NodeClaimByInstance(ctx context.Context, instanceID string) (*NodeClaim, error) {
+	out, err := s.db.Query(ctx, &dynamodb.QueryInput{
+		TableName:                 aws.String(s.table),
+		IndexName:                 aws.String(names.IndexByInstanceID),
+		KeyConditionExpression:    aws.String("#i = :i"),
+		ExpressionAttributeNames:  map[string]string{"#i": names.InstanceIDAttribute},
+		ExpressionAttributeValues: item{":i": str(instanceID)},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("find instance %s: %w", instanceID, err)
+	}
+	for _, it := range out.Items {
+		if getStr(it, names.PartitionKey) != s.cluster {
+			continue
+		}
+		name := getStr(it, names.SortKey)[len(PrefixNodeClaim):]
+		nc, err := s.GetNodeClaim(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		if nc.InstanceID == instanceID {
+			return nc, nil
+		}
+	}
+	return nil, fmt.Errorf("instance %s: %w", instanceID, ErrNotFound)
+}
+
+// PoolVersions returns the launch version of every NodePool that has one.
+// Read it before the records whose capacity is counted against limits.
+func (s *Store) PoolVersions(ctx context.Context) (map[string]int64, error) {
+	items, err := s.query(ctx, s.cluster, PrefixPool)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]int64{}
+	for _, it := range items {
+		out[getStr(it, names.SortKey)[len(PrefixPool):]] = getNum(it, attrVersion)
+	}
+	return out, nil
+}
+
+// bumpPool advances a pool's launch version from expect.
+func (s *Store) bumpPool(pool string, expect int64) types.TransactWriteItem {
+	u := &types.Update{
+		TableName:                aws.String(s.table),
+		Key:                      s.key(Key(PrefixPool, pool)),
+		UpdateExpression:         aws.String("SET #v = :next"),
+		ExpressionAttributeNames: map[string]string{"#v": attrVersion},
+		ExpressionAttributeValues: item{
+			":next": num(expect + 1),
+		},
+	}
+	if expect == 0 {
+		u.ConditionExpression = aws.String("attribute_not_exists(#v)")
+	} else {
+		u.ConditionExpression = aws.String("#v = :cur")
+		u.ExpressionAttributeValues[":cur"] = num(expect)
+	}
+	return types.TransactWriteItem{Update: u}
+}
