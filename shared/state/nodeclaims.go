@@ -130,6 +130,9 @@ func (s *Store) CreateNodeClaims(ctx context.Context, lease *Lease, claims []*No
 	if len(claims) == 0 {
 		return nil
 	}
+	if lease == nil {
+		return errors.New("create nodeclaims: no lease to fence the write with")
+	}
 	touched := map[string]bool{}
 	for _, nc := range claims {
 		if _, ok := pools[nc.NodePool]; ok {

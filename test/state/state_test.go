@@ -24,6 +24,9 @@ import (
 
 var cloud *localcloud.Cloud
 
+// runID makes every store's cluster new, also under -count=N.
+var runID atomic.Int64
+
 func TestMain(m *testing.M) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	c, err := localcloud.Start(ctx, localcloud.Options{AWSOnly: true, Cluster: "state-test"})
@@ -53,7 +56,7 @@ func (c *clock) Add(d time.Duration) { c.t.Add(int64(d)) }
 // not see one another's items) on the shared table.
 func newStore(t *testing.T, clk *clock) *state.Store {
 	t.Helper()
-	s, err := state.New(dynamodb.NewFromConfig(cloud.AWSConfig()), cloud.Names.Table, "c-"+t.Name(), clk.Now)
+	s, err := state.New(dynamodb.NewFromConfig(cloud.AWSConfig()), cloud.Names.Table, fmt.Sprintf("c%d-%s", runID.Add(1), t.Name()), clk.Now)
 	if err != nil {
 		t.Fatal(err)
 	}
