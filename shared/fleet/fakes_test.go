@@ -37,6 +37,51 @@ type fakeEC2 struct {
 	describeCalls int
 	createLT      []*ec2.CreateLaunchTemplateInput
 	fleets        []*ec2.CreateFleetInput
+
+	// reservations answers DescribeInstances, one page per element.
+	reservations [][]ec2types.Reservation
+	describeIn   []*ec2.DescribeInstancesInput
+	// missing are instance IDs TerminateInstances does not know.
+	missing    map[string]bool
+	terminated [][]string
+	tagged     []*ec2.CreateTagsInput
+}
+
+func (f *fakeEC2) DescribeInstances(_ context.Context, in *ec2.DescribeInstancesInput, _ ...func(*ec2.Options)) (*ec2.DescribeInstancesOutput, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.describeIn = append(f.describeIn, in)
+	page := 0
+	if in.NextToken != nil {
+		fmt.Sscan(*in.NextToken, &page)
+	}
+	out := &ec2.DescribeInstancesOutput{}
+	if page < len(f.reservations) {
+		out.Reservations = f.reservations[page]
+	}
+	if page+1 < len(f.reservations) {
+		out.NextToken = aws.String(fmt.Sprint(page + 1))
+	}
+	return out, nil
+}
+
+func (f *fakeEC2) TerminateInstances(_ context.Context, in *ec2.TerminateInstancesInput, _ ...func(*ec2.Options)) (*ec2.TerminateInstancesOutput, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, id := range in.InstanceIds {
+		if f.missing[id] {
+			return nil, &smithy.GenericAPIError{Code: "InvalidInstanceID.NotFound", Message: "The instance ID '" + id + "' does not exist"}
+		}
+	}
+	f.terminated = append(f.terminated, in.InstanceIds)
+	return &ec2.TerminateInstancesOutput{}, nil
+}
+
+func (f *fakeEC2) CreateTags(_ context.Context, in *ec2.CreateTagsInput, _ ...func(*ec2.Options)) (*ec2.CreateTagsOutput, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.tagged = append(f.tagged, in)
+	return &ec2.CreateTagsOutput{}, nil
 }
 
 func newFakeEC2() *fakeEC2 {
@@ -132,12 +177,17 @@ func (f *fakeEC2) CreateFleet(_ context.Context, in *ec2.CreateFleetInput, _ ...
 	return launchFirst(in), nil
 }
 
-// launchFirst launches the first override of the first config, as moto does.
+// launchFirst launches the fleet's target capacity from the first override
+// of the first config, as moto does.
 func launchFirst(in *ec2.CreateFleetInput) *ec2.CreateFleetOutput {
 	c := in.LaunchTemplateConfigs[0]
 	o := c.Overrides[0]
+	ids := []string{"i-0123"}
+	for i := 1; i < int(aws.ToInt32(in.TargetCapacitySpecification.TotalTargetCapacity)); i++ {
+		ids = append(ids, fmt.Sprintf("i-%04d", 123+i))
+	}
 	return &ec2.CreateFleetOutput{FleetId: aws.String("fleet-1"), Instances: []ec2types.CreateFleetInstance{{
-		InstanceIds: []string{"i-0123"}, InstanceType: o.InstanceType,
+		InstanceIds: ids, InstanceType: o.InstanceType,
 		Lifecycle: ec2types.InstanceLifecycle(in.TargetCapacitySpecification.DefaultTargetCapacityType),
 		LaunchTemplateAndOverrides: &ec2types.LaunchTemplateAndOverridesResponse{
 			LaunchTemplateSpecification: &ec2types.FleetLaunchTemplateSpecification{LaunchTemplateName: c.LaunchTemplateSpecification.LaunchTemplateName},

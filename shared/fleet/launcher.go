@@ -122,14 +122,30 @@ func (l *Launcher) Zones(ctx context.Context, classes []*apis.EC2NodeClass) ([]s
 // *LaunchError that lists the refused offerings; errors.Is(err,
 // ErrUnavailableOffering) tells a capacity shortage from a bad request.
 func (l *Launcher) Launch(ctx context.Context, req Request) (*Instance, error) {
-	inst, err := l.launch(ctx, req)
+	if req.Count > 1 {
+		return nil, fmt.Errorf("launch nodeclaim %s: Launch takes one instance, not %d (LaunchGroup)", req.Name, req.Count)
+	}
+	insts, err := l.launch(ctx, req)
 	if err != nil {
 		return nil, fmt.Errorf("launch nodeclaim %s: %w", req.Name, err)
 	}
-	return inst, nil
+	return insts[0], nil
 }
 
-func (l *Launcher) launch(ctx context.Context, req Request) (*Instance, error) {
+// LaunchGroup launches req.Count identical instances with one instant
+// CreateFleet call (ClientToken req.Name): the instances EC2 launched,
+// sorted by ID, each with the offerings the fleet refused; fewer than
+// Count when EC2 ran short. When it launched none the error is a
+// *LaunchError as for Launch.
+func (l *Launcher) LaunchGroup(ctx context.Context, req Request) ([]*Instance, error) {
+	insts, err := l.launch(ctx, req)
+	if err != nil {
+		return nil, fmt.Errorf("launch nodeclaims %s (%d): %w", req.Name, max(req.Count, 1), err)
+	}
+	return insts, nil
+}
+
+func (l *Launcher) launch(ctx context.Context, req Request) ([]*Instance, error) {
 	if err := validate(req); err != nil {
 		return nil, err
 	}
@@ -150,7 +166,7 @@ func (l *Launcher) launch(ctx context.Context, req Request) (*Instance, error) {
 		return nil, err
 	}
 	ct := capacityTypeOf(req.Claim.CapacityTypes)
-	in, err := fleetInput(req.Name, ct, templates, subnets, instanceTags(l.cfg.Cluster.Name, req.Claim.NodePool, req.Name, req.NodeClass), req.NodeClass.Spec.Context)
+	in, err := fleetInput(req.Name, req.Count, ct, templates, subnets, instanceTags(l.cfg.Cluster.Name, req.Claim.NodePool, req.Name, req.NodeClass), req.NodeClass.Spec.Context)
 	if err != nil {
 		return nil, err
 	}
@@ -293,7 +309,7 @@ func (l *Launcher) ensureTemplate(ctx context.Context, in *ec2.CreateLaunchTempl
 // createFleet calls CreateFleet and reads its answer. If the fleet failed
 // because a cached launch template has gone, the cache is dropped so that
 // the next launch (under a new NodeClaim name) makes it again.
-func (l *Launcher) createFleet(ctx context.Context, req Request, in *ec2.CreateFleetInput, ct string, subnets []Subnet, imageOf map[string]string) (*Instance, error) {
+func (l *Launcher) createFleet(ctx context.Context, req Request, in *ec2.CreateFleetInput, ct string, subnets []Subnet, imageOf map[string]string) ([]*Instance, error) {
 	out, err := l.cfg.EC2.CreateFleet(ctx, in)
 	if err != nil {
 		return nil, fmt.Errorf("create fleet: %w", err)
@@ -302,23 +318,28 @@ func (l *Launcher) createFleet(ctx context.Context, req Request, in *ec2.CreateF
 	for _, s := range subnets {
 		zoneOf[s.ID] = s.Zone
 	}
-	got, ok, ferrs := fleetOutcome(out, ct, zoneOf)
-	if !ok {
+	got, ferrs := fleetOutcome(out, ct, zoneOf)
+	if len(got) == 0 {
 		if templateGone(ferrs) {
 			l.templates.clear()
 		}
 		return nil, &LaunchError{Unavailable: unavailableOf(ferrs), Errors: ferrs}
 	}
-	inst := &Instance{
-		NodeClaim: req.Name, NodePool: req.Claim.NodePool, InstanceID: got.InstanceID, InstanceType: got.InstanceType,
-		Zone: got.Zone, SubnetID: got.SubnetID, CapacityType: got.CapacityType, ImageID: imageOf[got.TemplateName],
-		FleetID: aws.ToString(out.FleetId), PricePerHour: l.price(got.InstanceType, got.Zone, got.CapacityType),
-		Unavailable: unavailableOf(ferrs),
+	refused := unavailableOf(ferrs)
+	insts := make([]*Instance, 0, len(got))
+	for _, g := range got {
+		inst := &Instance{
+			NodeClaim: req.Name, NodePool: req.Claim.NodePool, InstanceID: g.InstanceID, InstanceType: g.InstanceType,
+			Zone: g.Zone, SubnetID: g.SubnetID, CapacityType: g.CapacityType, ImageID: imageOf[g.TemplateName],
+			FleetID: aws.ToString(out.FleetId), PricePerHour: l.price(g.InstanceType, g.Zone, g.CapacityType),
+			Unavailable: refused,
+		}
+		l.cfg.Log.Info("nodeclaim launched", "nodeClaim", req.Name, "nodePool", req.Claim.NodePool, "instance", inst.InstanceID,
+			"type", inst.InstanceType, "zone", inst.Zone, "capacityType", inst.CapacityType, "price", inst.PricePerHour,
+			"refused", len(inst.Unavailable))
+		insts = append(insts, inst)
 	}
-	l.cfg.Log.Info("nodeclaim launched", "nodeClaim", req.Name, "nodePool", req.Claim.NodePool, "instance", inst.InstanceID,
-		"type", inst.InstanceType, "zone", inst.Zone, "capacityType", inst.CapacityType, "price", inst.PricePerHour,
-		"refused", len(inst.Unavailable))
-	return inst, nil
+	return insts, nil
 }
 
 // templateGone reports whether the fleet failed because a launch template

@@ -40,13 +40,14 @@ func capacityTypeOf(capacityTypes []string) string {
 	return apis.CapacityTypeOnDemand
 }
 
-// fleetInput is the instant CreateFleet for one NodeClaim: target 1, the
+// fleetInput is the instant CreateFleet for one NodeClaim (or count
+// identical ones): target count, the
 // claim's capacity type, overrides = each template's types x one subnet per
 // zone (types in price order, zones in order), cut to MaxOverrides by
 // dropping the most expensive types, ClientToken = the NodeClaim's name,
 // the tags on the instance, its volumes and the fleet, and the EC2NodeClass's
 // spec.context (a reserved-capacity context) when set.
-func fleetInput(nodeClaim, capacityType string, templates []templateOverrides, subnets []Subnet, tags map[string]string, fleetContext *string) (*ec2.CreateFleetInput, error) {
+func fleetInput(nodeClaim string, count int, capacityType string, templates []templateOverrides, subnets []Subnet, tags map[string]string, fleetContext *string) (*ec2.CreateFleetInput, error) {
 	if len(templates) > MaxLaunchTemplateConfigs {
 		return nil, fmt.Errorf("%d launch templates: CreateFleet takes at most %d", len(templates), MaxLaunchTemplateConfigs)
 	}
@@ -85,7 +86,7 @@ func fleetInput(nodeClaim, capacityType string, templates []templateOverrides, s
 		ClientToken:           aws.String(ClientToken(nodeClaim)),
 		LaunchTemplateConfigs: configs,
 		TargetCapacitySpecification: &ec2types.TargetCapacitySpecificationRequest{
-			TotalTargetCapacity: aws.Int32(1), DefaultTargetCapacityType: ec2types.DefaultTargetCapacityType(capacityType),
+			TotalTargetCapacity: aws.Int32(int32(max(count, 1))), DefaultTargetCapacityType: ec2types.DefaultTargetCapacityType(capacityType),
 		},
 		TagSpecifications: []ec2types.TagSpecification{
 			{ResourceType: ec2types.ResourceTypeInstance, Tags: et},

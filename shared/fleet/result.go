@@ -1,6 +1,8 @@
 package fleet
 
 import (
+	"sort"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
@@ -11,11 +13,11 @@ type launched struct {
 	InstanceID, InstanceType, Zone, SubnetID, CapacityType, TemplateName string
 }
 
-// fleetOutcome reads an instant fleet's answer: the instance it launched
-// (ok false when none) and the errors it reported per override. Zones come
-// from the override, else from the subnet; the capacity type from the
-// instance's lifecycle, else the one requested.
-func fleetOutcome(out *ec2.CreateFleetOutput, capacityType string, zoneOf map[string]string) (inst launched, ok bool, errs []FleetError) {
+// fleetOutcome reads an instant fleet's answer: the instances it launched
+// (sorted by ID; none when it launched nothing) and the errors it reported
+// per override. Zones come from the override, else from the subnet; the
+// capacity type from the instance's lifecycle, else the one requested.
+func fleetOutcome(out *ec2.CreateFleetOutput, capacityType string, zoneOf map[string]string) (insts []launched, errs []FleetError) {
 	for _, e := range out.Errors {
 		fe := FleetError{Code: aws.ToString(e.ErrorCode), Message: aws.ToString(e.ErrorMessage), CapacityType: lifecycle(string(e.Lifecycle), capacityType)}
 		if lo := e.LaunchTemplateAndOverrides; lo != nil && lo.Overrides != nil {
@@ -26,25 +28,25 @@ func fleetOutcome(out *ec2.CreateFleetOutput, capacityType string, zoneOf map[st
 		errs = append(errs, fe)
 	}
 	for _, fi := range out.Instances {
-		if len(fi.InstanceIds) == 0 {
-			continue
-		}
-		inst = launched{InstanceID: fi.InstanceIds[0], InstanceType: string(fi.InstanceType), CapacityType: lifecycle(string(fi.Lifecycle), capacityType)}
-		if lo := fi.LaunchTemplateAndOverrides; lo != nil {
-			if lo.Overrides != nil {
-				if inst.InstanceType == "" {
-					inst.InstanceType = string(lo.Overrides.InstanceType)
+		for _, id := range fi.InstanceIds {
+			inst := launched{InstanceID: id, InstanceType: string(fi.InstanceType), CapacityType: lifecycle(string(fi.Lifecycle), capacityType)}
+			if lo := fi.LaunchTemplateAndOverrides; lo != nil {
+				if lo.Overrides != nil {
+					if inst.InstanceType == "" {
+						inst.InstanceType = string(lo.Overrides.InstanceType)
+					}
+					inst.SubnetID = aws.ToString(lo.Overrides.SubnetId)
+					inst.Zone = zoneOfOverride(lo.Overrides, zoneOf)
 				}
-				inst.SubnetID = aws.ToString(lo.Overrides.SubnetId)
-				inst.Zone = zoneOfOverride(lo.Overrides, zoneOf)
+				if lo.LaunchTemplateSpecification != nil {
+					inst.TemplateName = aws.ToString(lo.LaunchTemplateSpecification.LaunchTemplateName)
+				}
 			}
-			if lo.LaunchTemplateSpecification != nil {
-				inst.TemplateName = aws.ToString(lo.LaunchTemplateSpecification.LaunchTemplateName)
-			}
+			insts = append(insts, inst)
 		}
-		return inst, true, errs
 	}
-	return launched{}, false, errs
+	sort.Slice(insts, func(i, j int) bool { return insts[i].InstanceID < insts[j].InstanceID })
+	return insts, errs
 }
 
 func zoneOfOverride(o *ec2types.FleetLaunchTemplateOverrides, zoneOf map[string]string) string {

@@ -32,6 +32,11 @@ type Request struct {
 	Claim scheduling.NodeClaim
 	// NodeClass is the EC2NodeClass the claim's NodePool references.
 	NodeClass *apis.EC2NodeClass
+	// Count is how many identical instances to launch in one fleet (0 or
+	// 1: one). A group's instances are tagged with Name at launch; the
+	// caller assigns them to its NodeClaims and tags each with its own
+	// name (TagNodeClaim).
+	Count int
 }
 
 // Instance is a launched NodeClaim.

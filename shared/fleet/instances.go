@@ -1,0 +1,116 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+
+	"github.com/nodewright/nodewright/shared/names"
+)
+
+// Running is an instance that carries this cluster's ownership tag (and
+// so may be Nodewright's), as garbage collection and liveness see it.
+type Running struct {
+	InstanceID   string
+	InstanceType string
+	Zone         string
+	State        string // pending, running, stopping, stopped, shutting-down
+	LaunchTime   time.Time
+	// NodeClaim and NodePool are the instance's karpenter.sh tags ("" when
+	// absent: not launched by Nodewright or Karpenter).
+	NodeClaim string
+	NodePool  string
+}
+
+// Instances lists the instances tagged kubernetes.io/cluster/<cluster>:
+// owned that have not terminated, sorted by ID.
+func (l *Launcher) Instances(ctx context.Context) ([]Running, error) {
+	in := &ec2.DescribeInstancesInput{
+		Filters: []ec2types.Filter{
+			{Name: aws.String("tag:" + names.TagKeyCluster(l.cfg.Cluster.Name)), Values: []string{names.TagValueOwned}},
+			{Name: aws.String("instance-state-name"), Values: []string{"pending", "running", "stopping", "stopped", "shutting-down"}},
+		},
+		MaxResults: aws.Int32(1000),
+	}
+	var out []Running
+	for {
+		page, err := l.cfg.EC2.DescribeInstances(ctx, in)
+		if err != nil {
+			return nil, fmt.Errorf("describe instances: %w", err)
+		}
+		for _, r := range page.Reservations {
+			for _, i := range r.Instances {
+				run := Running{InstanceID: aws.ToString(i.InstanceId), InstanceType: string(i.InstanceType), LaunchTime: aws.ToTime(i.LaunchTime)}
+				if i.Placement != nil {
+					run.Zone = aws.ToString(i.Placement.AvailabilityZone)
+				}
+				if i.State != nil {
+					run.State = string(i.State.Name)
+				}
+				for _, t := range i.Tags {
+					switch aws.ToString(t.Key) {
+					case names.TagKeyNodeClaim:
+						run.NodeClaim = aws.ToString(t.Value)
+					case names.TagKeyNodePool:
+						run.NodePool = aws.ToString(t.Value)
+					}
+				}
+				out = append(out, run)
+			}
+		}
+		if aws.ToString(page.NextToken) == "" {
+			break
+		}
+		in.NextToken = page.NextToken
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].InstanceID < out[j].InstanceID })
+	return out, nil
+}
+
+// Terminate terminates instances (in batches EC2 accepts); instances that
+// no longer exist are not an error.
+func (l *Launcher) Terminate(ctx context.Context, ids []string) error {
+	for len(ids) > 0 {
+		n := min(len(ids), 500)
+		batch := ids[:n]
+		ids = ids[n:]
+		_, err := l.cfg.EC2.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: batch})
+		if err != nil && hasCode(err, "InvalidInstanceID.NotFound") && len(batch) > 1 {
+			// One unknown ID fails the batch: terminate one at a time.
+			var errs []error
+			for _, id := range batch {
+				errs = append(errs, l.Terminate(ctx, []string{id}))
+			}
+			err = errors.Join(errs...)
+		} else if err != nil && hasCode(err, "InvalidInstanceID.NotFound") {
+			err = nil
+		}
+		if err != nil {
+			return fmt.Errorf("terminate instances %v: %w", batch, err)
+		}
+		l.cfg.Log.Info("instances terminated", "instances", batch)
+	}
+	return nil
+}
+
+// TagNodeClaim tags a group-launched instance with the NodeClaim it was
+// assigned to (the tag its fleet gave it names the group's first claim).
+func (l *Launcher) TagNodeClaim(ctx context.Context, instanceID, nodePool, nodeClaim string) error {
+	_, err := l.cfg.EC2.CreateTags(ctx, &ec2.CreateTagsInput{
+		Resources: []string{instanceID},
+		Tags: []ec2types.Tag{
+			{Key: aws.String(names.TagKeyNodeClaim), Value: aws.String(nodeClaim)},
+			{Key: aws.String(names.TagKeyName), Value: aws.String(nodePool + "/" + nodeClaim)},
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("tag instance %s with nodeclaim %s: %w", instanceID, nodeClaim, err)
+	}
+	return nil
+}

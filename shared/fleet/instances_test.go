@@ -1,0 +1,102 @@
+package fleet
+
+import (
+	"context"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+)
+
+func TestLaunchGroupOneFleetForIdenticalClaims(t *testing.T) {
+	f := newFixture(t)
+	req := Request{Name: "default-grpaa", NodeClass: defaultNodeClass(), Count: 3,
+		Claim: claim([]string{"c5.large", "m5.large"}, []string{"us-east-1a", "us-east-1b"})}
+	insts, err := f.l.LaunchGroup(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.ec2.fleets) != 1 || aws.ToInt32(f.ec2.fleets[0].TargetCapacitySpecification.TotalTargetCapacity) != 3 {
+		t.Fatalf("%d fleets; want one with target 3", len(f.ec2.fleets))
+	}
+	if got := aws.ToString(f.ec2.fleets[0].ClientToken); got != "default-grpaa" {
+		t.Errorf("client token %q", got)
+	}
+	var ids []string
+	for _, in := range insts {
+		ids = append(ids, in.InstanceID)
+		if in.InstanceType != "c5.large" || in.NodeClaim != "default-grpaa" {
+			t.Errorf("instance %+v", in)
+		}
+	}
+	if !reflect.DeepEqual(ids, []string{"i-0123", "i-0124", "i-0125"}) {
+		t.Errorf("instances %v, want 3 sorted by ID", ids)
+	}
+	if _, err := f.l.Launch(context.Background(), req); err == nil || !strings.Contains(err.Error(), "LaunchGroup") {
+		t.Errorf("Launch of a group: %v, want an error naming LaunchGroup", err)
+	}
+}
+
+func TestInstancesListsTaggedInstancesAcrossPages(t *testing.T) {
+	f := newFixture(t)
+	at := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
+	inst := func(id, state, claim string) ec2types.Instance {
+		i := ec2types.Instance{InstanceId: aws.String(id), InstanceType: "m5.large", LaunchTime: aws.Time(at),
+			Placement: &ec2types.Placement{AvailabilityZone: aws.String("us-east-1a")}, State: &ec2types.InstanceState{Name: ec2types.InstanceStateName(state)}}
+		if claim != "" {
+			i.Tags = []ec2types.Tag{{Key: aws.String("karpenter.sh/nodeclaim"), Value: aws.String(claim)}, {Key: aws.String("karpenter.sh/nodepool"), Value: aws.String("default")}}
+		}
+		return i
+	}
+	f.ec2.reservations = [][]ec2types.Reservation{
+		{{Instances: []ec2types.Instance{inst("i-2", "running", "default-bbbbb")}}},
+		{{Instances: []ec2types.Instance{inst("i-1", "pending", "")}}},
+	}
+	got, err := f.l.Instances(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Running{
+		{InstanceID: "i-1", InstanceType: "m5.large", Zone: "us-east-1a", State: "pending", LaunchTime: at},
+		{InstanceID: "i-2", InstanceType: "m5.large", Zone: "us-east-1a", State: "running", LaunchTime: at, NodeClaim: "default-bbbbb", NodePool: "default"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("instances %+v\nwant %+v", got, want)
+	}
+	var filters []string
+	for _, fl := range f.ec2.describeIn[0].Filters {
+		filters = append(filters, aws.ToString(fl.Name)+"="+strings.Join(fl.Values, ","))
+	}
+	if filters[0] != "tag:kubernetes.io/cluster/my-production-cluster=owned" {
+		t.Errorf("filters %v: want the cluster's ownership tag first", filters)
+	}
+}
+
+func TestTerminateIgnoresInstancesAlreadyGone(t *testing.T) {
+	f := newFixture(t)
+	f.ec2.missing = map[string]bool{"i-gone": true}
+	if err := f.l.Terminate(context.Background(), []string{"i-1", "i-gone", "i-2"}); err != nil {
+		t.Fatal(err)
+	}
+	var done []string
+	for _, b := range f.ec2.terminated {
+		done = append(done, b...)
+	}
+	if !reflect.DeepEqual(done, []string{"i-1", "i-2"}) {
+		t.Errorf("terminated %v, want i-1 and i-2 (one unknown ID must not stop the others)", done)
+	}
+}
+
+func TestTagNodeClaim(t *testing.T) {
+	f := newFixture(t)
+	if err := f.l.TagNodeClaim(context.Background(), "i-0124", "default", "default-ccccc"); err != nil {
+		t.Fatal(err)
+	}
+	in := f.ec2.tagged[0]
+	if in.Resources[0] != "i-0124" || aws.ToString(in.Tags[0].Value) != "default-ccccc" || aws.ToString(in.Tags[1].Value) != "default/default-ccccc" {
+		t.Errorf("tags %+v", in)
+	}
+}
