@@ -35,6 +35,9 @@ const (
 	AnnotationDoNotDisrupt = KarpenterGroup + "/do-not-disrupt"
 	TaintKeyDisrupted      = KarpenterGroup + "/disrupted"
 	TaintKeyUnregistered   = KarpenterGroup + "/unregistered"
+	// FinalizerTermination is on every Node Nodewright launches: deleting
+	// the Node drains it and terminates its instance before it goes.
+	FinalizerTermination = KarpenterGroup + "/termination"
 
 	CapacityTypeSpot     = "spot"
 	CapacityTypeOnDemand = "on-demand"

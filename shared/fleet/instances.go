@@ -26,6 +26,8 @@ type Running struct {
 	// absent: not launched by Nodewright or Karpenter).
 	NodeClaim string
 	NodePool  string
+	// ManagedBy: the instance carries Nodewright's managed-by tag.
+	ManagedBy bool
 }
 
 // Instances lists the instances tagged kubernetes.io/cluster/<cluster>:
@@ -59,6 +61,8 @@ func (l *Launcher) Instances(ctx context.Context) ([]Running, error) {
 						run.NodeClaim = aws.ToString(t.Value)
 					case names.TagKeyNodePool:
 						run.NodePool = aws.ToString(t.Value)
+					case names.TagKeyManagedBy:
+						run.ManagedBy = aws.ToString(t.Value) == names.TagValueManagedBy
 					}
 				}
 				out = append(out, run)

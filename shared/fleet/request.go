@@ -109,6 +109,7 @@ func fleetInput(nodeClaim string, count int, capacityType string, templates []te
 func instanceTags(cluster, nodePool, nodeClaim string, nc *apis.EC2NodeClass) map[string]string {
 	tags := resourceTags(cluster, nodePool, nc)
 	tags[names.TagKeyNodeClaim] = nodeClaim
+	tags[names.TagKeyManagedBy] = names.TagValueManagedBy
 	if _, ok := tags[names.TagKeyName]; !ok {
 		tags[names.TagKeyName] = nodePool + "/" + nodeClaim
 	}

@@ -116,7 +116,7 @@ func TestInstanceTags(t *testing.T) {
 	want := map[string]string{
 		"kubernetes.io/cluster/my-production-cluster": "owned", "eks:eks-cluster-name": "my-production-cluster",
 		"karpenter.sh/nodepool": "default", "karpenter.sh/nodeclaim": "default-abcde", "karpenter.k8s.aws/ec2nodeclass": "default",
-		"Name": "default/default-abcde", "Environment": "production", "Team": "platform",
+		"Name": "default/default-abcde", "Environment": "production", "Team": "platform", "nodewright.io/managed-by": "nodewright",
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("instance tags %v\nwant %v", got, want)

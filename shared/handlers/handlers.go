@@ -70,32 +70,6 @@ func recovered(log *slog.Logger, err *error) {
 	}
 }
 
-// Provision handles every trigger of the provision function.
-type Provision struct {
-	Env Env
-	Log *slog.Logger
-}
-
-// Handle decodes the trigger and logs it. A payload that is none of the
-// known triggers is an error (counted in the function's Errors metric; the
-// stack sets no retries, since the next sweep comes within a minute).
-func (h Provision) Handle(ctx context.Context, raw json.RawMessage) (err error) {
-	defer recovered(h.Log, &err)
-	p, err := trigger.DecodeProvision(raw)
-	if err != nil {
-		h.Log.Error("unreadable provision trigger", "error", err, "bytes", len(raw))
-		return err
-	}
-	if p.Control {
-		h.Log.Info("audit log subscription control message")
-		return nil
-	}
-	h.Log.Info("provision trigger", "source", p.Source, "time", p.Time, "pods", len(p.Pods),
-		"skippedAuditEvents", p.Skipped, "cluster", h.Env.Cluster, "configHash", h.Env.ConfigHash,
-		"note", "provisioning is not implemented yet: trigger decoded and logged only")
-	return nil
-}
-
 // Consolidation handles the consolidation schedule.
 type Consolidation struct {
 	Env Env

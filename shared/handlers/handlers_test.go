@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -13,6 +14,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/nodewright/nodewright/shared/names"
+	"github.com/nodewright/nodewright/shared/provision"
 )
 
 func sample(t *testing.T, name string) []byte {
@@ -29,24 +31,34 @@ func logger() (*bytes.Buffer, Env) {
 }
 
 func TestProvisionHandle(t *testing.T) {
+	other := []byte(`{"source":"nodewright.webhook","cluster":"someone-else","namespace":"default","name":"p","time":"2026-11-23T12:00:00Z"}`)
 	cases := []struct {
-		name    string
-		raw     []byte
-		wantErr bool
-		wantLog string
+		name      string
+		raw       []byte
+		wantErr   bool
+		wantSetup bool
+		wantLog   string
 	}{
-		{"schedule", sample(t, "schedule.json"), false, `"source":"schedule"`},
-		{"webhook hint", sample(t, "webhook-hint.json"), false, `"source":"webhook"`},
-		{"garbage", []byte(`{"hello":1}`), true, "unreadable provision trigger"},
-		{"not json", []byte(`nope`), true, "unreadable provision trigger"},
+		{"schedule", sample(t, "schedule.json"), true, true, `"source":"schedule"`},
+		{"webhook hint", sample(t, "webhook-hint.json"), true, true, `"source":"webhook"`},
+		{"hint for another cluster", other, false, false, "provision hint for another cluster"},
+		{"garbage", []byte(`{"hello":1}`), true, false, "unreadable provision trigger"},
+		{"not json", []byte(`nope`), true, false, "unreadable provision trigger"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			buf, env := logger()
-			h := Provision{Env: env, Log: NewLogger(buf, "provision", "info")}
+			setups := 0
+			h := Provision{Env: env, Log: NewLogger(buf, "provision", "info"), Setup: func(context.Context) (*provision.Reconciler, error) {
+				setups++
+				return nil, errors.New("no cluster here")
+			}}
 			err := h.Handle(context.Background(), tc.raw)
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("err %v", err)
+			}
+			if (setups > 0) != tc.wantSetup {
+				t.Fatalf("%d set-ups: a garbage or foreign trigger must not reach the cluster; a valid one must", setups)
 			}
 			if !strings.Contains(buf.String(), tc.wantLog) || !strings.Contains(buf.String(), `"function":"provision"`) {
 				t.Fatalf("log %s lacks %s", buf.String(), tc.wantLog)

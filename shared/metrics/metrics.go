@@ -30,6 +30,8 @@ const (
 	DimKind = "Kind"
 	// DimAction is what consolidation did: Delete or Replace.
 	DimAction = "Action"
+	// DimInstanceType is an EC2 instance type.
+	DimInstanceType = "InstanceType"
 )
 
 // Metric names.
@@ -58,6 +60,9 @@ const (
 	ClusterPricePerHour = "ClusterPricePerHour"
 	// SolveDuration is how long one scheduling simulation took.
 	SolveDuration = "SolveDurationMillis"
+	// RegistrationDuration is the time from a NodeClaim's launch to its
+	// Node registering, in seconds.
+	RegistrationDuration = "RegistrationSeconds"
 )
 
 // Unit is a CloudWatch metric unit.
@@ -112,7 +117,7 @@ func Definitions() []Definition {
 	defs := []Definition{
 		{PendingPods, UnitCount, Maximum, nil, "pods pending after the last solve"},
 		{PendingPodOldestAge, UnitSeconds, Maximum, nil, "age of the oldest pending pod"},
-		{NodeClaimsLaunched, UnitCount, Sum, []string{DimNodePool, DimCapacityType}, "instances launched"},
+		{NodeClaimsLaunched, UnitCount, Sum, []string{DimNodePool, DimCapacityType, DimInstanceType}, "instances launched"},
 		{LaunchFailures, UnitCount, Sum, []string{DimReason}, "launches that failed, by EC2 error code"},
 		{InsufficientCapacityErrors, UnitCount, Sum, []string{DimCapacityType}, "offerings without capacity"},
 		{Interruptions, UnitCount, Sum, []string{DimKind}, "interruption events handled"},
@@ -120,6 +125,7 @@ func Definitions() []Definition {
 		{Nodes, UnitCount, Maximum, []string{DimNodePool, DimCapacityType}, "nodes managed"},
 		{ClusterPricePerHour, UnitNone, Maximum, []string{DimNodePool, DimCapacityType}, "USD per hour of the managed nodes"},
 		{SolveDuration, UnitMilliseconds, Maximum, nil, "duration of one scheduling simulation"},
+		{RegistrationDuration, UnitSeconds, Maximum, nil, "launch to Node registered"},
 	}
 	sort.Slice(defs, func(i, j int) bool { return defs[i].Name < defs[j].Name })
 	return defs

@@ -97,6 +97,11 @@ const (
 	TagKeyEC2NodeClass = "karpenter.k8s.aws/ec2nodeclass"
 	// TagKeyName is EC2's display name tag.
 	TagKeyName = "Name"
+	// TagKeyManagedBy marks an instance as launched by Nodewright (value
+	// TagValueManagedBy). Karpenter's instances carry the same karpenter.sh
+	// tags, so garbage collection terminates only instances with this tag.
+	TagKeyManagedBy   = "nodewright.io/managed-by"
+	TagValueManagedBy = "nodewright"
 )
 
 // TagKeyCluster returns the cluster ownership tag key for cluster

@@ -7,7 +7,9 @@ import (
 	"context"
 	"fmt"
 	"hash/fnv"
+	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -148,4 +150,42 @@ func (e *EC2Prices) Len() int {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
 	return len(e.prices)
+}
+
+// Export writes the prices as lines of "type zone price", sorted, for a
+// cache shared by invocations (the state table's spot price item).
+func (e *EC2Prices) Export() []byte {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	lines := make([]string, 0, len(e.prices))
+	for k, p := range e.prices {
+		lines = append(lines, k.instanceType+" "+k.zone+" "+strconv.FormatFloat(p, 'f', -1, 64))
+	}
+	sort.Strings(lines)
+	return []byte(strings.Join(lines, "\n"))
+}
+
+// Import replaces the prices with what Export wrote, as of updated. Lines
+// that do not parse are skipped and counted.
+func (e *EC2Prices) Import(data []byte, updated time.Time) (skipped int) {
+	prices := map[priceKey]float64{}
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 3 {
+			if line != "" {
+				skipped++
+			}
+			continue
+		}
+		p, err := strconv.ParseFloat(f[2], 64)
+		if err != nil || p <= 0 {
+			skipped++
+			continue
+		}
+		prices[priceKey{f[0], f[1]}] = p
+	}
+	e.mu.Lock()
+	e.prices, e.updated = prices, updated
+	e.mu.Unlock()
+	return skipped
 }

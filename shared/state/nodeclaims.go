@@ -64,6 +64,11 @@ type NodeClaim struct {
 	// Reason is why it was launched ("provisioning", "replacement for
 	// <nodeclaim>: <action>").
 	Reason string `json:"reason,omitempty"`
+	// Group is the ClientToken of the fleet that launches it: its own name,
+	// or the first name of a group of identical NodeClaims launched by one
+	// fleet of GroupSize instances.
+	Group     string `json:"group,omitempty"`
+	GroupSize int    `json:"groupSize,omitempty"`
 
 	InstanceID   string  `json:"instanceId,omitempty"`
 	InstanceType string  `json:"instanceType,omitempty"`
@@ -90,6 +95,11 @@ type Disruption struct {
 	Action string    `json:"action"`
 	Reason string    `json:"reason"`
 	Since  time.Time `json:"since"`
+	// Reschedule is set once the node's pods are to move: its replacement
+	// is launching or it is draining. Solves then place its pods elsewhere
+	// and no longer count the node as capacity (before, while an action is
+	// still being validated, the node and its pods stay where they are).
+	Reschedule bool `json:"reschedule,omitempty"`
 }
 
 // ProviderIDFor is the providerID a Node of instance in zone registers

@@ -17,8 +17,6 @@ import (
 	"sort"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/ec2"
-	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
@@ -26,14 +24,12 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 
 	"github.com/nodewright/nodewright/shared/apis"
-	"github.com/nodewright/nodewright/shared/catalog"
 	"github.com/nodewright/nodewright/shared/fleet"
-	"github.com/nodewright/nodewright/shared/kube"
-	"github.com/nodewright/nodewright/shared/names"
-	"github.com/nodewright/nodewright/shared/pricing"
 	"github.com/nodewright/nodewright/shared/provision"
 	"github.com/nodewright/nodewright/shared/refdata"
+	"github.com/nodewright/nodewright/shared/setup"
 	"github.com/nodewright/nodewright/shared/snapshot"
+	"github.com/nodewright/nodewright/shared/state"
 	"github.com/nodewright/nodewright/test/localcloud"
 )
 
@@ -150,15 +146,15 @@ func Scenario(ctx context.Context, lc *localcloud.Cloud, cfg *Config, opts Optio
 	p.Printf("inflate: %d pods Pending, Unschedulable (the cluster has no node)", opts.Replicas)
 
 	start = p.now()
-	launcher, pass, err := provisionConfig(lc, cfg, opts.Log)
+	rec, err := reconciler(ctx, lc, cfg, opts.Log)
 	if err != nil {
 		return res, err
 	}
-	res.Launcher = launcher
-	rep, err := provision.Run(ctx, pass)
+	res.Launcher, _ = rec.Fleet.(*fleet.Launcher)
+	rep, err := oneRound(ctx, rec)
 	res.Report = rep
 	if err != nil {
-		return res, fmt.Errorf("provisioning pass: %w", err)
+		return res, fmt.Errorf("provisioning round: %w", err)
 	}
 	phase("provisioning pass", start)
 	printPass(p, rep)
@@ -225,35 +221,33 @@ func waitPending(ctx context.Context, lc *localcloud.Cloud, replicas int, timeou
 	})
 }
 
-// provisionConfig wires the pass to the local cloud the way the provision
-// function wires it to AWS: the AWS front's EC2 and SSM, the API server
-// through the REST lister, spot prices from DescribeSpotPriceHistory, and
-// the instance profile from the stack's environment.
-func provisionConfig(lc *localcloud.Cloud, cfg *Config, log *slog.Logger) (*fleet.Launcher, provision.Config, error) {
-	awsCfg := lc.AWSConfig()
-	ec2c := ec2.NewFromConfig(awsCfg)
-	env := lc.Env()
-	cat := catalog.Default()
-	spot := pricing.NewEC2Prices(ec2c, time.Now)
-	launcher, err := fleet.New(fleet.Config{
-		Cluster: fleet.Cluster{
+// reconciler assembles the provision function's reconciler for the local
+// cloud exactly as the function does on AWS (package setup): the AWS
+// front's EC2, SSM and DynamoDB, the API server, spot prices from
+// DescribeSpotPriceHistory, the instance profile and table from the stack's
+// environment.
+func reconciler(ctx context.Context, lc *localcloud.Cloud, cfg *Config, log *slog.Logger) (*provision.Reconciler, error) {
+	return setup.Provision(ctx, setup.Options{
+		Env: lc.Env(), AWS: lc.AWSConfig(),
+		Cluster: setup.Cluster{REST: lc.REST, Cluster: fleet.Cluster{
 			Name: lc.Cluster.Name, Endpoint: lc.Cluster.Endpoint, CertificateAuthority: lc.Cluster.CAData,
 			ServiceCIDR: lc.Cluster.ServiceCIDR, KubernetesVersion: lc.Cluster.Version,
-		},
-		InstanceProfile: env[names.EnvInstanceProfileName],
-		EC2:             ec2c, SSM: ssm.NewFromConfig(awsCfg), Catalog: cat, Spot: spot, Log: log,
+		}},
+		NodePools: cfg.NodePools, NodeClasses: cfg.NodeClasses, Log: log,
 	})
+}
+
+// oneRound makes one provisioning round under the provision lease.
+func oneRound(ctx context.Context, rec *provision.Reconciler) (*provision.Report, error) {
+	lease, err := rec.Store.Acquire(ctx, state.LeaseProvision, "make-run", time.Minute)
 	if err != nil {
-		return nil, provision.Config{}, err
+		return nil, err
 	}
-	kc, err := kube.New(lc.REST)
-	if err != nil {
-		return nil, provision.Config{}, err
+	rep, err := rec.Round(ctx, lease)
+	if _, rerr := rec.Store.Release(ctx, lease); rerr != nil && err == nil {
+		err = rerr
 	}
-	return launcher, provision.Config{
-		Cluster: kc, Launcher: launcher, Spot: spot, NodePools: cfg.NodePools, NodeClasses: cfg.NodeClasses,
-		Catalog: cat, Log: log,
-	}, nil
+	return rep, err
 }
 
 // passFailed is an error naming every launch that failed and every pod the
@@ -261,7 +255,10 @@ func provisionConfig(lc *localcloud.Cloud, cfg *Config, log *slog.Logger) (*flee
 func passFailed(rep *provision.Report) error {
 	var errs []error
 	for _, l := range rep.Failed() {
-		errs = append(errs, l.Err)
+		errs = append(errs, fmt.Errorf("launch nodeclaim %s: %s", l.NodeClaim, l.Error))
+	}
+	if rep.Plan == nil {
+		return errors.New("provisioning round: nothing was pending")
 	}
 	for _, u := range rep.Plan.Unschedulable {
 		errs = append(errs, fmt.Errorf("pod %s unschedulable: %s", u.Pod, u.Reason))

@@ -1,0 +1,221 @@
+package handlers
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-lambda-go/lambdacontext"
+
+	"github.com/nodewright/nodewright/shared/provision"
+	"github.com/nodewright/nodewright/shared/state"
+	"github.com/nodewright/nodewright/shared/trigger"
+)
+
+// Provision handling defaults.
+const (
+	// DefaultLeaseTTL is the provision lease's lifetime; the holder renews
+	// it every third of that, so an invocation that dies frees the cluster
+	// within it.
+	DefaultLeaseTTL = 30 * time.Second
+	// finishMargin is the time left before the function's deadline below
+	// which no new round starts.
+	finishMargin = 20 * time.Second
+)
+
+// Provision handles every trigger of the provision function: the schedule
+// sweep, audit-log batches and webhook hints all lead to the same
+// reconcile, since a trigger is only a hint and the rounds read the truth.
+type Provision struct {
+	Env Env
+	Log *slog.Logger
+	// Setup builds the reconciler on the first invocation; the warm
+	// container keeps it (its cluster cache, spot prices, clients). An
+	// error is returned to Lambda and the next invocation tries again.
+	Setup func(ctx context.Context) (*provision.Reconciler, error)
+	// Batch windows (0: provision's defaults) and the lease's lifetime.
+	BatchIdle, BatchMax time.Duration
+	LeaseTTL            time.Duration
+	// AfterRound, when set, sees every round's report (tests, `make run`).
+	AfterRound func(*provision.Report, *provision.SweepReport)
+
+	mu  sync.Mutex
+	rec *provision.Reconciler
+}
+
+func (h *Provision) reconciler(ctx context.Context) (*provision.Reconciler, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.rec != nil {
+		return h.rec, nil
+	}
+	if h.Setup == nil {
+		return nil, errors.New("provision handler: no Setup")
+	}
+	r, err := h.Setup(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("set up: %w", err)
+	}
+	h.rec = r
+	return r, nil
+}
+
+// Handle decodes the trigger and reconciles. A payload that is none of
+// the known triggers is an error (counted in the function's Errors metric;
+// no launch follows). A trigger that arrives while another invocation holds
+// the provision lease marks the lease "run again" and returns: the holder
+// runs another round before it lets go, so no trigger is lost.
+func (h *Provision) Handle(ctx context.Context, raw json.RawMessage) (err error) {
+	defer recovered(h.Log, &err)
+	p, err := trigger.DecodeProvision(raw)
+	if err != nil {
+		h.Log.Error("unreadable provision trigger", "error", err, "bytes", len(raw))
+		return err
+	}
+	if p.Control {
+		h.Log.Info("audit log subscription control message")
+		return nil
+	}
+	if p.Cluster != "" && p.Cluster != h.Env.Cluster {
+		h.Log.Warn("provision hint for another cluster: ignored", "hintCluster", quote(p.Cluster), "cluster", h.Env.Cluster)
+		return nil
+	}
+	log := h.Log.With("requestId", requestID(ctx), "source", p.Source)
+	log.Info("provision trigger", "time", p.Time, "pods", len(p.Pods), "skippedAuditEvents", p.Skipped, "configHash", h.Env.ConfigHash)
+	r, err := h.reconciler(ctx)
+	if err != nil {
+		log.Error("provision set-up failed", "error", err)
+		return err
+	}
+	ttl := h.LeaseTTL
+	if ttl <= 0 {
+		ttl = DefaultLeaseTTL
+	}
+	lease, err := r.Store.Acquire(ctx, state.LeaseProvision, requestID(ctx), ttl)
+	if errors.Is(err, state.ErrHeld) {
+		log.Info("a provisioning round is in progress: asked it to run again")
+		return nil
+	}
+	if err != nil {
+		log.Error("acquire the provision lease", "error", err)
+		return err
+	}
+	rctx, stop := renewing(ctx, r.Store, lease, ttl, log)
+	defer stop()
+	return h.rounds(rctx, r, lease, p.Source == trigger.SourceSchedule, log)
+}
+
+// rounds runs rounds until the lease is released with no request for
+// another, sweeping once when the trigger was the schedule.
+func (h *Provision) rounds(ctx context.Context, r *provision.Reconciler, lease *state.Lease, sweep bool, log *slog.Logger) error {
+	for round := 1; ; round++ {
+		waited, err := r.Settle(ctx, h.BatchIdle, h.BatchMax)
+		if err != nil {
+			log.Error("wait for pending pods to settle", "error", err)
+			return err
+		}
+		rep, err := r.Round(ctx, lease)
+		if rep != nil {
+			log.Info("round", "round", round, "batchWait", waited.String(), "pending", rep.Pending, "reschedulable", rep.Reschedulable,
+				"inFlight", rep.InFlight, "solves", rep.Solves, "launched", len(rep.Launched()), "failed", len(rep.Failed()),
+				"recovered", len(rep.Recovered), "registered", len(rep.Registered), "read", rep.Read.String(), "solve", rep.Solve.String(),
+				"launch", rep.Launch.String(), "warnings", len(rep.Warnings))
+		}
+		if err != nil {
+			log.Error("round failed", "round", round, "error", err)
+			if errors.Is(err, state.ErrLeaseLost) {
+				return err
+			}
+		}
+		var srep *provision.SweepReport
+		if sweep {
+			sweep = false
+			if srep, err = r.Sweep(ctx); err != nil {
+				log.Error("sweep failed", "error", err)
+			} else {
+				log.Info("sweep", "terminated", len(srep.Terminated), "recordsRemoved", len(srep.RecordsRemoved),
+					"nodesDeleted", len(srep.NodesDeleted), "retired", len(srep.Retired), "draining", len(srep.Draining))
+			}
+		}
+		if h.AfterRound != nil {
+			h.AfterRound(rep, srep)
+		}
+		rerun, err := r.Store.Release(ctx, lease)
+		if err != nil {
+			log.Error("release the provision lease", "error", err)
+			return err
+		}
+		if !rerun {
+			return nil
+		}
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < finishMargin {
+			// No time for another round: let go; the next trigger or the
+			// sweep within a minute picks the work up.
+			if _, err := r.Store.Release(ctx, lease); err != nil {
+				return err
+			}
+			log.Warn("another round was asked for but the invocation is ending: released")
+			return nil
+		}
+		log.Info("another trigger arrived during the round: running again")
+	}
+}
+
+// renewing renews the lease every third of ttl until stop; if it is lost,
+// the returned context is cancelled so the round stops acting.
+func renewing(ctx context.Context, st *state.Store, lease *state.Lease, ttl time.Duration, log *slog.Logger) (context.Context, func()) {
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(ttl / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-rctx.Done():
+				return
+			case <-t.C:
+				if err := st.Renew(rctx, lease, ttl); err != nil {
+					log.Error("renew the provision lease", "error", err)
+					if errors.Is(err, state.ErrLeaseLost) {
+						cancel()
+						return
+					}
+				}
+			}
+		}
+	}()
+	return rctx, func() {
+		close(done)
+		wg.Wait()
+		cancel()
+	}
+}
+
+// requestID is the Lambda request ID, or a random ID outside Lambda.
+func requestID(ctx context.Context) string {
+	if lc, ok := lambdacontext.FromContext(ctx); ok && lc.AwsRequestID != "" {
+		return lc.AwsRequestID
+	}
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return "local-" + hex.EncodeToString(b)
+}
+
+// quote bounds a value from a request for a log line.
+func quote(s string) string {
+	if len(s) > 128 {
+		return fmt.Sprintf("%q... (%d bytes)", s[:128], len(s))
+	}
+	return fmt.Sprintf("%q", s)
+}

@@ -1,0 +1,302 @@
+package provision
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+
+	"github.com/nodewright/nodewright/shared/apis"
+	"github.com/nodewright/nodewright/shared/catalog"
+	"github.com/nodewright/nodewright/shared/scheduling"
+	"github.com/nodewright/nodewright/shared/snapshot"
+	"github.com/nodewright/nodewright/shared/state"
+)
+
+// View is the cluster as a round reads it from the API server. Slices hold
+// pointers the round only reads.
+type View struct {
+	Pods       []*corev1.Pod
+	Nodes      []*corev1.Node
+	DaemonSets []*appsv1.DaemonSet
+	PDBs       []*policyv1.PodDisruptionBudget
+	// NodePools and NodeClasses are the Karpenter objects applied to the
+	// cluster (none when the CRDs are not installed).
+	NodePools   []*apis.NodePool
+	NodeClasses []*apis.EC2NodeClass
+	// Warnings are problems reading the cluster that do not stop a round
+	// (an invalid NodePool object, by name and field path).
+	Warnings []string
+}
+
+// MergeConfig merges the deployed configuration with the cluster's objects: a
+// NodePool or EC2NodeClass applied to the cluster replaces the deployed
+// one of the same name (with a warning), so teams that `kubectl apply`
+// their pools, as Karpenter users do, keep doing so.
+func MergeConfig(pools []*apis.NodePool, classes []*apis.EC2NodeClass, v *View) ([]*apis.NodePool, []*apis.EC2NodeClass, []string) {
+	var warnings []string
+	poolBy := map[string]*apis.NodePool{}
+	for _, p := range pools {
+		poolBy[p.Name] = p
+	}
+	for _, p := range v.NodePools {
+		if _, ok := poolBy[p.Name]; ok {
+			warnings = append(warnings, fmt.Sprintf("NodePool %s: the cluster's object replaces the deployed configuration's", p.Name))
+		}
+		poolBy[p.Name] = p
+	}
+	classBy := map[string]*apis.EC2NodeClass{}
+	for _, c := range classes {
+		classBy[c.Name] = c
+	}
+	for _, c := range v.NodeClasses {
+		if _, ok := classBy[c.Name]; ok {
+			warnings = append(warnings, fmt.Sprintf("EC2NodeClass %s: the cluster's object replaces the deployed configuration's", c.Name))
+		}
+		classBy[c.Name] = c
+	}
+	outPools := make([]*apis.NodePool, 0, len(poolBy))
+	for _, p := range poolBy {
+		outPools = append(outPools, p)
+	}
+	sort.Slice(outPools, func(i, j int) bool { return outPools[i].Name < outPools[j].Name })
+	outClasses := make([]*apis.EC2NodeClass, 0, len(classBy))
+	for _, c := range classBy {
+		outClasses = append(outClasses, c)
+	}
+	sort.Slice(outClasses, func(i, j int) bool { return outClasses[i].Name < outClasses[j].Name })
+	return outPools, outClasses, warnings
+}
+
+// Inputs is what a round plans from.
+type Inputs struct {
+	View        *View
+	Records     []*state.NodeClaim
+	NodePools   []*apis.NodePool
+	NodeClasses []*apis.EC2NodeClass
+	Catalog     *catalog.Catalog
+	Zones       []string
+	Spot        catalog.SpotPricer
+	Unavailable func(instanceType, zone, capacityType string) bool
+	// Only, when set, limits the pods to place to these (namespace/name):
+	// an interruption or consolidation places the pods of the nodes it
+	// disrupts, never the cluster's other pending pods (those are the
+	// provision function's), so two launchers never buy for the same pods.
+	Only map[string]bool
+}
+
+// Prepared is a solve's input and what went into it.
+type Prepared struct {
+	Input scheduling.Input
+	// Pending counts the unschedulable pods, Reschedulable the pods of
+	// nodes being disrupted that are placed again, InFlight the NodeClaims
+	// launched but not registered.
+	Pending, Reschedulable, InFlight int
+	Warnings                         []string
+}
+
+// Prepare builds a solve's input: the pods to place (unschedulable pods,
+// and the pods of nodes that are going: deleted Nodes and Nodes whose
+// NodeClaim is being disrupted with its pods to reschedule), the nodes they
+// may go to (every other Node, plus the NodeClaims launched and not yet
+// registered, as capacity in flight, so pods waiting for them never cause
+// a second launch), and the configuration. It reads its inputs and
+// returns a new value; it never modifies what it is given.
+func Prepare(in Inputs) Prepared {
+	var out Prepared
+	byInstance := map[string]*state.NodeClaim{}
+	for _, r := range in.Records {
+		if r.InstanceID != "" {
+			byInstance[r.InstanceID] = r
+		}
+	}
+	classes := map[string]*apis.EC2NodeClass{}
+	for _, c := range in.NodeClasses {
+		classes[c.Name] = c
+	}
+	registered := map[string]bool{} // record names with a Node
+	going := map[string]bool{}      // Node names whose pods move
+	nodes := map[string]*scheduling.Node{}
+	for _, n := range in.View.Nodes {
+		r := byInstance[InstanceIDOf(n.Spec.ProviderID)]
+		if r != nil {
+			registered[r.Name] = true
+		}
+		if n.DeletionTimestamp != nil || (r != nil && r.Disruption != nil && r.Disruption.Reschedule) {
+			going[n.Name] = true
+			continue
+		}
+		if len(n.Status.Allocatable) == 0 && len(n.Status.Capacity) == 0 {
+			out.Warnings = append(out.Warnings, fmt.Sprintf("node %s reports no capacity yet: left out", n.Name))
+			continue
+		}
+		sn := &scheduling.Node{Node: n}
+		if len(n.Status.Allocatable) == 0 {
+			c := *n
+			c.Status.Allocatable = n.Status.Capacity
+			sn.Node = &c
+		}
+		nodes[n.Name] = sn
+	}
+	var pods []*corev1.Pod
+	unbound := map[string]int{}
+	for _, p := range in.View.Pods {
+		key := p.Namespace + "/" + p.Name
+		if in.Only != nil && !in.Only[key] && p.Spec.NodeName == "" {
+			continue
+		}
+		switch {
+		case p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed:
+		case p.Spec.NodeName != "" && going[p.Spec.NodeName]:
+			if !reschedulable(p) || (in.Only != nil && !in.Only[key]) {
+				continue
+			}
+			c := *p
+			c.Spec.NodeName = ""
+			pods = append(pods, &c)
+			out.Reschedulable++
+		case p.Spec.NodeName != "":
+			if n, ok := nodes[p.Spec.NodeName]; ok {
+				n.Pods = append(n.Pods, p)
+			} else {
+				unbound[p.Spec.NodeName]++
+			}
+		case snapshot.Provisionable(p):
+			pods = append(pods, p)
+			out.Pending++
+		}
+	}
+	for _, name := range sortedKeys(unbound) {
+		out.Warnings = append(out.Warnings, fmt.Sprintf("%d pods bound to node %s, which is not listed: left out", unbound[name], name))
+	}
+	var snodes []*scheduling.Node
+	for _, n := range nodes {
+		snodes = append(snodes, n)
+	}
+	for _, r := range in.Records {
+		if !r.Phase.InFlight() || registered[r.Name] {
+			continue
+		}
+		n, err := inFlightNode(r, in.Catalog, classes[r.NodeClass])
+		if err != nil {
+			out.Warnings = append(out.Warnings, err.Error())
+			continue
+		}
+		snodes = append(snodes, &scheduling.Node{Node: n, InFlight: true})
+		out.InFlight++
+	}
+	sort.Slice(snodes, func(i, j int) bool { return snodes[i].Node.Name < snodes[j].Node.Name })
+	sort.Slice(pods, func(i, j int) bool {
+		if pods[i].Namespace != pods[j].Namespace {
+			return pods[i].Namespace < pods[j].Namespace
+		}
+		return pods[i].Name < pods[j].Name
+	})
+	out.Input = scheduling.Input{
+		Pods: pods, Nodes: snodes, NodePools: in.NodePools, NodeClasses: in.NodeClasses,
+		DaemonSets: in.View.DaemonSets, InstanceTypes: in.Catalog.Types(), Zones: in.Zones,
+		Spot: in.Spot, Unavailable: in.Unavailable,
+	}
+	return out
+}
+
+// reschedulable reports whether a pod of a node that is going needs a new
+// home: not a DaemonSet's or a static pod (they follow nodes).
+func reschedulable(p *corev1.Pod) bool {
+	for _, o := range p.OwnerReferences {
+		if o.Controller != nil && *o.Controller && (o.Kind == "DaemonSet" || o.Kind == "Node") {
+			return false
+		}
+	}
+	_, mirror := p.Annotations[corev1.MirrorPodAnnotationKey]
+	return !mirror
+}
+
+// InstanceIDOf returns the instance ID of an EKS providerID
+// (aws:///us-east-1a/i-0123...), or "".
+func InstanceIDOf(providerID string) string {
+	if !strings.HasPrefix(providerID, "aws://") {
+		return ""
+	}
+	i := strings.LastIndexByte(providerID, '/')
+	id := providerID[i+1:]
+	if !strings.HasPrefix(id, "i-") {
+		return ""
+	}
+	return id
+}
+
+// inFlightNode is the Node a launched NodeClaim will register as, as far as
+// a solve needs it: its labels (the claim's, its instance type's, zone and
+// capacity type once known), its allocatable and its taints. A claim whose
+// instance is not known yet is modelled as its cheapest option (the option
+// order) with the smallest allocatable among its options.
+func inFlightNode(r *state.NodeClaim, cat *catalog.Catalog, nc *apis.EC2NodeClass) (*corev1.Node, error) {
+	typ := r.InstanceType
+	if typ == "" && len(r.Claim.InstanceTypes) > 0 {
+		typ = r.Claim.InstanceTypes[0]
+	}
+	it, ok := cat.Get(typ)
+	if !ok {
+		return nil, fmt.Errorf("nodeclaim %s: instance type %q is not in the catalog: not counted in flight", r.Name, typ)
+	}
+	settings := catalog.SettingsFor(nc)
+	_, alloc := it.Compute(settings)
+	if r.InstanceType == "" {
+		for _, name := range r.Claim.InstanceTypes[1:] {
+			if o, ok := cat.Get(name); ok {
+				_, a := o.Compute(settings)
+				alloc = minAmounts(alloc, a)
+			}
+		}
+	}
+	labels := map[string]string{}
+	for k, v := range r.Claim.Labels {
+		labels[k] = v
+	}
+	if r.InstanceType != "" {
+		for k, v := range it.Labels() {
+			labels[k] = v
+		}
+	}
+	labels[apis.LabelNodePool] = r.NodePool
+	if r.NodeClass != "" {
+		labels[apis.LabelEC2NodeClass] = r.NodeClass
+	}
+	labels[apis.LabelHostname] = r.Name
+	if r.Zone != "" {
+		labels[apis.LabelZone] = r.Zone
+		labels[apis.LabelRegion] = strings.TrimRight(r.Zone, "abcdefghijklmnopqrstuvwxyz")
+	}
+	if r.CapacityType != "" {
+		labels[apis.LabelCapacityType] = r.CapacityType
+	}
+	n := &corev1.Node{}
+	n.Name = r.Name
+	n.Labels = labels
+	n.Spec.Taints = append([]corev1.Taint(nil), r.Claim.Taints...)
+	n.Status.Allocatable = alloc.ResourceList()
+	n.Status.Capacity = n.Status.Allocatable
+	return n, nil
+}
+
+func minAmounts(a, b catalog.Amounts) catalog.Amounts {
+	return catalog.Amounts{
+		MilliCPU: min(a.MilliCPU, b.MilliCPU), MemoryBytes: min(a.MemoryBytes, b.MemoryBytes),
+		EphemeralBytes: min(a.EphemeralBytes, b.EphemeralBytes), Pods: min(a.Pods, b.Pods),
+		NvidiaGPU: min(a.NvidiaGPU, b.NvidiaGPU), AMDGPU: min(a.AMDGPU, b.AMDGPU), Neuron: min(a.Neuron, b.Neuron),
+		NeuronCore: min(a.NeuronCore, b.NeuronCore), EFA: min(a.EFA, b.EFA),
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

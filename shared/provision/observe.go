@@ -1,0 +1,142 @@
+package provision
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nodewright/nodewright/shared/metrics"
+	"github.com/nodewright/nodewright/shared/scheduling"
+	"github.com/nodewright/nodewright/shared/state"
+)
+
+// podEvents tells pods where they are going: "Nominated" with the
+// NodeClaim that was launched for them, or "FailedScheduling" with the
+// solver's reason when nothing can take them.
+func (r *Reconciler) podEvents(ctx context.Context, w *world, plan *scheduling.Result, launched []*state.NodeClaim) {
+	pods := map[string]*corev1.Pod{}
+	for _, p := range w.view.Pods {
+		pods[p.Namespace+"/"+p.Name] = p
+	}
+	ref := func(key string) (Ref, bool) {
+		p, ok := pods[key]
+		if !ok {
+			return Ref{}, false
+		}
+		return Ref{Kind: "Pod", Namespace: p.Namespace, Name: p.Name, UID: string(p.UID)}, true
+	}
+	for _, rec := range launched {
+		msg := fmt.Sprintf("Nominated to NodeClaim %s (%s, %s, %s)", rec.Name, rec.InstanceType, rec.CapacityType, rec.Zone)
+		for _, key := range rec.Claim.Pods {
+			if rf, ok := ref(key); ok {
+				r.Events.Event(ctx, rf, corev1.EventTypeNormal, "Nominated", msg)
+			}
+		}
+	}
+	for _, u := range plan.Unschedulable {
+		if rf, ok := ref(u.Pod); ok {
+			r.Events.Event(ctx, rf, corev1.EventTypeWarning, "FailedScheduling", "Nodewright cannot place the pod: "+u.Reason)
+		}
+	}
+}
+
+// emitRound publishes the round's gauges (pending pods, the oldest one's
+// age, nodes and price per hour by NodePool and capacity type) and records
+// the round's decision.
+func (r *Reconciler) emitRound(ctx context.Context, w *world, rep *Report) {
+	now := r.Now()
+	_ = r.Metrics.Emit(metrics.PendingPods, float64(rep.Pending), nil)
+	oldest := 0.0
+	for _, p := range w.view.Pods {
+		if p.Spec.NodeName != "" || p.DeletionTimestamp != nil {
+			continue
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+				oldest = math.Max(oldest, now.Sub(p.CreationTimestamp.Time).Seconds())
+			}
+		}
+	}
+	_ = r.Metrics.Emit(metrics.PendingPodOldestAge, oldest, nil)
+	type key struct{ pool, ct string }
+	count, price := map[key]float64{}, map[key]float64{}
+	for _, rec := range w.records {
+		if rec.InstanceID == "" || rec.Phase == state.Terminating {
+			continue
+		}
+		k := key{rec.NodePool, rec.CapacityType}
+		count[k]++
+		price[k] += rec.PricePerHour
+	}
+	for k, n := range count {
+		dims := metrics.Dims{metrics.DimNodePool: k.pool, metrics.DimCapacityType: k.ct}
+		_ = r.Metrics.Emit(metrics.Nodes, n, dims)
+		_ = r.Metrics.Emit(metrics.ClusterPricePerHour, math.Round(price[k]*1e4)/1e4, dims)
+	}
+	if rep.Plan == nil || (len(rep.Launches) == 0 && len(rep.Plan.Unschedulable) == 0) {
+		return
+	}
+	d := Decision(rep)
+	if err := r.Store.RecordDecision(ctx, d, fmt.Sprintf("%d", now.UnixNano())); err != nil {
+		r.Log.Warn("record decision", "error", err)
+	}
+}
+
+// Decision summarises a round for `nodewright explain` and reports: what
+// each pod was given, the NodeClaims with their options and prices.
+func Decision(rep *Report) *state.Decision {
+	d := &state.Decision{Function: "provision", Kind: "round", Pods: map[string]string{}}
+	var launched, failed int
+	for _, l := range rep.Launches {
+		what := ""
+		if l.Instance != nil {
+			launched++
+			what = fmt.Sprintf("nodeclaim %s (%s, %s, %s, $%.4f/h; options: %s)", l.NodeClaim, l.Instance.InstanceType,
+				l.Instance.CapacityType, l.Instance.Zone, l.Instance.PricePerHour, optionList(l.Claim.InstanceTypes))
+		} else {
+			failed++
+			what = fmt.Sprintf("nodeclaim %s failed to launch: %s", l.NodeClaim, l.Error)
+		}
+		for _, p := range l.Claim.Pods {
+			d.Pods[p] = what
+		}
+	}
+	if rep.Plan != nil {
+		for _, e := range rep.Plan.ExistingNodes {
+			for _, p := range e.Pods {
+				if e.InFlight {
+					d.Pods[p] = "in-flight nodeclaim " + e.Node
+				} else {
+					d.Pods[p] = "node " + e.Node
+				}
+			}
+		}
+		for _, u := range rep.Plan.Unschedulable {
+			d.Pods[u.Pod] = "pending: " + u.Reason
+		}
+	}
+	unsched := 0
+	if rep.Plan != nil {
+		unsched = len(rep.Plan.Unschedulable)
+	}
+	d.Summary = fmt.Sprintf("%d pending, %d reschedulable: launched %d NodeClaims ($%.4f/h), %d failed, %d pods left pending",
+		rep.Pending, rep.Reschedulable, launched, rep.PricePerHour(), failed, unsched)
+	if b, err := json.Marshal(struct {
+		Launches []Launch         `json:"launches"`
+		Refused  []state.Offering `json:"refused,omitempty"`
+	}{rep.Launches, rep.Refused}); err == nil {
+		d.Detail = b
+	}
+	return d
+}
+
+func optionList(types []string) string {
+	if len(types) > 5 {
+		return strings.Join(types[:5], ",") + fmt.Sprintf(" and %d more", len(types)-5)
+	}
+	return strings.Join(types, ",")
+}

@@ -1,0 +1,420 @@
+package provision
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nodewright/nodewright/shared/apis"
+	"github.com/nodewright/nodewright/shared/catalog"
+	"github.com/nodewright/nodewright/shared/fleet"
+	"github.com/nodewright/nodewright/shared/metrics"
+	"github.com/nodewright/nodewright/shared/scheduling"
+	"github.com/nodewright/nodewright/shared/state"
+)
+
+// Defaults of Options.
+const (
+	DefaultParallelism         = 10
+	DefaultRegistrationTimeout = 15 * time.Minute
+	DefaultOrphanGrace         = 5 * time.Minute
+	DefaultRedriveAfter        = 30 * time.Second
+	DefaultMaxAttempts         = 4
+)
+
+// Options tune a Reconciler; zero values take the defaults.
+type Options struct {
+	// Parallelism is how many fleets a round launches at once.
+	Parallelism int
+	// RegistrationTimeout: a NodeClaim whose Node has not registered this
+	// long after launch is terminated and removed.
+	RegistrationTimeout time.Duration
+	// OrphanGrace: an instance with Nodewright's tags and no record is
+	// terminated once it is this old.
+	OrphanGrace time.Duration
+	// RedriveAfter: a record still launching this long after it was
+	// written belongs to an invocation that died; the next round re-drives
+	// its CreateFleet (same ClientToken: EC2 returns the same instances).
+	RedriveAfter time.Duration
+	// MaxAttempts bounds how often one round solves again after EC2 refused
+	// offerings.
+	MaxAttempts int
+	// MaxInstanceTypes caps each NodeClaim's options (0: the solver's 60).
+	MaxInstanceTypes int
+}
+
+func (o *Options) defaults() {
+	if o.Parallelism <= 0 {
+		o.Parallelism = DefaultParallelism
+	}
+	if o.RegistrationTimeout <= 0 {
+		o.RegistrationTimeout = DefaultRegistrationTimeout
+	}
+	if o.OrphanGrace <= 0 {
+		o.OrphanGrace = DefaultOrphanGrace
+	}
+	if o.RedriveAfter <= 0 {
+		o.RedriveAfter = DefaultRedriveAfter
+	}
+	if o.MaxAttempts <= 0 {
+		o.MaxAttempts = DefaultMaxAttempts
+	}
+}
+
+// Reconciler carries out rounds and sweeps for one cluster.
+type Reconciler struct {
+	Cluster string
+	Store   *state.Store
+	Source  ClusterSource
+	Fleet   Fleet
+	Nodes   Nodes
+	Drainer Drainer
+	Events  Events
+	Metrics Metrics
+	Catalog *catalog.Catalog
+	Spot    SpotPrices // nil: on-demand only
+	// NodePools and NodeClasses are the deployed configuration.
+	NodePools   []*apis.NodePool
+	NodeClasses []*apis.EC2NodeClass
+	// Names names new NodeClaims (default fleet.NodeClaimName with
+	// crypto/rand).
+	Names   func(nodePool string) (string, error)
+	Now     func() time.Time
+	Log     *slog.Logger
+	Options Options
+	// AfterCreateFleet, when set, is called after CreateFleet answered and
+	// before the records are updated: tests inject a crash here.
+	AfterCreateFleet func(token string) error
+}
+
+func (r *Reconciler) init() error {
+	if r.Store == nil || r.Source == nil || r.Fleet == nil || r.Catalog == nil {
+		return errors.New("provision: a reconciler needs Store, Source, Fleet and Catalog")
+	}
+	if r.Names == nil {
+		r.Names = func(pool string) (string, error) { return fleet.NodeClaimName(pool, rand.Reader) }
+	}
+	if r.Now == nil {
+		r.Now = time.Now
+	}
+	if r.Log == nil {
+		r.Log = slog.New(slog.DiscardHandler)
+	}
+	if r.Events == nil {
+		r.Events = nopEvents{}
+	}
+	if r.Metrics == nil {
+		r.Metrics = nopMetrics{}
+	}
+	r.Options.defaults()
+	return nil
+}
+
+// Report is what a round saw, planned and launched.
+type Report struct {
+	Pending       int      `json:"pending"`
+	Reschedulable int      `json:"reschedulable,omitempty"`
+	InFlight      int      `json:"inFlight"`
+	Nodes         int      `json:"nodes"`
+	Zones         []string `json:"zones"`
+	Warnings      []string `json:"warnings,omitempty"`
+	// Plan is the last solve's result (nil when nothing was pending).
+	Plan *scheduling.Result `json:"plan,omitempty"`
+	// Solves counts solves (more than one when EC2 refused offerings).
+	Solves   int      `json:"solves"`
+	Launches []Launch `json:"launches,omitempty"`
+	// Recovered are records of a crashed invocation whose instances were
+	// adopted; Registered the NodeClaims whose Node appeared.
+	Recovered  []string         `json:"recovered,omitempty"`
+	Registered []string         `json:"registered,omitempty"`
+	Refused    []state.Offering `json:"refused,omitempty"`
+	Read       time.Duration    `json:"read"`
+	Solve      time.Duration    `json:"solve"`
+	Launch     time.Duration    `json:"launch"`
+}
+
+// Launch is one NodeClaim a round launched (or failed to).
+type Launch struct {
+	NodeClaim string               `json:"nodeClaim"`
+	Claim     scheduling.NodeClaim `json:"claim"`
+	Instance  *fleet.Instance      `json:"instance,omitempty"`
+	Error     string               `json:"error,omitempty"`
+	// FleetCalls is 1 for the first NodeClaim of each CreateFleet call.
+	FleetCall bool `json:"fleetCall,omitempty"`
+}
+
+// Launched returns the instances the round launched.
+func (rep *Report) Launched() []*fleet.Instance {
+	var out []*fleet.Instance
+	for _, l := range rep.Launches {
+		if l.Instance != nil {
+			out = append(out, l.Instance)
+		}
+	}
+	return out
+}
+
+// Failed returns the launches that failed.
+func (rep *Report) Failed() []Launch {
+	var out []Launch
+	for _, l := range rep.Launches {
+		if l.Error != "" {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// PricePerHour is the price of what the round launched.
+func (rep *Report) PricePerHour() float64 {
+	var sum float64
+	for _, in := range rep.Launched() {
+		sum += in.PricePerHour
+	}
+	return sum
+}
+
+// world is what a round read.
+type world struct {
+	view        *View
+	pools       []*apis.NodePool
+	classes     []*apis.EC2NodeClass
+	versions    map[string]int64
+	records     []*state.NodeClaim
+	unavailable []state.Offering
+	zones       []string
+}
+
+// read reads the cluster, the state table, the node classes' zones and the
+// spot prices, at once where they do not depend on one another.
+func (r *Reconciler) read(ctx context.Context, rep *Report) (*world, error) {
+	w := &world{}
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	wg.Add(3)
+	go func() {
+		defer wg.Done()
+		w.view, errs[0] = r.Source.View(ctx)
+		if errs[0] == nil {
+			var warns []string
+			w.pools, w.classes, warns = MergeConfig(r.NodePools, r.NodeClasses, w.view)
+			rep.Warnings = append(rep.Warnings, w.view.Warnings...)
+			rep.Warnings = append(rep.Warnings, warns...)
+			var zerr error
+			if w.zones, zerr = r.Fleet.Zones(ctx, w.classes); zerr != nil {
+				if len(w.zones) == 0 && len(w.classes) > 0 {
+					errs[3] = fmt.Errorf("node classes: %w", zerr)
+				} else {
+					rep.Warnings = append(rep.Warnings, zerr.Error())
+				}
+			}
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		// Versions before records: a launch between the two reads shows in
+		// the records and fails our commit, never the other way round.
+		if w.versions, errs[1] = r.Store.PoolVersions(ctx); errs[1] == nil {
+			w.records, errs[1] = r.Store.NodeClaims(ctx)
+		}
+		if errs[1] == nil {
+			w.unavailable, errs[1] = r.Store.Unavailable(ctx)
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		if r.Spot != nil {
+			if err := r.Spot.Ensure(ctx); err != nil {
+				errs[2] = err
+			}
+		}
+	}()
+	wg.Wait()
+	if errs[2] != nil {
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("spot prices: %v (planning on-demand only)", errs[2]))
+	}
+	if err := errors.Join(errs[0], errs[1], errs[3]); err != nil {
+		return nil, fmt.Errorf("read: %w", err)
+	}
+	rep.Zones = w.zones
+	rep.Nodes = len(w.view.Nodes)
+	return w, nil
+}
+
+func (r *Reconciler) spot(rep *Report) catalog.SpotPricer {
+	if r.Spot == nil {
+		return nil
+	}
+	for _, w := range rep.Warnings {
+		if strings.HasPrefix(w, "spot prices:") {
+			return nil
+		}
+	}
+	return r.Spot
+}
+
+// Round makes one provisioning round under lease. It fails when it cannot
+// read or its lease is lost; launches that fail are in the report.
+func (r *Reconciler) Round(ctx context.Context, lease *state.Lease) (*Report, error) {
+	if err := r.init(); err != nil {
+		return nil, err
+	}
+	rep := &Report{}
+	start := r.Now()
+	w, err := r.read(ctx, rep)
+	rep.Read = r.Now().Sub(start)
+	if err != nil {
+		return rep, err
+	}
+	if err := r.redrive(ctx, w, rep); err != nil {
+		return rep, err
+	}
+	r.register(ctx, w, rep)
+	err = r.solveAndLaunch(ctx, lease, w, nil, "provisioning", rep)
+	r.emitRound(ctx, w, rep)
+	return rep, err
+}
+
+// Replace launches capacity for the given pods (namespace/name) of nodes
+// being disrupted, through the same solve as a round, fenced by lease (the
+// caller's node lease, not the provision lease: a replacement never waits
+// behind a provisioning round). It returns the records it launched.
+func (r *Reconciler) Replace(ctx context.Context, lease *state.Lease, pods []string, reason string) (*Report, error) {
+	if err := r.init(); err != nil {
+		return nil, err
+	}
+	rep := &Report{}
+	start := r.Now()
+	w, err := r.read(ctx, rep)
+	rep.Read = r.Now().Sub(start)
+	if err != nil {
+		return rep, err
+	}
+	only := map[string]bool{}
+	for _, p := range pods {
+		only[p] = true
+	}
+	err = r.solveAndLaunch(ctx, lease, w, only, reason, rep)
+	return rep, err
+}
+
+// solveAndLaunch solves and launches, and solves again without the
+// offerings EC2 refused (falling back from spot to on-demand where the
+// pool allows it), at most Options.MaxAttempts times; a launch that lost a
+// race for a limited pool re-reads and solves again.
+func (r *Reconciler) solveAndLaunch(ctx context.Context, lease *state.Lease, w *world, only map[string]bool, reason string, rep *Report) error {
+	for attempt := 0; attempt < r.Options.MaxAttempts; attempt++ {
+		unavailable := state.NewUnavailableSet(w.unavailable)
+		prep := Prepare(Inputs{
+			View: w.view, Records: w.records, NodePools: w.pools, NodeClasses: w.classes, Catalog: r.Catalog,
+			Zones: w.zones, Spot: r.spot(rep), Unavailable: unavailable.Has, Only: only,
+		})
+		if attempt == 0 {
+			rep.Warnings = append(rep.Warnings, prep.Warnings...)
+		}
+		rep.Pending, rep.Reschedulable, rep.InFlight = prep.Pending, prep.Reschedulable, prep.InFlight
+		if len(prep.Input.Pods) == 0 {
+			return nil
+		}
+		prep.Input.MaxInstanceTypes = r.Options.MaxInstanceTypes
+		start := r.Now()
+		plan, err := scheduling.Solve(prep.Input)
+		rep.Solve += r.Now().Sub(start)
+		rep.Solves++
+		if err != nil {
+			return fmt.Errorf("solve: %w", err)
+		}
+		rep.Plan = plan
+		_ = r.Metrics.Emit(metrics.SolveDuration, float64(r.Now().Sub(start).Milliseconds()), nil)
+		r.Log.Info("plan", "pods", len(prep.Input.Pods), "nodeClaims", len(plan.NodeClaims), "onExistingNodes", len(plan.ExistingNodes),
+			"unschedulable", len(plan.Unschedulable), "pricePerHour", plan.PricePerHour, "attempt", attempt)
+		if len(plan.NodeClaims) == 0 {
+			r.podEvents(ctx, w, plan, nil)
+			return nil
+		}
+		start = r.Now()
+		launched, refused, err := r.launch(ctx, lease, w, plan, reason, rep)
+		rep.Launch += r.Now().Sub(start)
+		if errors.Is(err, state.ErrConflict) {
+			// Another launcher took room in a limited pool since we read:
+			// read the state again and solve again.
+			r.Log.Info("a limited NodePool changed since it was read: solving again", "error", err.Error())
+			if w.versions, err = r.Store.PoolVersions(ctx); err == nil {
+				w.records, err = r.Store.NodeClaims(ctx)
+			}
+			if err != nil {
+				return fmt.Errorf("read state again: %w", err)
+			}
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		w.records = append(w.records, launched...)
+		r.podEvents(ctx, w, plan, launched)
+		if len(refused) == 0 {
+			return nil
+		}
+		rep.Refused = append(rep.Refused, refused...)
+		w.unavailable = append(w.unavailable, refused...)
+	}
+	return nil
+}
+
+// limited returns the launch versions of the pools with limits.
+func limitedVersions(pools []*apis.NodePool, versions map[string]int64) map[string]int64 {
+	out := map[string]int64{}
+	for _, p := range pools {
+		if len(p.Spec.Limits) > 0 {
+			out[p.Name] = versions[p.Name]
+		}
+	}
+	return out
+}
+
+// overLimit drops, pool by pool, the claims that would take a limited
+// pool's records past its limits (a safety net under the solver, which
+// already plans within them).
+func (r *Reconciler) overLimit(w *world, recs []*state.NodeClaim) (keep, dropped []*state.NodeClaim) {
+	limits := map[string]corev1.ResourceList{}
+	for _, p := range w.pools {
+		if len(p.Spec.Limits) > 0 {
+			limits[p.Name] = corev1.ResourceList(p.Spec.Limits)
+		}
+	}
+	used := map[string]corev1.ResourceList{}
+	for _, rec := range w.records {
+		if _, ok := limits[rec.NodePool]; ok && rec.Phase != state.Terminating {
+			used[rec.NodePool] = sumResources(used[rec.NodePool], rec.Capacity)
+		}
+	}
+	for _, rec := range recs {
+		lim, ok := limits[rec.NodePool]
+		if !ok {
+			keep = append(keep, rec)
+			continue
+		}
+		next := sumResources(used[rec.NodePool], rec.Capacity)
+		if res, over := exceeds(next, lim); over {
+			r.Log.Warn("nodeclaim dropped: it would exceed its NodePool's limit", "nodeClaim", rec.Name, "nodePool", rec.NodePool, "resource", res)
+			dropped = append(dropped, rec)
+			continue
+		}
+		used[rec.NodePool] = next
+		keep = append(keep, rec)
+	}
+	return keep, dropped
+}
+
+// sortedRecords sorts records by name.
+func sortedRecords(recs []*state.NodeClaim) {
+	sort.Slice(recs, func(i, j int) bool { return recs[i].Name < recs[j].Name })
+}

@@ -1,0 +1,161 @@
+// Package setup builds the functions' dependencies from their environment:
+// the state table, the EC2 launcher, the Kubernetes client and cluster
+// cache, spot prices and the deployed configuration. It exists so that the
+// functions' main packages stay a few lines, and so that `make run` and the
+// end-to-end tests assemble the functions exactly as Lambda does, with only
+// the endpoints and credentials differing.
+package setup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
+	"k8s.io/client-go/rest"
+
+	"github.com/nodewright/nodewright/shared/apis"
+	"github.com/nodewright/nodewright/shared/catalog"
+	"github.com/nodewright/nodewright/shared/fleet"
+	"github.com/nodewright/nodewright/shared/kube"
+	"github.com/nodewright/nodewright/shared/metrics"
+	"github.com/nodewright/nodewright/shared/names"
+	"github.com/nodewright/nodewright/shared/pricing"
+	"github.com/nodewright/nodewright/shared/provision"
+	"github.com/nodewright/nodewright/shared/state"
+)
+
+// Cluster is what the functions need to know of the EKS cluster: how to
+// reach its API server and what nodes need to join it.
+type Cluster struct {
+	fleet.Cluster
+	// REST reaches the API server as the function's identity.
+	REST *rest.Config
+}
+
+// Options are a function's environment.
+type Options struct {
+	// Env is the stack's environment variables (names.Env*).
+	Env map[string]string
+	AWS aws.Config
+	// Cluster is resolved by the caller (EKS DescribeCluster on AWS, the
+	// local cloud's description locally).
+	Cluster Cluster
+	// NodePools and NodeClasses, when set, replace loading the
+	// configuration directory named by the environment.
+	NodePools   []*apis.NodePool
+	NodeClasses []*apis.EC2NodeClass
+	// Metrics is where EMF records go (os.Stdout in Lambda; nil: none).
+	Metrics io.Writer
+	Now     func() time.Time
+	Log     *slog.Logger
+}
+
+func (o *Options) defaults() {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Config loads the deployed configuration (the directory the stack's layer
+// holds), unless the options carry it.
+func Config(o Options) ([]*apis.NodePool, []*apis.EC2NodeClass, error) {
+	if len(o.NodePools) > 0 || len(o.NodeClasses) > 0 {
+		return o.NodePools, o.NodeClasses, nil
+	}
+	dir := o.Env[names.EnvConfigDir]
+	if dir == "" {
+		return nil, nil, fmt.Errorf("%s is not set", names.EnvConfigDir)
+	}
+	cfg, err := apis.LoadDir(dir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("configuration: %w", err)
+	}
+	return cfg.NodePools, cfg.NodeClasses, nil
+}
+
+// Provision builds the provision function's reconciler.
+func Provision(ctx context.Context, o Options) (*provision.Reconciler, error) {
+	o.defaults()
+	var missing []string
+	for _, k := range []string{names.EnvClusterName, names.EnvTableName, names.EnvInstanceProfileName} {
+		if o.Env[k] == "" {
+			missing = append(missing, k)
+		}
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("environment lacks %v", missing)
+	}
+	if o.Cluster.REST == nil {
+		return nil, errors.New("no Kubernetes client configuration")
+	}
+	pools, classes, err := Config(o)
+	if err != nil {
+		return nil, err
+	}
+	cluster := o.Env[names.EnvClusterName]
+	store, err := state.New(dynamodb.NewFromConfig(o.AWS), o.Env[names.EnvTableName], cluster, o.Now)
+	if err != nil {
+		return nil, err
+	}
+	cat := catalog.Default()
+	ec2c := ec2.NewFromConfig(o.AWS)
+	spot := &provision.SpotCache{Prices: pricing.NewEC2Prices(ec2c, o.Now), Store: store, Now: o.Now, Log: o.Log}
+	launcher, err := fleet.New(fleet.Config{
+		Cluster: o.Cluster.Cluster, InstanceProfile: o.Env[names.EnvInstanceProfileName],
+		EC2: ec2c, SSM: ssm.NewFromConfig(o.AWS), Catalog: cat, Spot: spot, Now: o.Now, Log: o.Log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	kc, err := kube.New(o.Cluster.REST)
+	if err != nil {
+		return nil, err
+	}
+	r := &provision.Reconciler{
+		Cluster: cluster, Store: store, Source: listSource{kc}, Fleet: launcher, Catalog: cat, Spot: spot,
+		NodePools: pools, NodeClasses: classes, Now: o.Now, Log: o.Log,
+	}
+	if o.Metrics != nil {
+		r.Metrics = metrics.NewEmitter(o.Metrics, o.Env[names.EnvMetricsNamespace], cluster, o.Now)
+	}
+	return r, nil
+}
+
+// listSource reads the cluster with full lists.
+type listSource struct{ c *kube.Client }
+
+func (s listSource) View(ctx context.Context) (*provision.View, error) {
+	pods, err := s.c.Pods(ctx)
+	if err != nil {
+		return nil, err
+	}
+	nodes, err := s.c.Nodes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ds, err := s.c.DaemonSets(ctx)
+	if err != nil {
+		return nil, err
+	}
+	v := &provision.View{}
+	for i := range pods {
+		v.Pods = append(v.Pods, &pods[i])
+	}
+	for i := range nodes {
+		v.Nodes = append(v.Nodes, &nodes[i])
+	}
+	for i := range ds {
+		v.DaemonSets = append(v.DaemonSets, &ds[i])
+	}
+	return v, nil
+}
