@@ -247,9 +247,9 @@ func TestLiveness(t *testing.T) {
 		running("i-late", "default-late0", 16*time.Minute, true),
 		running("i-fresh", "default-fresh", time.Minute, true),
 		running("i-orphan", "default-zzzzz", 10*time.Minute, true),
-		running("i-young", "default-yyyyy", time.Minute, true),             // within the grace period
-		running("i-karpenter", "default-kkkkk", time.Hour, false),          // not ours
-		running("i-grp", "default-grp00", 10*time.Minute, true),            // its record is still launching
+		running("i-young", "default-yyyyy", time.Minute, true),    // within the grace period
+		running("i-karpenter", "default-kkkkk", time.Hour, false), // not ours
+		running("i-grp", "default-grp00", 10*time.Minute, true),   // its record is still launching
 		{InstanceID: "i-end", State: "shutting-down", LaunchTime: now.Add(-time.Hour), ManagedBy: true},
 	}
 	gnode := node("ip-gone", "i-gone")
