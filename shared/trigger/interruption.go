@@ -39,7 +39,14 @@ const (
 	KindStateChange                     Kind = "StateChange"
 	KindScheduledChange                 Kind = "ScheduledChange"
 	KindCapacityReservationInterruption Kind = "CapacityReservationInterruption"
+	// KindUnknown is an event of another source or detail type (a rule the
+	// stack does not make sent it): acknowledged and counted, never acted on.
+	KindUnknown Kind = "Unknown"
 )
+
+// SpotNotice is how long EC2 gives a spot instance (and an instance in an
+// interrupted capacity reservation) between the warning and its end.
+const SpotNotice = 2 * time.Minute
 
 // Interruption is a decoded interruption event.
 type Interruption struct {
@@ -53,6 +60,11 @@ type Interruption struct {
 	// State is the new instance state of a state-change notification
 	// (pending, running, stopping, stopped, shutting-down, terminated).
 	State string
+	// Deadline is when the instance goes: the event's time plus the
+	// two-minute notice for spot and capacity-reservation interruptions,
+	// the scheduled change's start time for AWS Health events; zero when
+	// the event gives none.
+	Deadline time.Time
 }
 
 var instanceIDPattern = regexp.MustCompile(`^i-[0-9a-f]{8,17}$`)
@@ -73,12 +85,14 @@ func DecodeInterruption(body []byte) (Interruption, error) {
 	case ev.Source == EC2Source && ev.DetailType == DetailTypeSpotInterruption:
 		out.Kind = KindSpotInterruption
 		out.InstanceIDs, _, err = instanceDetail(ev.Detail)
+		out.Deadline = ev.Time.Add(SpotNotice)
 	case ev.Source == EC2Source && ev.DetailType == DetailTypeRebalanceRecommendation:
 		out.Kind = KindRebalanceRecommendation
 		out.InstanceIDs, _, err = instanceDetail(ev.Detail)
 	case ev.Source == EC2Source && ev.DetailType == DetailTypeCapacityReservationInterruption:
 		out.Kind = KindCapacityReservationInterruption
 		out.InstanceIDs, _, err = instanceDetail(ev.Detail)
+		out.Deadline = ev.Time.Add(SpotNotice)
 	case ev.Source == EC2Source && ev.DetailType == DetailTypeStateChange:
 		out.Kind = KindStateChange
 		out.InstanceIDs, out.State, err = instanceDetail(ev.Detail)
@@ -87,9 +101,10 @@ func DecodeInterruption(body []byte) (Interruption, error) {
 		}
 	case ev.Source == HealthSource && ev.DetailType == DetailTypeHealth:
 		out.Kind = KindScheduledChange
-		out.InstanceIDs, err = healthDetail(ev.Detail)
+		out.InstanceIDs, out.Deadline, err = healthDetail(ev.Detail)
 	default:
-		return Interruption{}, fmt.Errorf("decode interruption event %q: unexpected source %q, detail-type %q", ev.ID, ev.Source, ev.DetailType)
+		out.Kind = KindUnknown
+		return out, nil
 	}
 	if err != nil {
 		return Interruption{}, fmt.Errorf("decode interruption event %q (%s): %w", ev.ID, ev.DetailType, err)
@@ -111,19 +126,20 @@ func instanceDetail(raw json.RawMessage) ([]string, string, error) {
 	return []string{d.InstanceID}, d.State, nil
 }
 
-func healthDetail(raw json.RawMessage) ([]string, error) {
+func healthDetail(raw json.RawMessage) ([]string, time.Time, error) {
 	var d struct {
 		Service           string `json:"service"`
 		EventTypeCategory string `json:"eventTypeCategory"`
+		StartTime         string `json:"startTime"`
 		AffectedEntities  []struct {
 			EntityValue string `json:"entityValue"`
 		} `json:"affectedEntities"`
 	}
 	if err := json.Unmarshal(raw, &d); err != nil {
-		return nil, err
+		return nil, time.Time{}, err
 	}
 	if d.Service != HealthServiceEC2 || d.EventTypeCategory != HealthCategoryScheduledChange {
-		return nil, fmt.Errorf("health event for service %q, category %q: want %s %s", d.Service, d.EventTypeCategory, HealthServiceEC2, HealthCategoryScheduledChange)
+		return nil, time.Time{}, fmt.Errorf("health event for service %q, category %q: want %s %s", d.Service, d.EventTypeCategory, HealthServiceEC2, HealthCategoryScheduledChange)
 	}
 	// Entities other than instances (dedicated hosts, for example) are not
 	// Nodewright's to handle; an event with none of ours decodes to nothing.
@@ -133,5 +149,14 @@ func healthDetail(raw json.RawMessage) ([]string, error) {
 			ids = append(ids, e.EntityValue)
 		}
 	}
-	return ids, nil
+	// AWS Health writes times as RFC 1123 ("Sun, 15 Jun 2025 12:00:00
+	// GMT"); an unreadable start time leaves no deadline, never an error.
+	var start time.Time
+	for _, layout := range []string{time.RFC1123, time.RFC1123Z, time.RFC3339} {
+		if t, err := time.Parse(layout, d.StartTime); err == nil {
+			start = t.UTC()
+			break
+		}
+	}
+	return ids, start, nil
 }

@@ -135,11 +135,11 @@ func TestDecodeInterruption(t *testing.T) {
 		file string
 		want Interruption
 	}{
-		{"spot-interruption.json", Interruption{KindSpotInterruption, "1e5527d7-bb36-4607-3370-4164db56a40e", at, []string{"i-0b662ef9931388ba0"}, ""}},
-		{"rebalance-recommendation.json", Interruption{KindRebalanceRecommendation, "5d5a3a2b-8f7c-4d0e-9a8e-3b0f7f6b9c11", at, []string{"i-0123456789abcdef0"}, ""}},
-		{"state-change.json", Interruption{KindStateChange, "7bf73129-1428-4cd3-a780-95db273d1602", at, []string{"i-0abcdef1234567890"}, "stopping"}},
-		{"health-scheduled-change.json", Interruption{KindScheduledChange, "7bf73129-1428-4cd3-a780-95db273d1603", at, []string{"i-0123456789abcdef0", "i-0fedcba9876543210"}, ""}},
-		{"capacity-reservation-interruption.json", Interruption{KindCapacityReservationInterruption, "12345678-1234-1234-1234-123456789012", at, []string{"i-0aaaabbbbccccdddd"}, ""}},
+		{"spot-interruption.json", Interruption{KindSpotInterruption, "1e5527d7-bb36-4607-3370-4164db56a40e", at, []string{"i-0b662ef9931388ba0"}, "", at.Add(SpotNotice)}},
+		{"rebalance-recommendation.json", Interruption{KindRebalanceRecommendation, "5d5a3a2b-8f7c-4d0e-9a8e-3b0f7f6b9c11", at, []string{"i-0123456789abcdef0"}, "", time.Time{}}},
+		{"state-change.json", Interruption{KindStateChange, "7bf73129-1428-4cd3-a780-95db273d1602", at, []string{"i-0abcdef1234567890"}, "stopping", time.Time{}}},
+		{"health-scheduled-change.json", Interruption{KindScheduledChange, "7bf73129-1428-4cd3-a780-95db273d1603", at, []string{"i-0123456789abcdef0", "i-0fedcba9876543210"}, "", time.Date(2025, 1, 11, 10, 0, 0, 0, time.UTC)}},
+		{"capacity-reservation-interruption.json", Interruption{KindCapacityReservationInterruption, "12345678-1234-1234-1234-123456789012", at, []string{"i-0aaaabbbbccccdddd"}, "", at.Add(SpotNotice)}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.file, func(t *testing.T) {
@@ -175,14 +175,24 @@ func withDetail(t *testing.T, source, detailType, detail string) string {
 	return string(b)
 }
 
+func TestDecodeInterruptionUnknownKinds(t *testing.T) {
+	for _, body := range []string{
+		withDetail(t, EC2Source, "EC2 AMI State Change", `{"x":1}`),
+		withDetail(t, "aws.s3", DetailTypeSpotInterruption, `{"instance-id":"i-0123456789abcdef0"}`),
+	} {
+		got, err := DecodeInterruption([]byte(body))
+		if err != nil || got.Kind != KindUnknown || len(got.InstanceIDs) != 0 {
+			t.Errorf("unknown kind: %+v, %v; want KindUnknown and no error (acknowledged and counted)", got, err)
+		}
+	}
+}
+
 func TestDecodeInterruptionErrors(t *testing.T) {
 	cases := []struct {
 		name, body, want string
 	}{
 		{"not json", `not json`, "decode interruption event"},
 		{"no detail", withDetail(t, EC2Source, DetailTypeSpotInterruption, ""), "no detail"},
-		{"unexpected type", withDetail(t, EC2Source, "EC2 AMI State Change", `{"x":1}`), "unexpected source"},
-		{"wrong source", withDetail(t, "aws.s3", DetailTypeSpotInterruption, `{"instance-id":"i-0123456789abcdef0"}`), "unexpected source"},
 		{"bad instance id", withDetail(t, EC2Source, DetailTypeSpotInterruption, `{"instance-id":"i-XYZ; drop"}`), "invalid instance-id"},
 		{"missing instance id", withDetail(t, EC2Source, DetailTypeRebalanceRecommendation, `{}`), "invalid instance-id"},
 		{"detail not object", withDetail(t, EC2Source, DetailTypeCapacityReservationInterruption, `"text"`), "cannot unmarshal"},
