@@ -18,8 +18,6 @@ import (
 	"runtime/debug"
 	"strings"
 
-	"github.com/aws/aws-lambda-go/events"
-
 	"github.com/nodewright/nodewright/shared/names"
 	"github.com/nodewright/nodewright/shared/trigger"
 )
@@ -86,38 +84,5 @@ func (h Consolidation) Handle(ctx context.Context, raw json.RawMessage) (err err
 	}
 	h.Log.Info("consolidation trigger", "time", t, "cluster", h.Env.Cluster, "configHash", h.Env.ConfigHash,
 		"note", "consolidation is not implemented yet: trigger decoded and logged only")
-	return nil
-}
-
-// Interruption handles batches from the interruption queue.
-type Interruption struct {
-	Env Env
-	Log *slog.Logger
-}
-
-// Handle decodes every message of the batch. A message that cannot be
-// decoded (or whose handling panics) is reported as a batch item failure, so
-// SQS retries it alone and, after the queue's receive limit, moves it to the
-// DLQ; the rest of the batch succeeds.
-func (h Interruption) Handle(ctx context.Context, ev events.SQSEvent) (resp events.SQSEventResponse, err error) {
-	defer recovered(h.Log, &err)
-	for _, msg := range ev.Records {
-		if ierr := h.one(msg); ierr != nil {
-			h.Log.Error("interruption message failed", "messageId", msg.MessageId, "error", ierr)
-			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: msg.MessageId})
-		}
-	}
-	return resp, nil
-}
-
-func (h Interruption) one(msg events.SQSMessage) (err error) {
-	defer recovered(h.Log, &err)
-	in, err := trigger.DecodeInterruption([]byte(msg.Body))
-	if err != nil {
-		return err
-	}
-	h.Log.Info("interruption event", "messageId", msg.MessageId, "kind", in.Kind, "eventId", in.EventID,
-		"instances", in.InstanceIDs, "state", in.State, "time", in.Time,
-		"note", "interruption handling is not implemented yet: event decoded and logged only")
 	return nil
 }

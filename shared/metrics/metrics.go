@@ -63,6 +63,18 @@ const (
 	// RegistrationDuration is the time from a NodeClaim's launch to its
 	// Node registering, in seconds.
 	RegistrationDuration = "RegistrationSeconds"
+	// InterruptionToReplacement is the time from an interruption message's
+	// arrival in the queue to its replacement's CreateFleet, in seconds.
+	InterruptionToReplacement = "InterruptionToReplacementSeconds"
+	// InterruptionToDrained is the time from an interruption message's
+	// arrival to the node's last pod gone, in seconds.
+	InterruptionToDrained = "InterruptionToDrainedSeconds"
+	// PodsEvicted counts pods evicted (or, past a deadline, deleted) from
+	// nodes being taken out, by reason (the disruption's kind).
+	PodsEvicted = "PodsEvicted"
+	// InterruptionMessagesFailed counts queue messages that failed (and
+	// return to the queue, then the DLQ).
+	InterruptionMessagesFailed = "InterruptionMessagesFailed"
 )
 
 // Unit is a CloudWatch metric unit.
@@ -126,6 +138,10 @@ func Definitions() []Definition {
 		{ClusterPricePerHour, UnitNone, Maximum, []string{DimNodePool, DimCapacityType}, "USD per hour of the managed nodes"},
 		{SolveDuration, UnitMilliseconds, Maximum, nil, "duration of one scheduling simulation"},
 		{RegistrationDuration, UnitSeconds, Maximum, nil, "launch to Node registered"},
+		{InterruptionToReplacement, UnitSeconds, Maximum, nil, "interruption message to replacement launched"},
+		{InterruptionToDrained, UnitSeconds, Maximum, nil, "interruption message to node drained"},
+		{PodsEvicted, UnitCount, Sum, []string{DimReason}, "pods evicted from nodes taken out"},
+		{InterruptionMessagesFailed, UnitCount, Sum, nil, "interruption messages that failed"},
 	}
 	sort.Slice(defs, func(i, j int) bool { return defs[i].Name < defs[j].Name })
 	return defs

@@ -55,8 +55,9 @@ type Events interface {
 type DrainResult struct {
 	// Done: no pod that must leave is left on the node.
 	Done bool
-	// Evicted, Blocked (by a PDB) and Remaining pods, as namespace/name.
-	Evicted, Blocked, Remaining []string
+	// Evicted, Blocked (by a PDB), Deleted (after the deadline, without
+	// eviction) and Remaining pods, as namespace/name.
+	Evicted, Blocked, Deleted, Remaining []string
 }
 
 // Drainer evicts a node's pods (through the Eviction API, PDBs honoured),

@@ -151,7 +151,7 @@ func Prepare(in Inputs) Prepared {
 		switch {
 		case p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed:
 		case p.Spec.NodeName != "" && going[p.Spec.NodeName]:
-			if !reschedulable(p) || (in.Only != nil && !in.Only[key]) {
+			if !Reschedulable(p) || (in.Only != nil && !in.Only[key]) {
 				continue
 			}
 			c := *p
@@ -203,9 +203,9 @@ func Prepare(in Inputs) Prepared {
 	return out
 }
 
-// reschedulable reports whether a pod of a node that is going needs a new
+// Reschedulable reports whether a pod of a node that is going needs a new
 // home: not a DaemonSet's or a static pod (they follow nodes).
-func reschedulable(p *corev1.Pod) bool {
+func Reschedulable(p *corev1.Pod) bool {
 	for _, o := range p.OwnerReferences {
 		if o.Controller != nil && *o.Controller && (o.Kind == "DaemonSet" || o.Kind == "Node") {
 			return false

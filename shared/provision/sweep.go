@@ -185,11 +185,11 @@ func (r *Reconciler) retireDeleted(ctx context.Context, view *View, records []*s
 				grace = &d
 			}
 		}
-		done, err := r.Retire(ctx, RetireRequest{Node: n, Record: rec, Action: "deletion-" + n.Name, Reason: "Deleted", Grace: grace})
+		res, err := r.Retire(ctx, RetireRequest{Node: n, Record: rec, Action: "deletion-" + n.Name, Reason: "Deleted", Grace: grace})
 		switch {
 		case err != nil:
 			r.Log.Warn("retire deleted node", "node", n.Name, "error", err)
-		case done:
+		case res.Done:
 			rep.Retired = append(rep.Retired, n.Name)
 		default:
 			rep.Draining = append(rep.Draining, n.Name)
@@ -218,49 +218,61 @@ type RetireRequest struct {
 	Grace    *time.Duration
 }
 
+// Retired is what a Retire call achieved.
+type Retired struct {
+	// Done: the instance is terminated, the Node and the record gone.
+	Done  bool
+	Drain DrainResult
+}
+
 // Retire takes a node out: marks its record disrupting (its pods then move
 // in every solve), drains it (PDBs honoured; after the deadline the pods
 // left are deleted), terminates its instance, releases the Node's finalizer
 // and deletes it, and removes the record. It is resumable: each call
 // carries on from what is true now and returns done once the node is
 // gone; a call that runs out of ctx leaves the rest to the next.
-func (r *Reconciler) Retire(ctx context.Context, req RetireRequest) (done bool, err error) {
+func (r *Reconciler) Retire(ctx context.Context, req RetireRequest) (Retired, error) {
+	var out Retired
 	if err := r.init(); err != nil {
-		return false, err
+		return out, err
 	}
 	rec := req.Record
 	now := r.Now()
 	if rec != nil && (rec.Disruption == nil || !rec.Disruption.Reschedule) {
 		if rec.Disruption == nil {
-			rec.Disruption = &state.Disruption{Action: req.Action, Reason: req.Reason, Since: now}
+			rec.Disruption = &state.Disruption{Action: req.Action, Reason: req.Reason, Since: now, Deadline: req.Deadline}
 		}
 		rec.Disruption.Reschedule = true
 		if rec.Phase != state.Terminating {
 			rec.Phase = state.Disrupting
 		}
 		if err := r.Store.PutNodeClaim(ctx, rec); err != nil {
-			return false, fmt.Errorf("retire %s: mark disrupting: %w", req.Node.Name, err)
+			return out, fmt.Errorf("retire %s: mark disrupting: %w", req.Node.Name, err)
 		}
 	}
 	deadline := req.Deadline
+	if deadline.IsZero() && rec != nil && rec.Disruption != nil {
+		deadline = rec.Disruption.Deadline
+	}
 	if deadline.IsZero() && req.Grace != nil && rec != nil && rec.Disruption != nil {
 		deadline = rec.Disruption.Since.Add(*req.Grace)
 	}
 	if rec == nil || rec.Phase != state.Terminating {
 		if r.Drainer != nil && req.Node != nil {
 			res, err := r.Drainer.Drain(ctx, req.Node.Name, deadline)
+			out.Drain = res
 			if err != nil {
-				return false, fmt.Errorf("retire %s: drain: %w", req.Node.Name, err)
+				return out, fmt.Errorf("retire %s: drain: %w", req.Node.Name, err)
 			}
 			if !res.Done {
 				r.Log.Info("draining", "node", req.Node.Name, "evicted", len(res.Evicted), "blocked", len(res.Blocked), "remaining", len(res.Remaining))
-				return false, nil
+				return out, nil
 			}
 		}
 		if rec != nil {
 			rec.Phase = state.Terminating
 			if err := r.Store.PutNodeClaim(ctx, rec); err != nil {
-				return false, fmt.Errorf("retire %s: mark terminating: %w", req.Node.Name, err)
+				return out, fmt.Errorf("retire %s: mark terminating: %w", req.Node.Name, err)
 			}
 		}
 	}
@@ -272,20 +284,20 @@ func (r *Reconciler) Retire(ctx context.Context, req RetireRequest) (done bool, 
 	}
 	if id != "" {
 		if err := r.Fleet.Terminate(ctx, []string{id}); err != nil {
-			return false, fmt.Errorf("retire %s: %w", nodeName(req), err)
+			return out, fmt.Errorf("retire %s: %w", nodeName(req), err)
 		}
 	}
 	if req.Node != nil && r.Nodes != nil {
 		if err := r.Nodes.RemoveFinalizer(ctx, req.Node.Name); err != nil {
-			return false, fmt.Errorf("retire %s: release: %w", req.Node.Name, err)
+			return out, fmt.Errorf("retire %s: release: %w", req.Node.Name, err)
 		}
 		if err := r.Nodes.DeleteNode(ctx, req.Node.Name); err != nil {
-			return false, fmt.Errorf("retire %s: delete node: %w", req.Node.Name, err)
+			return out, fmt.Errorf("retire %s: delete node: %w", req.Node.Name, err)
 		}
 	}
 	if rec != nil {
 		if err := r.Store.DeleteNodeClaim(ctx, rec); err != nil && !errors.Is(err, state.ErrNotFound) {
-			return false, fmt.Errorf("retire %s: remove record: %w", nodeName(req), err)
+			return out, fmt.Errorf("retire %s: remove record: %w", nodeName(req), err)
 		}
 	}
 	if req.Node != nil {
@@ -293,7 +305,8 @@ func (r *Reconciler) Retire(ctx context.Context, req RetireRequest) (done bool, 
 			fmt.Sprintf("%s: drained, instance %s terminated", req.Reason, id))
 	}
 	r.Log.Info("node retired", "node", nodeName(req), "instance", id, "reason", req.Reason)
-	return true, nil
+	out.Done = true
+	return out, nil
 }
 
 func nodeName(req RetireRequest) string {

@@ -100,6 +100,9 @@ type Disruption struct {
 	// and no longer count the node as capacity (before, while an action is
 	// still being validated, the node and its pods stay where they are).
 	Reschedule bool `json:"reschedule,omitempty"`
+	// Deadline is when the node goes whatever happens (a spot instance's
+	// end, terminationGracePeriod): pods left then are deleted.
+	Deadline time.Time `json:"deadline,omitzero"`
 }
 
 // ProviderIDFor is the providerID a Node of instance in zone registers

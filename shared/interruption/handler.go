@@ -1,0 +1,377 @@
+package interruption
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nodewright/nodewright/shared/apis"
+	"github.com/nodewright/nodewright/shared/metrics"
+	"github.com/nodewright/nodewright/shared/provision"
+	"github.com/nodewright/nodewright/shared/state"
+	"github.com/nodewright/nodewright/shared/trigger"
+)
+
+// Handler defaults.
+const (
+	// DefaultLeaseTTL is the node lease's lifetime, renewed while a node is
+	// handled.
+	DefaultLeaseTTL = time.Minute
+	// messageMemory is how long a handled message's ID is remembered.
+	messageMemory = 24 * time.Hour
+	// drainPoll is the pause between drain passes of one node.
+	drainPoll = time.Second
+	// deadlineMargin: the drain's deadline is this much before the
+	// instance's end, so pods are deleted (and their replacements start)
+	// before the instance vanishes under them.
+	deadlineMargin = 15 * time.Second
+)
+
+// Handler handles the interruption queue's messages with the provision
+// function's reconciler (its store, cluster view, launcher, node writes,
+// drainer, events and metrics).
+type Handler struct {
+	R        *provision.Reconciler
+	Now      func() time.Time
+	Log      *slog.Logger
+	LeaseTTL time.Duration
+	// Holder names this invocation in leases.
+	Holder string
+	// After, when set, sees what each message did (tests).
+	After func(events.SQSMessage, []Outcome, error)
+}
+
+// Outcome is what handling one instance did.
+type Outcome struct {
+	Instance  string
+	NodeClaim string
+	// Ours is false for instances without a NodeClaim record.
+	Ours bool
+	// Acted: the node was (or is being) replaced and drained.
+	Acted        bool
+	Replacements []string
+	Drained      bool
+	Terminated   bool
+	Stranded     []string
+	Note         string
+}
+
+// HandleBatch handles an SQS batch: messages in parallel, each on its own.
+// A message that cannot be decoded, or whose handling fails, comes back
+// as a batch item failure (SQS redelivers it alone and, after the queue's
+// receive limit, moves it to the DLQ); the others succeed.
+func (h *Handler) HandleBatch(ctx context.Context, ev events.SQSEvent) events.SQSEventResponse {
+	var resp events.SQSEventResponse
+	failed := make([]bool, len(ev.Records))
+	var wg sync.WaitGroup
+	for i, msg := range ev.Records {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			outs, err := h.Message(ctx, msg)
+			if h.After != nil {
+				h.After(msg, outs, err)
+			}
+			if err != nil {
+				h.Log.Error("interruption message failed", "messageId", msg.MessageId, "error", err)
+				if h.R != nil && h.R.Metrics != nil {
+					_ = h.R.Metrics.Emit(metrics.InterruptionMessagesFailed, 1, nil)
+				}
+				failed[i] = true
+			}
+		}()
+	}
+	wg.Wait()
+	for i, msg := range ev.Records {
+		if failed[i] {
+			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: msg.MessageId})
+		}
+	}
+	return resp
+}
+
+// Message handles one queue message. It never panics: a panic becomes the
+// message's error.
+func (h *Handler) Message(ctx context.Context, msg events.SQSMessage) (outs []Outcome, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("panic: %v", r)
+		}
+	}()
+	in, err := trigger.DecodeInterruption([]byte(msg.Body))
+	if err != nil {
+		return nil, err
+	}
+	arrived := h.Now()
+	if ms, perr := strconv.ParseInt(msg.Attributes["SentTimestamp"], 10, 64); perr == nil {
+		arrived = time.UnixMilli(ms)
+	}
+	log := h.Log.With("messageId", msg.MessageId, "eventId", in.EventID, "kind", in.Kind)
+	if in.Kind == trigger.KindUnknown {
+		log.Warn("event of an unknown kind: acknowledged")
+		if h.R == nil || h.R.Metrics == nil {
+			return nil, nil
+		}
+		_ = h.R.Metrics.Emit(metrics.Interruptions, 1, metrics.Dims{metrics.DimKind: string(in.Kind)})
+		return nil, nil
+	}
+	if h.R == nil {
+		return nil, errors.New("interruption handler has no reconciler")
+	}
+	var errs []error
+	for _, id := range in.InstanceIDs {
+		out, err := h.instance(ctx, in, id, arrived, log.With("instance", id))
+		outs = append(outs, out)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("instance %s: %w", id, err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return outs, err
+	}
+	first, err := h.R.Store.FirstSeen(ctx, in.EventID, messageMemory)
+	if err != nil {
+		log.Warn("remember message", "error", err)
+	}
+	if first {
+		_ = h.R.Metrics.Emit(metrics.Interruptions, 1, metrics.Dims{metrics.DimKind: string(in.Kind)})
+	}
+	return outs, nil
+}
+
+// instance handles one instance of an event.
+func (h *Handler) instance(ctx context.Context, in trigger.Interruption, id string, arrived time.Time, log *slog.Logger) (Outcome, error) {
+	out := Outcome{Instance: id}
+	rec, err := h.R.Store.NodeClaimByInstance(ctx, id)
+	if errors.Is(err, state.ErrNotFound) {
+		out.Note = "not a Nodewright instance"
+		log.Info("instance is not ours: acknowledged")
+		return out, nil
+	}
+	if err != nil {
+		return out, err
+	}
+	out.Ours, out.NodeClaim = true, rec.Name
+	view, err := h.R.Source.View(ctx)
+	if err != nil {
+		return out, err
+	}
+	pool := poolOf(h.R, view, rec.NodePool)
+	node := nodeOf(view, id)
+	d := Decide(in, rec, pool, h.Now())
+	if !d.Act {
+		out.Note = d.Note
+		log.Info("no action", "nodeClaim", rec.Name, "why", d.Note)
+		if in.Kind == trigger.KindRebalanceRecommendation && node != nil {
+			h.R.Events.Event(ctx, provision.Ref{Kind: "Node", Name: node.Name, UID: string(node.UID)}, corev1.EventTypeNormal,
+				"RebalanceRecommended", "EC2 recommends rebalancing this spot instance: "+d.Note)
+		}
+		return out, nil
+	}
+	if d.MarkUnavailable && rec.InstanceType != "" {
+		if err := h.R.Store.MarkUnavailable(ctx, []state.Offering{{InstanceType: rec.InstanceType, Zone: rec.Zone, CapacityType: rec.CapacityType, Code: string(in.Kind)}}, state.UnavailableTTL); err != nil {
+			log.Warn("mark the interrupted offering unavailable", "error", err)
+		}
+	}
+	ttl := h.LeaseTTL
+	if ttl <= 0 {
+		ttl = DefaultLeaseTTL
+	}
+	lease, err := h.R.Store.Acquire(ctx, state.LeaseNode(rec.Name), h.Holder, ttl)
+	if errors.Is(err, state.ErrHeld) {
+		out.Note = "another invocation is handling this node"
+		log.Info("another invocation is handling this node: acknowledged", "nodeClaim", rec.Name)
+		return out, nil
+	}
+	if err != nil {
+		return out, err
+	}
+	defer func() {
+		for {
+			rerun, err := h.R.Store.Release(context.WithoutCancel(ctx), lease)
+			if err != nil || !rerun {
+				return
+			}
+		}
+	}()
+	out.Acted = true
+	return h.act(ctx, lease, in, d, rec, node, view, arrived, out, log)
+}
+
+// act marks, taints, replaces and drains the node, then terminates it.
+func (h *Handler) act(ctx context.Context, lease *state.Lease, in trigger.Interruption, d Decision, rec *state.NodeClaim, node *corev1.Node,
+	view *provision.View, arrived time.Time, out Outcome, log *slog.Logger) (Outcome, error) {
+	actionID := ActionPrefix + rec.InstanceID
+	deadline := d.Deadline
+	if !deadline.IsZero() && in.Kind != trigger.KindStateChange {
+		deadline = deadline.Add(-deadlineMargin)
+	}
+	a, err := h.R.Store.GetAction(ctx, actionID)
+	switch {
+	case errors.Is(err, state.ErrNotFound):
+		a = &state.Action{ID: actionID, Kind: state.KindInterruption, Reason: d.Reason, Step: state.StepReplacing,
+			NodeClaims: []string{rec.Name}, Messages: []string{in.EventID}, Deadline: deadline, PriceBefore: rec.PricePerHour}
+		if node != nil {
+			a.Nodes = []string{node.Name}
+		}
+		if err := h.R.Store.PutAction(ctx, a); err != nil {
+			return out, fmt.Errorf("record interruption: %w", err)
+		}
+		log.Info("interruption recorded", "nodeClaim", rec.Name, "deadline", deadline)
+	case err != nil:
+		return out, err
+	default:
+		log.Info("interruption already recorded: carrying it on", "step", a.Step)
+		if !contains(a.Messages, in.EventID) {
+			a.Messages = append(a.Messages, in.EventID)
+		}
+		if !deadline.IsZero() && (a.Deadline.IsZero() || deadline.Before(a.Deadline)) {
+			a.Deadline = deadline
+		}
+	}
+	if !a.Open() {
+		out.Note = "already handled"
+		return out, nil
+	}
+	// Mark the record: its pods move in every solve from now on.
+	if rec.Disruption == nil || rec.Disruption.Action != actionID || !rec.Disruption.Reschedule || !rec.Disruption.Deadline.Equal(a.Deadline) {
+		rec.Phase = state.Disrupting
+		rec.Disruption = &state.Disruption{Action: actionID, Reason: d.Reason, Since: h.Now(), Reschedule: true, Deadline: a.Deadline}
+		if err := h.R.Store.PutNodeClaim(ctx, rec); err != nil {
+			return out, fmt.Errorf("mark nodeclaim %s disrupting: %w", rec.Name, err)
+		}
+	}
+	if node != nil && h.R.Nodes != nil {
+		taint := corev1.Taint{Key: apis.TaintKeyDisrupted, Effect: corev1.TaintEffectNoSchedule}
+		if err := h.R.Nodes.Taint(ctx, node.Name, taint, true); err != nil {
+			log.Warn("taint and cordon", "node", node.Name, "error", err)
+		}
+	}
+	if a.Step == state.StepReplacing {
+		pods := reschedulablePods(view, node)
+		if len(pods) > 0 {
+			rep, err := h.R.Replace(ctx, lease, pods, fmt.Sprintf("replacement for %s: %s", rec.Name, d.Reason))
+			if err != nil {
+				return out, fmt.Errorf("replace: %w", err)
+			}
+			for _, l := range rep.Launched() {
+				a.Replacements = append(a.Replacements, l.NodeClaim)
+			}
+			_ = h.R.Metrics.Emit(metrics.InterruptionToReplacement, h.Now().Sub(arrived).Seconds(), nil)
+			log.Info("replacement launched", "pods", len(pods), "nodeClaims", a.Replacements, "pricePerHour", rep.PricePerHour(),
+				"sinceMessage", h.Now().Sub(arrived).String())
+		}
+		a.Step = state.StepDraining
+		if err := h.R.Store.PutAction(ctx, a); err != nil {
+			return out, fmt.Errorf("record replacement: %w", err)
+		}
+	}
+	out.Replacements = a.Replacements
+	// Drain until the node is gone, the deadline has forced the rest, or
+	// the invocation runs short (the provision sweep carries on).
+	for {
+		res, err := h.R.Retire(ctx, provision.RetireRequest{Node: node, Record: rec, Action: actionID, Reason: d.Reason, Deadline: a.Deadline})
+		a.Evicted += len(res.Drain.Evicted)
+		if len(res.Drain.Evicted)+len(res.Drain.Deleted) > 0 {
+			_ = h.R.Metrics.Emit(metrics.PodsEvicted, float64(len(res.Drain.Evicted)+len(res.Drain.Deleted)), metrics.Dims{metrics.DimReason: string(state.KindInterruption)})
+		}
+		a.Stranded = append(a.Stranded, res.Drain.Deleted...)
+		if err != nil {
+			_ = h.R.Store.PutAction(ctx, a)
+			return out, err
+		}
+		if res.Done {
+			break
+		}
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < 10*time.Second {
+			out.Note = "drain continues in a later invocation"
+			_ = h.R.Store.PutAction(ctx, a)
+			return out, nil
+		}
+		if err := h.R.Store.Renew(ctx, lease, h.leaseTTL()); err != nil {
+			return out, err
+		}
+		select {
+		case <-ctx.Done():
+			return out, ctx.Err()
+		case <-time.After(drainPoll):
+		}
+		if rec, err = h.R.Store.GetNodeClaim(ctx, rec.Name); err != nil {
+			if errors.Is(err, state.ErrNotFound) {
+				break
+			}
+			return out, err
+		}
+	}
+	out.Drained, out.Terminated, out.Stranded = true, true, a.Stranded
+	_ = h.R.Metrics.Emit(metrics.InterruptionToDrained, h.Now().Sub(arrived).Seconds(), nil)
+	a.Step = state.StepDone
+	if len(a.Stranded) > 0 {
+		a.Cause = fmt.Sprintf("%d pods could not be moved before the deadline and were deleted", len(a.Stranded))
+	}
+	if err := h.R.Store.PutAction(ctx, a); err != nil {
+		log.Warn("record interruption done", "error", err)
+	}
+	log.Info("interrupted node retired", "nodeClaim", rec.Name, "evicted", a.Evicted, "stranded", len(a.Stranded), "sinceMessage", h.Now().Sub(arrived).String())
+	return out, nil
+}
+
+func (h *Handler) leaseTTL() time.Duration {
+	if h.LeaseTTL <= 0 {
+		return DefaultLeaseTTL
+	}
+	return h.LeaseTTL
+}
+
+// reschedulablePods are the pods of node that need a new home (not a
+// DaemonSet's or a static pod, not finished or being deleted).
+func reschedulablePods(v *provision.View, node *corev1.Node) []string {
+	if node == nil {
+		return nil
+	}
+	var out []string
+	for _, p := range v.Pods {
+		if p.Spec.NodeName != node.Name || p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		if provision.Reschedulable(p) {
+			out = append(out, p.Namespace+"/"+p.Name)
+		}
+	}
+	return out
+}
+
+func nodeOf(v *provision.View, instanceID string) *corev1.Node {
+	for _, n := range v.Nodes {
+		if provision.InstanceIDOf(n.Spec.ProviderID) == instanceID {
+			return n
+		}
+	}
+	return nil
+}
+
+func poolOf(r *provision.Reconciler, v *provision.View, name string) *apis.NodePool {
+	pools, _, _ := provision.MergeConfig(r.NodePools, r.NodeClasses, v)
+	for _, p := range pools {
+		if p.Name == name {
+			return p
+		}
+	}
+	return nil
+}
+
+func contains(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
