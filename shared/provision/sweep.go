@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -154,7 +155,48 @@ func (r *Reconciler) Sweep(ctx context.Context) (*SweepReport, error) {
 		r.Log.Info("nodeclaim record removed", "nodeClaim", rec.Name, "instance", rec.InstanceID, "phase", rec.Phase)
 	}
 	r.retireDeleted(ctx, view, records, rep)
+	r.resumeInterrupted(ctx, view, records, rep)
 	return rep, nil
+}
+
+// resumeInterrupted carries on drains an interruption invocation left
+// unfinished (it died, or its invocation ended before the deadline): under
+// the node's lease, so it never races an invocation still at work.
+func (r *Reconciler) resumeInterrupted(ctx context.Context, view *View, records []*state.NodeClaim, rep *SweepReport) {
+	nodeOf := map[string]*corev1.Node{}
+	for _, n := range view.Nodes {
+		nodeOf[InstanceIDOf(n.Spec.ProviderID)] = n
+	}
+	for _, rec := range records {
+		d := rec.Disruption
+		if d == nil || !d.Reschedule || !strings.HasPrefix(d.Action, state.KindInterruption+"-") {
+			continue
+		}
+		if n := nodeOf[rec.InstanceID]; n != nil && n.DeletionTimestamp != nil {
+			continue // retireDeleted has it
+		}
+		lease, err := r.Store.Acquire(ctx, state.LeaseNode(rec.Name), "sweep-"+rec.Name, time.Minute)
+		if err != nil {
+			continue // held: an interruption invocation is at work
+		}
+		res, err := r.Retire(ctx, RetireRequest{Node: nodeOf[rec.InstanceID], Record: rec, Action: d.Action, Reason: d.Reason})
+		if _, rerr := r.Store.Release(ctx, lease); rerr != nil {
+			r.Log.Warn("release node lease", "nodeClaim", rec.Name, "error", rerr)
+		}
+		switch {
+		case err != nil:
+			r.Log.Warn("resume interrupted node", "nodeClaim", rec.Name, "error", err)
+		case res.Done:
+			rep.Retired = append(rep.Retired, rec.Name)
+			if a, aerr := r.Store.GetAction(ctx, d.Action); aerr == nil && a.Open() {
+				a.Step = state.StepDone
+				a.Stranded = append(a.Stranded, res.Drain.Deleted...)
+				_ = r.Store.PutAction(ctx, a)
+			}
+		default:
+			rep.Draining = append(rep.Draining, rec.Name)
+		}
+	}
 }
 
 // retireDeleted carries on the retirement of every Node of ours that was
