@@ -85,6 +85,11 @@ type NodeClaim struct {
 	InitializedAt time.Time `json:"initializedAt,omitzero"`
 	// Disruption is set while an action disrupts the node.
 	Disruption *Disruption `json:"disruption,omitempty"`
+	// PodsHash fingerprints the node's reschedulable pods (their UIDs) and
+	// PodsChangedAt is when it last changed (zero: never seen; the node's
+	// initialization stands for it): consolidateAfter counts from there.
+	PodsHash      string    `json:"podsHash,omitempty"`
+	PodsChangedAt time.Time `json:"podsChangedAt,omitzero"`
 
 	// Version is the record's version in the table (0: not stored yet).
 	Version int64 `json:"-"`

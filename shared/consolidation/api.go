@@ -1,0 +1,113 @@
+// Package consolidation decides how the cluster can run on fewer or cheaper
+// nodes without hurting workloads: which of Nodewright's nodes to remove or
+// replace, by which method and why, within each NodePool's consolidation
+// policy, consolidateAfter, disruption budgets, expireAfter and drift, and
+// never touching a node a do-not-disrupt annotation or a
+// PodDisruptionBudget protects. It reuses the scheduler's simulation (the
+// same constraints, daemonset overhead, topology and limits) to check that
+// the candidates' pods fit elsewhere.
+//
+// It is pure: Decide and Validate take plain values and return plain
+// values, with no I/O; package disruption carries the commands out (taint,
+// validate, replace, drain, terminate) as state machines in the state table.
+package consolidation
+
+import (
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+
+	"github.com/nodewright/nodewright/shared/apis"
+	"github.com/nodewright/nodewright/shared/catalog"
+	"github.com/nodewright/nodewright/shared/scheduling"
+	"github.com/nodewright/nodewright/shared/state"
+)
+
+// Methods, in the order Decide tries them; the first that finds work wins
+// a run.
+const (
+	MethodExpiration = "expiration"
+	MethodDrift      = "drift"
+	MethodEmptiness  = "emptiness"
+	MethodMultiNode  = "multi-node"
+	MethodSingleNode = "single-node"
+)
+
+// Reasons (the budgets' reasons; Expired is not budgeted, as in Karpenter v1).
+const (
+	ReasonExpired       = "Expired"
+	ReasonDrifted       = string(apis.DisruptionReasonDrifted)
+	ReasonEmpty         = string(apis.DisruptionReasonEmpty)
+	ReasonUnderutilized = string(apis.DisruptionReasonUnderutilized)
+)
+
+// NodePool annotations that set a minimum saving before any replacement
+// (default off): an absolute price per hour and a percentage of the
+// candidates' price.
+const (
+	AnnotationMinSavings        = "nodewright.io/consolidation-min-savings-per-hour"
+	AnnotationMinSavingsPercent = "nodewright.io/consolidation-min-savings-percent"
+)
+
+// SpotToSpotMinOptions is how many strictly cheaper spot options a
+// spot-to-spot replacement needs; it launches with only that many, the
+// cheapest (Karpenter's rule, on by default here).
+const SpotToSpotMinOptions = 15
+
+// Inputs is the cluster as a consolidation run sees it.
+type Inputs struct {
+	Now time.Time
+	// Nodes, Pods (every pod, bound or pending), PDBs and DaemonSets of the
+	// cluster.
+	Nodes      []*corev1.Node
+	Pods       []*corev1.Pod
+	PDBs       []*policyv1.PodDisruptionBudget
+	DaemonSets []*appsv1.DaemonSet
+	// Records are Nodewright's NodeClaims; a Node is Nodewright's when a
+	// record's InstanceID matches its providerID's instance.
+	Records []*state.NodeClaim
+	// Actions in progress: their nodes count against budgets.
+	Actions     []*state.Action
+	NodePools   []*apis.NodePool
+	NodeClasses []*apis.EC2NodeClass
+	Catalog     *catalog.Catalog
+	Zones       []string
+	Spot        catalog.SpotPricer
+	Unavailable func(instanceType, zone, capacityType string) bool
+	// CurrentImages are, per EC2NodeClass, the AMI IDs its selector
+	// resolves to now: a node whose record's ImageID is not among them has
+	// drifted (nil: AMI drift is not checked).
+	CurrentImages map[string]map[string]bool
+	// SpotToSpot allows replacing a spot node with a cheaper spot node
+	// (given SpotToSpotMinOptions cheaper options).
+	SpotToSpot bool
+}
+
+// Command is one consolidation action to carry out.
+type Command struct {
+	Method string
+	Reason string
+	// Candidates are the NodeClaims (record names) to remove, Nodes their
+	// Node names, in the order chosen.
+	Candidates []string
+	Nodes      []string
+	// Replacements are NodeClaims to launch first (none for a delete),
+	// with options already limited to what makes the action worth it.
+	Replacements []scheduling.NodeClaim
+	// PriceBefore is the candidates' price per hour, PriceAfter the
+	// replacements'.
+	PriceBefore, PriceAfter float64
+	// Explanation is one line a person reads (for logs and events).
+	Explanation string
+}
+
+// Report says what a run considered.
+type Report struct {
+	// Candidates counts the nodes that could be disrupted now.
+	Candidates int
+	// Skipped maps a node to why it is not a candidate (do-not-disrupt, a
+	// PDB, consolidateAfter, budget, policy, not initialized...).
+	Skipped map[string]string
+}
