@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
+	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/names"
 )
 
@@ -117,4 +118,19 @@ func (l *Launcher) TagNodeClaim(ctx context.Context, instanceID, nodePool, nodeC
 		return fmt.Errorf("tag instance %s with nodeclaim %s: %w", instanceID, nodeClaim, err)
 	}
 	return nil
+}
+
+// CurrentImages resolves the EC2NodeClass's AMIs now, bypassing the cache
+// (drift detection: a node whose image is not among them has drifted).
+func (l *Launcher) CurrentImages(ctx context.Context, nc *apis.EC2NodeClass) ([]string, error) {
+	amis, err := l.amis(ctx, nc)
+	if err != nil {
+		return nil, fmt.Errorf("resolve AMIs of EC2NodeClass %s: %w", nc.Name, err)
+	}
+	out := make([]string, 0, len(amis))
+	for _, a := range amis {
+		out = append(out, a.ID)
+	}
+	sort.Strings(out)
+	return out, nil
 }

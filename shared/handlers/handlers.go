@@ -10,8 +10,7 @@
 package handlers
 
 import (
-	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -19,7 +18,6 @@ import (
 	"strings"
 
 	"github.com/nodewright/nodewright/shared/names"
-	"github.com/nodewright/nodewright/shared/trigger"
 )
 
 // Env is the configuration the stack passes to the functions.
@@ -68,21 +66,4 @@ func recovered(log *slog.Logger, err *error) {
 	}
 }
 
-// Consolidation handles the consolidation schedule.
-type Consolidation struct {
-	Env Env
-	Log *slog.Logger
-}
-
-// Handle decodes the scheduled event and logs it.
-func (h Consolidation) Handle(ctx context.Context, raw json.RawMessage) (err error) {
-	defer recovered(h.Log, &err)
-	t, err := trigger.DecodeSchedule(raw)
-	if err != nil {
-		h.Log.Error("unreadable consolidation trigger", "error", err, "bytes", len(raw))
-		return err
-	}
-	h.Log.Info("consolidation trigger", "time", t, "cluster", h.Env.Cluster, "configHash", h.Env.ConfigHash,
-		"note", "consolidation is not implemented yet: trigger decoded and logged only")
-	return nil
-}
+var errNoSetup = errors.New("handler has no Setup")

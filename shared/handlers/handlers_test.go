@@ -13,6 +13,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/nodewright/nodewright/shared/disruption"
 	"github.com/nodewright/nodewright/shared/names"
 	"github.com/nodewright/nodewright/shared/provision"
 )
@@ -69,12 +70,19 @@ func TestProvisionHandle(t *testing.T) {
 
 func TestConsolidationHandle(t *testing.T) {
 	buf, env := logger()
-	h := Consolidation{Env: env, Log: NewLogger(buf, "consolidation", "")}
-	if err := h.Handle(context.Background(), sample(t, "schedule.json")); err != nil {
-		t.Fatal(err)
+	setups := 0
+	h := Consolidation{Env: env, Log: NewLogger(buf, "consolidation", ""), Setup: func(context.Context) (*disruption.Run, error) {
+		setups++
+		return nil, errors.New("no cluster here")
+	}}
+	if err := h.Handle(context.Background(), sample(t, "spot-interruption.json")); err == nil || setups != 0 {
+		t.Fatalf("a spot warning taken for a schedule: %v, %d set-ups", err, setups)
 	}
-	if err := h.Handle(context.Background(), sample(t, "spot-interruption.json")); err == nil {
-		t.Fatal("a spot warning was taken for a schedule")
+	if err := h.Handle(context.Background(), sample(t, "schedule.json")); err == nil || setups != 1 {
+		t.Fatalf("schedule: %v, %d set-ups; want the set-up's error", err, setups)
+	}
+	if !strings.Contains(buf.String(), "consolidation set-up failed") {
+		t.Fatalf("log %s", buf.String())
 	}
 }
 

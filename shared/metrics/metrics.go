@@ -30,6 +30,9 @@ const (
 	DimKind = "Kind"
 	// DimAction is what consolidation did: Delete or Replace.
 	DimAction = "Action"
+	// DimMethod is how consolidation found an action (emptiness,
+	// multi-node, single-node, expiration, drift).
+	DimMethod = "Method"
 	// DimInstanceType is an EC2 instance type.
 	DimInstanceType = "InstanceType"
 )
@@ -75,6 +78,16 @@ const (
 	// InterruptionMessagesFailed counts queue messages that failed (and
 	// return to the queue, then the DLQ).
 	InterruptionMessagesFailed = "InterruptionMessagesFailed"
+	// ConsolidationCandidates is how many nodes the last consolidation run
+	// could disrupt. Gauge.
+	ConsolidationCandidates = "ConsolidationCandidates"
+	// ConsolidationNodesRemoved counts nodes consolidation removed.
+	ConsolidationNodesRemoved = "ConsolidationNodesRemoved"
+	// ConsolidationSavings is the price per hour (USD) a finished action
+	// saved.
+	ConsolidationSavings = "ConsolidationSavingsPerHour"
+	// ConsolidationAbandoned counts actions abandoned, by cause.
+	ConsolidationAbandoned = "ConsolidationAbandoned"
 )
 
 // Unit is a CloudWatch metric unit.
@@ -133,7 +146,11 @@ func Definitions() []Definition {
 		{LaunchFailures, UnitCount, Sum, []string{DimReason}, "launches that failed, by EC2 error code"},
 		{InsufficientCapacityErrors, UnitCount, Sum, []string{DimCapacityType}, "offerings without capacity"},
 		{Interruptions, UnitCount, Sum, []string{DimKind}, "interruption events handled"},
-		{ConsolidationActions, UnitCount, Sum, []string{DimAction, DimReason}, "consolidation actions carried out"},
+		{ConsolidationActions, UnitCount, Sum, []string{DimMethod, DimReason}, "consolidation actions carried out"},
+		{ConsolidationCandidates, UnitCount, Maximum, nil, "nodes consolidation could disrupt"},
+		{ConsolidationNodesRemoved, UnitCount, Sum, nil, "nodes consolidation removed"},
+		{ConsolidationSavings, UnitNone, Sum, nil, "USD per hour saved by consolidation"},
+		{ConsolidationAbandoned, UnitCount, Sum, []string{DimReason}, "consolidation actions abandoned, by cause"},
 		{Nodes, UnitCount, Maximum, []string{DimNodePool, DimCapacityType}, "nodes managed"},
 		{ClusterPricePerHour, UnitNone, Maximum, []string{DimNodePool, DimCapacityType}, "USD per hour of the managed nodes"},
 		{SolveDuration, UnitMilliseconds, Maximum, nil, "duration of one scheduling simulation"},

@@ -36,6 +36,8 @@ type Nodes interface {
 	RemoveFinalizer(ctx context.Context, name string) error
 	// Taint adds a taint to a Node (and cordons it when cordon is set).
 	Taint(ctx context.Context, name string, taint corev1.Taint, cordon bool) error
+	// Untaint removes a Node's taints with key.
+	Untaint(ctx context.Context, name, key string) error
 	// DeleteNode deletes a Node (no error if it is gone).
 	DeleteNode(ctx context.Context, name string) error
 }

@@ -306,6 +306,28 @@ func (r *Reconciler) Replace(ctx context.Context, lease *state.Lease, pods []str
 	return rep, err
 }
 
+// LaunchClaims launches planned NodeClaims as they are (a consolidation's
+// replacements, whose options the decision already limited), fenced by
+// lease, through the same records and fleets as a round. It returns the
+// report and the records launched; offerings EC2 refused are marked and
+// the claims that failed are not retried (the caller decides again).
+func (r *Reconciler) LaunchClaims(ctx context.Context, lease *state.Lease, claims []scheduling.NodeClaim, reason string) (*Report, []*state.NodeClaim, error) {
+	if err := r.init(); err != nil {
+		return nil, nil, err
+	}
+	rep := &Report{}
+	w, err := r.read(ctx, rep)
+	if err != nil {
+		return rep, nil, err
+	}
+	plan := &scheduling.Result{NodeClaims: claims}
+	rep.Plan = plan
+	start := r.Now()
+	launched, _, err := r.launch(ctx, lease, w, plan, reason, rep)
+	rep.Launch = r.Now().Sub(start)
+	return rep, launched, err
+}
+
 // solveAndLaunch solves and launches, and solves again without the
 // offerings EC2 refused (falling back from spot to on-demand where the
 // pool allows it), at most Options.MaxAttempts times; a launch that lost a

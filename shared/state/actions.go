@@ -2,6 +2,7 @@ package state
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -58,7 +59,12 @@ type Action struct {
 	// Stranded are pods the drain could not move before the deadline.
 	Stranded []string `json:"stranded,omitempty"`
 	// Cause says why an action was abandoned.
-	Cause     string    `json:"cause,omitempty"`
+	Cause string `json:"cause,omitempty"`
+	// Plan is the decision being carried out (a consolidation command), as
+	// its deciding package encodes it: re-validated before acting.
+	Plan json.RawMessage `json:"plan,omitempty"`
+	// ValidateAt is when a planned action may be validated and carried on.
+	ValidateAt time.Time `json:"validateAt,omitzero"`
 	CreatedAt time.Time `json:"createdAt"`
 	UpdatedAt time.Time `json:"updatedAt"`
 	Version   int64     `json:"-"`

@@ -1,0 +1,269 @@
+package disruption
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nodewright/nodewright/shared/apis"
+	"github.com/nodewright/nodewright/shared/consolidation"
+	"github.com/nodewright/nodewright/shared/metrics"
+	"github.com/nodewright/nodewright/shared/provision"
+	"github.com/nodewright/nodewright/shared/state"
+)
+
+// Run defaults.
+const (
+	DefaultLeaseTTL = time.Minute
+	// pollEvery is the pause while an action waits (validation, a
+	// replacement coming up, a drain blocked by a PDB).
+	pollEvery = time.Second
+	// finishMargin is the time before the invocation's deadline at which a
+	// run stops waiting and leaves the action to the next tick.
+	finishMargin = 30 * time.Second
+)
+
+// Run is one consolidation timer tick.
+type Run struct {
+	Exec   *Executor
+	Decide func(consolidation.Inputs) ([]consolidation.Command, consolidation.Report)
+	// Images resolves an EC2NodeClass's AMIs now (drift); nil: no AMI drift.
+	Images     func(ctx context.Context, nc *apis.EC2NodeClass) ([]string, error)
+	SpotToSpot bool
+	Holder     string
+	LeaseTTL   time.Duration
+}
+
+// TickReport is what a tick did.
+type TickReport struct {
+	Candidates int                    `json:"candidates"`
+	Skipped    map[string]string      `json:"skipped,omitempty"`
+	Resumed    []string               `json:"resumed,omitempty"`
+	Started    *state.Action          `json:"started,omitempty"`
+	Command    *consolidation.Command `json:"command,omitempty"`
+	Finished   []*state.Action        `json:"finished,omitempty"`
+}
+
+// Tick carries on the open consolidation actions and, when none is left
+// waiting, decides and carries out the first command that finds work. It
+// holds the consolidation lease throughout (two ticks never act at once).
+func (r *Run) Tick(ctx context.Context) (*TickReport, error) {
+	rep := &TickReport{}
+	e := r.Exec
+	ttl := r.LeaseTTL
+	if ttl <= 0 {
+		ttl = DefaultLeaseTTL
+	}
+	lease, err := e.R.Store.Acquire(ctx, state.LeaseConsolidation, r.Holder, ttl)
+	if errors.Is(err, state.ErrHeld) {
+		e.Log.Info("another consolidation run is in progress")
+		return rep, nil
+	}
+	if err != nil {
+		return rep, err
+	}
+	defer func() {
+		for {
+			rerun, err := e.R.Store.Release(context.WithoutCancel(ctx), lease)
+			if err != nil || !rerun {
+				return
+			}
+		}
+	}()
+	fresh := func(ctx context.Context) (consolidation.Inputs, error) { return r.Inputs(ctx) }
+	acts, err := e.R.Store.Actions(ctx)
+	if err != nil {
+		return rep, err
+	}
+	waiting := false
+	for _, a := range acts {
+		if a.Kind != state.KindConsolidation || !a.Open() {
+			continue
+		}
+		rep.Resumed = append(rep.Resumed, a.ID)
+		if err := r.carry(ctx, lease, a, fresh, ttl); err != nil {
+			return rep, err
+		}
+		if a.Open() {
+			waiting = true
+		} else {
+			rep.Finished = append(rep.Finished, a)
+		}
+	}
+	if waiting {
+		return rep, nil
+	}
+	in, err := r.Inputs(ctx)
+	if err != nil {
+		return rep, err
+	}
+	if err := r.fingerprint(ctx, in); err != nil {
+		return rep, err
+	}
+	cmds, drep := r.Decide(in)
+	rep.Candidates, rep.Skipped = drep.Candidates, drep.Skipped
+	_ = e.R.Metrics.Emit(metrics.ConsolidationCandidates, float64(drep.Candidates), nil)
+	if len(cmds) == 0 {
+		return rep, nil
+	}
+	cmd := cmds[0]
+	rep.Command = &cmd
+	a, err := e.Start(ctx, cmd, in.Records)
+	if errors.Is(err, state.ErrConflict) {
+		e.Log.Info("a candidate changed since it was read: next tick", "error", err)
+		return rep, nil
+	}
+	if err != nil {
+		return rep, err
+	}
+	rep.Started = a
+	if err := r.carry(ctx, lease, a, fresh, ttl); err != nil {
+		return rep, err
+	}
+	if !a.Open() {
+		rep.Finished = append(rep.Finished, a)
+	}
+	return rep, nil
+}
+
+// carry advances an action until it ends or the invocation runs short,
+// waiting between steps.
+func (r *Run) carry(ctx context.Context, lease *state.Lease, a *state.Action, fresh Inputs, ttl time.Duration) error {
+	e := r.Exec
+	for {
+		if err := e.Advance(ctx, lease, a, fresh); err != nil {
+			return err
+		}
+		if !a.Open() {
+			return nil
+		}
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < finishMargin {
+			return nil
+		}
+		if err := e.R.Store.Renew(ctx, lease, ttl); err != nil {
+			return err
+		}
+		wait := pollEvery
+		if a.Step == state.StepPlanned {
+			if d := a.ValidateAt.Sub(e.Now()); d > 0 {
+				wait = min(d, 5*time.Second)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+	}
+}
+
+// Inputs reads what a decision needs: the cluster, the records and
+// actions, unavailable offerings, zones, spot prices and the node classes'
+// current AMIs.
+func (r *Run) Inputs(ctx context.Context) (consolidation.Inputs, error) {
+	e := r.Exec
+	R := e.R
+	view, err := R.Source.View(ctx)
+	if err != nil {
+		return consolidation.Inputs{}, err
+	}
+	pools, classes, _ := provision.MergeConfig(R.NodePools, R.NodeClasses, view)
+	records, err := R.Store.NodeClaims(ctx)
+	if err != nil {
+		return consolidation.Inputs{}, err
+	}
+	acts, err := R.Store.Actions(ctx)
+	if err != nil {
+		return consolidation.Inputs{}, err
+	}
+	var open []*state.Action
+	for _, a := range acts {
+		if a.Open() {
+			open = append(open, a)
+		}
+	}
+	unavail, err := R.Store.Unavailable(ctx)
+	if err != nil {
+		return consolidation.Inputs{}, err
+	}
+	zones, err := R.Fleet.Zones(ctx, classes)
+	if err != nil && len(zones) == 0 {
+		return consolidation.Inputs{}, err
+	}
+	in := consolidation.Inputs{
+		Now: e.Now(), Nodes: view.Nodes, Pods: view.Pods, PDBs: view.PDBs, DaemonSets: view.DaemonSets,
+		Records: records, Actions: open, NodePools: pools, NodeClasses: classes, Catalog: R.Catalog, Zones: zones,
+		Unavailable: state.NewUnavailableSet(unavail).Has, SpotToSpot: r.SpotToSpot,
+	}
+	if R.Spot != nil {
+		if err := R.Spot.Ensure(ctx); err == nil {
+			in.Spot = R.Spot
+		}
+	}
+	if r.Images != nil {
+		in.CurrentImages = map[string]map[string]bool{}
+		for _, c := range classes {
+			ids, err := r.Images(ctx, c)
+			if err != nil {
+				e.Log.Warn("resolve AMIs for drift", "nodeClass", c.Name, "error", err)
+				continue
+			}
+			set := map[string]bool{}
+			for _, id := range ids {
+				set[id] = true
+			}
+			in.CurrentImages[c.Name] = set
+		}
+	}
+	return in, nil
+}
+
+// fingerprint records when each of Nodewright's nodes last saw its set of
+// reschedulable pods change (consolidateAfter counts from there).
+func (r *Run) fingerprint(ctx context.Context, in consolidation.Inputs) error {
+	byNode := map[string][]string{}
+	for _, p := range in.Pods {
+		if p.Spec.NodeName == "" || p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed || !provision.Reschedulable(p) {
+			continue
+		}
+		byNode[p.Spec.NodeName] = append(byNode[p.Spec.NodeName], string(p.UID))
+	}
+	nodeOf := map[string]string{}
+	for _, n := range in.Nodes {
+		nodeOf[provision.InstanceIDOf(n.Spec.ProviderID)] = n.Name
+	}
+	now := r.Exec.Now()
+	for _, rec := range in.Records {
+		name := nodeOf[rec.InstanceID]
+		if rec.InstanceID == "" || name == "" || rec.Phase != state.Initialized {
+			continue
+		}
+		uids := byNode[name]
+		sort.Strings(uids)
+		sum := sha256.Sum256([]byte(strings.Join(uids, ",")))
+		h := hex.EncodeToString(sum[:8])
+		if h == rec.PodsHash {
+			continue
+		}
+		first := rec.PodsHash == ""
+		rec.PodsHash = h
+		if !first || rec.PodsChangedAt.IsZero() {
+			rec.PodsChangedAt = now
+		}
+		if first && !rec.InitializedAt.IsZero() && len(uids) == 0 {
+			// An empty node first seen: it has been empty since it came up.
+			rec.PodsChangedAt = rec.InitializedAt
+		}
+		if err := r.Exec.R.Store.PutNodeClaim(ctx, rec); err != nil && !errors.Is(err, state.ErrConflict) {
+			return fmt.Errorf("record pods of %s: %w", rec.Name, err)
+		}
+	}
+	return nil
+}
