@@ -25,6 +25,7 @@ type claim struct {
 	pods     []*corev1.Pod
 	ports    []hostPort
 	cur      int // expected type, -1 before the first pod
+	target   int // type a new claim was sized for while its group fills it, -1: none
 	price    float64
 	capacity vec // of the expected type, counted against the pool's limits
 
@@ -158,17 +159,19 @@ const (
 	modeNew               // a new claim: the type with the lowest price per pod
 )
 
-// capacityFor is how many pods of g claim c can take in state st under mode m.
-func (s *solver) capacityFor(c *claim, st *reqState, g *group, limit int, m mode) int {
+// capacityFor is how many pods of g claim c can take in state st under mode
+// m; a new claim is sized for horizon pods (see newStep).
+func (s *solver) capacityFor(c *claim, st *reqState, g *group, limit, horizon int, m mode) int {
 	if limit <= 0 || !c.total.add(g.req).fits(st.maxAlloc) {
 		return 0
 	}
 	switch m {
 	case modeSlack:
-		if c.cur < 0 || !st.viable.has(c.cur) {
+		rt := c.roomType()
+		if rt < 0 || !st.viable.has(rt) {
 			return 0
 		}
-		k := int(min(int64(limit), g.req.howMany(c.pool.alloc[c.cur].sub(c.total))))
+		k := int(min(int64(limit), g.req.howMany(c.pool.alloc[rt].sub(c.total))))
 		if k > 0 && (len(st.minKeys) > 0 || c.pool.hasLimits()) && !s.fitsIn(c, st, c.total.add(g.req.scale(int64(k)))) {
 			return 0
 		}
@@ -176,7 +179,7 @@ func (s *solver) capacityFor(c *claim, st *reqState, g *group, limit int, m mode
 	case modeGrow:
 		return s.bestStep(c, st, g, limit, c.price, g.unit*(1+growthTolerance))
 	default:
-		return s.bestStep(c, st, g, limit, 0, math.Inf(1))
+		return s.newStep(c, st, g, limit, horizon)
 	}
 }
 
@@ -282,7 +285,7 @@ func (s *solver) tryClaim(c *claim, g *group, m mode) (k int, rs *reqSet) {
 	if c.removed || len(g.unknown) > 0 || !s.toleratesPool(g, c.pool) {
 		return 0, nil
 	}
-	if m == modeSlack && (c.cur < 0 || !g.req.fits(c.pool.alloc[c.cur].sub(c.total))) {
+	if m == modeSlack && (c.roomType() < 0 || !g.req.fits(c.pool.alloc[c.roomType()].sub(c.total))) {
 		return 0, nil
 	}
 	// Requirements only narrow the types, so if none of the claim's types
@@ -313,7 +316,11 @@ func (s *solver) tryClaim(c *claim, g *group, m mode) (k int, rs *reqSet) {
 	}
 	st := s.stateFor(c.pool, rs, c.exotic)
 	limit = min(limit, s.topologyCap(g, claimDomain(c, rs), g.eligible))
-	return s.capacityFor(c, st, g, limit, m), rs
+	horizon := limit
+	if m == modeNew {
+		horizon = s.horizon(g, claimDomain(c, rs))
+	}
+	return s.capacityFor(c, st, g, limit, horizon, m), rs
 }
 
 // chooseDomain picks the value to pin a claim's open topology key to for g:
@@ -414,7 +421,7 @@ func (s *solver) newClaim(p *pool, g *group) *claim {
 	if p.err != nil || len(g.unknown) > 0 || !s.toleratesPool(g, p) {
 		return nil
 	}
-	c := &claim{id: len(s.claims), pool: p, rs: p.rs, cur: -1}
+	c := &claim{id: len(s.claims), pool: p, rs: p.rs, cur: -1, target: -1}
 	c.name = fmt.Sprintf("nodeclaim-%d", c.id)
 	c.exotic = needsExotic(g.req)
 	c.state = s.stateFor(p, c.rs, c.exotic)

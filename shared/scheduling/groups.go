@@ -50,6 +50,7 @@ type group struct {
 	topoKeys []string
 	eligible func(sp *spread) []string
 	unit     float64 // lowest price per pod on a fresh node
+	covers   map[coverKey]*coverTable
 
 	tolerated map[*pool]bool
 	matches   []int // counters whose selector matches the group's pods

@@ -340,4 +340,8 @@ func (s *solver) placeOnNewClaims(g *group) {
 			}
 		}
 	}
+	// A claim's target is for its own group; later groups see its expected type.
+	for _, c := range fresh {
+		c.target = -1
+	}
 }
