@@ -2,6 +2,7 @@ package scheduling
 
 import (
 	"math"
+	"slices"
 	"sort"
 
 	"github.com/nodewright/nodewright/shared/apis"
@@ -9,12 +10,25 @@ import (
 
 // lowerBound is a price per hour no plan can beat for the pods this plan puts
 // on new NodeClaims. It is the linear-programming relaxation of buying
-// fractional nodes to cover their total cpu and memory (each type's
-// allocatable after daemonset overhead, at its cheapest offering any pool
-// allows), where every node's load must keep a memory-to-cpu ratio between
-// the pods' smallest and largest (a node holding whole pods can't do
-// otherwise), and, for each accelerator they request, the cheapest price per
-// device times the devices.
+// fractional nodes (each type at its cheapest offering any pool allows, with
+// its best allocatable after daemonset overhead) subject to:
+//
+//   - covering the pods' total cpu, memory, pod slots and every other
+//     resource they request, where every node's cpu and memory load keeps a
+//     memory-to-cpu ratio between the pods' smallest and largest (a node
+//     holding whole pods can't do otherwise);
+//   - for each set of identical pods, and for the unions of the largest
+//     ones: a node of type t holds at most K(t) of them (what fits its
+//     allocatable, and what their hostname anti-affinity, hostname spread or
+//     host ports allow on one node), so the nodes bought must hold them all
+//     at that rate. This is what makes the bound exact for one Deployment
+//     (the cheapest price per pod over the types) and tight for a few;
+//   - the number of nodes a hostname anti-affinity or spread over several
+//     groups forces.
+//
+// The per-set rows are added as cuts while the relaxation's solution
+// violates them. The bound is the value of dual prices certified feasible
+// (see coverLP), so it is valid whatever the simplex's precision.
 func (s *solver) lowerBound() float64 {
 	var demand vec
 	lo, hi := math.Inf(1), 0.0
@@ -27,27 +41,151 @@ func (s *solver) lowerBound() float64 {
 	if demand == (vec{}) {
 		return 0
 	}
-	types := s.lpTypes()
-	cone := coneTypes(types, lo, hi)
-	lb := lp2(cone, float64(demand[rCPU]), float64(demand[rMemory]))
-	if n, smallest := s.forcedNodes(); n > 0 {
-		lb = max(lb, lpWithNodes(cone, float64(demand[rCPU]), float64(demand[rMemory]), float64(n), smallest))
-	}
-	for d := rNvidiaGPU; d < numRes; d++ {
-		if demand[d] <= 0 {
-			continue
+	cone := coneTypes(s.lpTypes(), lo, hi)
+	var rows []lbRow
+	for d := range numRes {
+		if demand[d] > 0 {
+			rows = append(rows, lbRow{dim: d, need: float64(demand[d])})
 		}
-		perUnit := math.Inf(1)
-		for _, lt := range types {
-			if lt.alloc[d] > 0 {
-				perUnit = min(perUnit, lt.price/float64(lt.alloc[d]))
+	}
+	if n, smallest := s.forcedNodes(); n > 0 {
+		rows = append(rows, lbRow{dim: -1, need: float64(n), req: smallest, perNode: 1})
+	}
+	cuts := s.podSetRows()
+	lp := &coverLP{}
+	for _, t := range cone {
+		lp.price = append(lp.price, t.price)
+	}
+	setRows := func() {
+		lp.a = lp.a[:0]
+		lp.b = lp.b[:0]
+		for _, r := range rows {
+			lp.b = append(lp.b, r.need)
+		}
+		for _, t := range cone {
+			a := make([]float64, len(rows))
+			for i, r := range rows {
+				a[i] = r.coefficient(t)
+			}
+			lp.a = append(lp.a, a)
+		}
+	}
+	best := s.podSetBound()
+	for round := 0; ; round++ {
+		setRows()
+		x, y := lp.solve()
+		best = max(best, lp.value(y))
+		if round == lbCutRounds || len(cuts) == 0 {
+			break
+		}
+		// Add the cuts the relaxation's nodes violate, keep the others.
+		var rest []lbRow
+		added := false
+		for _, r := range cuts {
+			var held float64
+			for j, t := range cone {
+				held += x[j] * r.coefficient(t)
+			}
+			if held < r.need*(1-1e-9) {
+				rows = append(rows, r)
+				added = true
+			} else {
+				rest = append(rest, r)
 			}
 		}
-		if !math.IsInf(perUnit, 1) {
-			lb = max(lb, perUnit*float64(demand[d]))
+		cuts = rest
+		if !added {
+			break
 		}
 	}
-	return lb
+	return best
+}
+
+// lbCutRounds bounds how often the lower bound re-solves with more cuts.
+const lbCutRounds = 6
+
+// lbRow is a covering constraint of the lower bound: a resource dimension
+// (dim ≥ 0: the nodes' allocatable must cover need), or a set of pods (dim
+// -1: need pods, each at least req, at most perNode on one node).
+type lbRow struct {
+	dim     int
+	need    float64
+	req     vec
+	perNode int
+}
+
+// coefficient is how much of the row one node of the cone point t covers.
+func (r lbRow) coefficient(t lpType) float64 {
+	switch {
+	case r.dim == rCPU || r.dim == rMemory:
+		return float64(t.alloc[r.dim])
+	case r.dim >= 0:
+		return float64(t.full[r.dim])
+	}
+	return float64(min(int64(r.perNode), r.req.howMany(t.full)))
+}
+
+// podSetRows are the candidate cuts: one per set of identical pods (same
+// requests, same limit per node) and, for the pods that need most cpu and
+// most memory, the unions of the largest sets (a node holds no more of the
+// union than of its smallest member).
+func (s *solver) podSetRows() []lbRow {
+	type key struct {
+		req     vec
+		perNode int
+	}
+	count := map[key]int{}
+	var keys []key
+	for _, c := range s.claims {
+		for _, pl := range c.placements {
+			k := key{pl.g.req, lbPerNode(pl.g)}
+			if _, ok := count[k]; !ok {
+				keys = append(keys, k)
+			}
+			count[k] += len(pl.pods)
+		}
+	}
+	var rows []lbRow
+	for _, k := range keys {
+		rows = append(rows, lbRow{dim: -1, need: float64(count[k]), req: k.req, perNode: k.perNode})
+	}
+	for _, d := range []int{rCPU, rMemory} {
+		sorted := slices.Clone(keys)
+		sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].req[d] > sorted[j].req[d] })
+		union := lbRow{dim: -1, req: sorted[0].req, perNode: 0}
+		for i, k := range sorted {
+			union.need += float64(count[k])
+			// Members limited per node each add their own limit.
+			union.perNode = min(union.perNode+k.perNode, 1<<30)
+			for x := range union.req {
+				union.req[x] = min(union.req[x], k.req[x])
+			}
+			if i > 0 {
+				rows = append(rows, union)
+			}
+		}
+	}
+	return rows
+}
+
+// lbPerNode is how many pods of g one node may hold by its required
+// constraints alone (preferences a plan may ignore don't count).
+func lbPerNode(g *group) int {
+	n := 1 << 30
+	for _, sp := range g.spreads {
+		if !sp.dropped && !sp.anyway && sp.selfMatch && sp.key == apis.LabelHostname {
+			n = min(n, sp.maxSkew)
+		}
+	}
+	for _, t := range g.anti {
+		if !t.dropped && !t.preferred && t.selfMatch && t.key == apis.LabelHostname {
+			n = min(n, 1)
+		}
+	}
+	if len(g.hostPorts) > 0 {
+		n = min(n, 1)
+	}
+	return n
 }
 
 // ratioRange widens [lo, hi] to a pod request's memory-per-millicore ratio.
@@ -64,13 +202,17 @@ func ratioRange(req vec, lo, hi float64) (float64, float64) {
 
 // lpTypes is every type any pool may launch, with the best allocatable and
 // the cheapest offering over the pools.
-func (s *solver) lpTypes() []lpType {
+func (s *solver) lpTypes() []lpType { return s.lpTypesIn(math.MaxUint64) }
+
+// lpTypesIn is lpTypes with offerings only in the (zone, capacity type)
+// slots of mask.
+func (s *solver) lpTypesIn(mask uint64) []lpType {
 	best := map[int]lpType{}
 	for _, p := range s.pools {
-		if p.err != nil {
+		if p.err != nil || p.mask&mask == 0 {
 			continue
 		}
-		prices := s.u.prices(p.mask)
+		prices := s.u.prices(p.mask & mask)
 		both := p.types.clone()
 		both.or(p.exotic)
 		both.each(func(t int) bool {
@@ -196,104 +338,128 @@ func (s *solver) forcedNodes() (int, vec) {
 	return best, smallest
 }
 
-// lpWithNodes is lp2 with the extra constraint that at least n nodes able to
-// hold a pod of size smallest are bought, relaxed by a multiplier μ: for
-// every μ ≥ 0, μ·n + lp2 with those nodes μ cheaper is a lower bound (weak
-// duality), and the bound is concave in μ, so a ternary search over
-// 0 ≤ μ < the cheapest such node finds the best one.
-func lpWithNodes(cone []lpType, C, M, n float64, smallest vec) float64 {
-	counts := make([]bool, len(cone))
-	cheapest := math.Inf(1)
-	for i, t := range cone {
-		if smallest.fits(t.full) {
-			counts[i] = true
-			cheapest = min(cheapest, t.price)
-		}
+// podSetBound is the most any one set of identical pods costs on its own,
+// exactly: the cheapest cover of its pods by nodes of the types (each holding
+// what fits, at most its per-node limit, at its cheapest offering; see
+// newCoverTable). A plan for all the pods is a plan for each set, so each
+// set's optimum is a lower bound. A set that is one group spreading over
+// zones on its own (a required spread that only its own pods count, with no
+// existing nodes) must put at least a balanced share in each zone, so its
+// bound covers each zone's share at that zone's prices.
+func (s *solver) podSetBound() float64 {
+	type key struct {
+		req     vec
+		perNode int
 	}
-	if math.IsInf(cheapest, 1) {
-		return 0
-	}
-	shifted := make([]lpType, len(cone))
-	at := func(mu float64) float64 {
-		for i, t := range cone {
-			shifted[i] = t
-			if counts[i] {
-				shifted[i].price -= mu
+	count := map[key]int{}
+	var keys []key
+	perGroup := map[*group]int{}
+	var groups []*group
+	for _, c := range s.claims {
+		for _, pl := range c.placements {
+			k := key{pl.g.req, lbPerNode(pl.g)}
+			if _, ok := count[k]; !ok {
+				keys = append(keys, k)
 			}
-		}
-		return mu*n + lp2(shifted, C, M)
-	}
-	lo, hi := 0.0, cheapest*(1-1e-9)
-	for range 60 {
-		m1, m2 := lo+(hi-lo)/3, hi-(hi-lo)/3
-		if at(m1) < at(m2) {
-			lo = m1
-		} else {
-			hi = m2
-		}
-	}
-	return max(at(lo), at(0))
-}
-
-// lp2 solves min Σ price·x subject to Σ cpu·x ≥ C, Σ mem·x ≥ M, x ≥ 0. An
-// optimal vertex uses one type or two; only types not dominated in cpu and
-// memory per dollar can be in it.
-func lp2(types []lpType, C, M float64) float64 {
-	type pt struct{ a, b, price, cpu, mem float64 }
-	var pts []pt
-	for _, t := range types {
-		cpu, mem := float64(t.alloc[rCPU]), float64(t.alloc[rMemory])
-		if (cpu <= 0 && mem <= 0) || t.price <= 0 {
-			continue
-		}
-		pts = append(pts, pt{cpu / t.price, mem / t.price, t.price, cpu, mem})
-	}
-	// Pareto front of resources per dollar: sort by a desc, keep b rising.
-	sort.Slice(pts, func(i, j int) bool {
-		if pts[i].a != pts[j].a {
-			return pts[i].a > pts[j].a
-		}
-		return pts[i].b > pts[j].b
-	})
-	var front []pt
-	bestB := -1.0
-	for _, p := range pts {
-		if p.b > bestB {
-			front = append(front, p)
-			bestB = p.b
-		}
-	}
-	best := math.Inf(1)
-	for _, p := range front {
-		best = min(best, p.price*max(safeDiv(C, p.cpu), safeDiv(M, p.mem)))
-	}
-	for i := range front {
-		for j := i + 1; j < len(front); j++ {
-			s, t := front[i], front[j]
-			det := s.cpu*t.mem - t.cpu*s.mem
-			if det == 0 {
-				continue
+			count[k] += len(pl.pods)
+			if _, ok := perGroup[pl.g]; !ok {
+				groups = append(groups, pl.g)
 			}
-			xs := (C*t.mem - t.cpu*M) / det
-			xt := (s.cpu*M - C*s.mem) / det
-			if xs >= 0 && xt >= 0 {
-				best = min(best, xs*s.price+xt*t.price)
-			}
+			perGroup[pl.g] += len(pl.pods)
 		}
 	}
-	if math.IsInf(best, 1) {
-		return 0
+	types := s.lpTypes()
+	best := 0.0
+	for _, k := range keys {
+		best = max(best, coverCost(types, k.req, k.perNode, count[k]))
+	}
+	for _, g := range groups {
+		best = max(best, s.zonalBound(g, groups, perGroup[g], types))
 	}
 	return best
 }
 
-// safeDiv is x/y, +Inf when y is 0 and x positive.
-func safeDiv(x, y float64) float64 {
-	if y <= 0 {
-		if x <= 0 {
-			return 0
+// coverCost is the cheapest cover of n pods of request req, at most perNode
+// on a node, by the types (+Inf when none holds one).
+func coverCost(types []lpType, req vec, perNode, n int) float64 {
+	sorted := slices.Clone(types)
+	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].price < sorted[j].price })
+	var opts []packOption
+	for i, t := range sorted {
+		if k := int(min(int64(perNode), req.howMany(t.alloc))); k > 0 {
+			opts = append(opts, packOption{i, k, t.price})
 		}
+	}
+	if len(opts) == 0 {
 		return math.Inf(1)
 	}
-	return x / y
+	return newCoverTable(frontier(opts), n).cost[n]
+}
+
+// zonalBound is podSetBound's zonal case for group g with n pods on new
+// claims (0 when it does not apply): with counts c_z in the eligible zones,
+// a required maxSkew s and Σ c_z = n, every zone holds at least
+// ceil((n − (E−1)·s)/E) and at most that plus s; the bound is the cheapest
+// such split with each zone's share covered at its own prices.
+func (s *solver) zonalBound(g *group, groups []*group, n int, all []lpType) float64 {
+	if len(s.nodes) > 0 {
+		return 0
+	}
+	for i := range g.spreads {
+		sp := &g.spreads[i]
+		if sp.dropped || sp.anyway || !sp.selfMatch || sp.key != apis.LabelZone {
+			continue
+		}
+		for _, o := range groups {
+			if o != g && slices.Contains(o.matches, sp.counter) {
+				return 0 // other pods count in the spread too
+			}
+		}
+		eligible := s.eligibleDomains(g, sp)
+		e := len(eligible)
+		if e == 0 || e < sp.minDomains || e > 8 {
+			return 0
+		}
+		lo := max((n-(e-1)*sp.maxSkew+e-1)/e, 0)
+		perNode := lbPerNode(g)
+		zoneCost := make([][]float64, e) // zoneCost[z][c-lo]
+		for zi, zone := range eligible {
+			z := slices.Index(s.u.zones, zone)
+			if z < 0 {
+				return 0
+			}
+			mask := uint64(1<<len(capacityTypes)-1) << uint(z*len(capacityTypes))
+			types := s.lpTypesIn(mask)
+			zoneCost[zi] = make([]float64, sp.maxSkew+1)
+			for d := range zoneCost[zi] {
+				if lo+d == 0 {
+					continue
+				}
+				zoneCost[zi][d] = coverCost(types, g.req, perNode, lo+d)
+			}
+		}
+		// The cheapest split: a small search over each zone's extra pods.
+		best := math.Inf(1)
+		var walk func(zi, left int, acc float64)
+		walk = func(zi, left int, acc float64) {
+			if acc >= best {
+				return
+			}
+			if zi == e {
+				if left == 0 {
+					best = acc
+				}
+				return
+			}
+			for d := 0; d <= sp.maxSkew && d <= left; d++ {
+				walk(zi+1, left-d, acc+zoneCost[zi][d])
+			}
+		}
+		walk(0, n-lo*e, 0)
+		if math.IsInf(best, 1) {
+			return 0
+		}
+		return best
+	}
+	return 0
 }
