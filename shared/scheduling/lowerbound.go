@@ -125,40 +125,58 @@ func (r lbRow) coefficient(t lpType) float64 {
 	return float64(min(int64(r.perNode), r.req.howMany(t.full)))
 }
 
-// podSetRows are the candidate cuts: one per set of identical pods (same
-// requests, same limit per node) and, for the pods that need most cpu and
-// most memory, the unions of the largest sets (a node holds no more of the
-// union than of its smallest member).
-func (s *solver) podSetRows() []lbRow {
-	type key struct {
-		req     vec
-		perNode int
-	}
-	count := map[key]int{}
-	var keys []key
+// podSet is the pods on new claims with one request: interchangeable for
+// the bound. A node holds at most perNode of them: the sum of each group's
+// own limit (hostname anti-affinity, hostname spread or host ports bind a
+// group's pods among themselves).
+type podSet struct {
+	req     vec
+	perNode int
+	n       int
+}
+
+// podSets lists the sets in the order their groups were placed.
+func (s *solver) podSets() []podSet {
+	index := map[vec]int{}
+	seen := map[*group]bool{}
+	var sets []podSet
 	for _, c := range s.claims {
 		for _, pl := range c.placements {
-			k := key{pl.g.req, lbPerNode(pl.g)}
-			if _, ok := count[k]; !ok {
-				keys = append(keys, k)
+			i, ok := index[pl.g.req]
+			if !ok {
+				i = len(sets)
+				index[pl.g.req] = i
+				sets = append(sets, podSet{req: pl.g.req})
 			}
-			count[k] += len(pl.pods)
+			sets[i].n += len(pl.pods)
+			if !seen[pl.g] {
+				seen[pl.g] = true
+				sets[i].perNode = min(sets[i].perNode+lbPerNode(pl.g), 1<<30)
+			}
 		}
 	}
+	return sets
+}
+
+// podSetRows are the candidate cuts: one per pod set and, for the pods that
+// need most cpu and most memory, the unions of the largest sets (a node holds
+// no more of a union than of its smallest member, nor more than its members'
+// limits add up to).
+func (s *solver) podSetRows() []lbRow {
+	sets := s.podSets()
 	var rows []lbRow
-	for _, k := range keys {
-		rows = append(rows, lbRow{dim: -1, need: float64(count[k]), req: k.req, perNode: k.perNode})
+	for _, ps := range sets {
+		rows = append(rows, lbRow{dim: -1, need: float64(ps.n), req: ps.req, perNode: ps.perNode})
 	}
 	for _, d := range []int{rCPU, rMemory} {
-		sorted := slices.Clone(keys)
+		sorted := slices.Clone(sets)
 		sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].req[d] > sorted[j].req[d] })
-		union := lbRow{dim: -1, req: sorted[0].req, perNode: 0}
-		for i, k := range sorted {
-			union.need += float64(count[k])
-			// Members limited per node each add their own limit.
-			union.perNode = min(union.perNode+k.perNode, 1<<30)
+		union := lbRow{dim: -1, req: sorted[0].req}
+		for i, ps := range sorted {
+			union.need += float64(ps.n)
+			union.perNode = min(union.perNode+ps.perNode, 1<<30)
 			for x := range union.req {
-				union.req[x] = min(union.req[x], k.req[x])
+				union.req[x] = min(union.req[x], ps.req[x])
 			}
 			if i > 0 {
 				rows = append(rows, union)
@@ -347,21 +365,10 @@ func (s *solver) forcedNodes() (int, vec) {
 // existing nodes) must put at least a balanced share in each zone, so its
 // bound covers each zone's share at that zone's prices.
 func (s *solver) podSetBound() float64 {
-	type key struct {
-		req     vec
-		perNode int
-	}
-	count := map[key]int{}
-	var keys []key
 	perGroup := map[*group]int{}
 	var groups []*group
 	for _, c := range s.claims {
 		for _, pl := range c.placements {
-			k := key{pl.g.req, lbPerNode(pl.g)}
-			if _, ok := count[k]; !ok {
-				keys = append(keys, k)
-			}
-			count[k] += len(pl.pods)
 			if _, ok := perGroup[pl.g]; !ok {
 				groups = append(groups, pl.g)
 			}
@@ -370,11 +377,11 @@ func (s *solver) podSetBound() float64 {
 	}
 	types := s.lpTypes()
 	best := 0.0
-	for _, k := range keys {
-		best = max(best, coverCost(types, k.req, k.perNode, count[k]))
+	for _, ps := range s.podSets() {
+		best = max(best, coverCost(types, ps.req, ps.perNode, ps.n))
 	}
 	for _, g := range groups {
-		best = max(best, s.zonalBound(g, groups, perGroup[g], types))
+		best = max(best, s.zonalBound(g, groups, perGroup[g]))
 	}
 	return best
 }
@@ -401,7 +408,7 @@ func coverCost(types []lpType, req vec, perNode, n int) float64 {
 // a required maxSkew s and Σ c_z = n, every zone holds at least
 // ceil((n − (E−1)·s)/E) and at most that plus s; the bound is the cheapest
 // such split with each zone's share covered at its own prices.
-func (s *solver) zonalBound(g *group, groups []*group, n int, all []lpType) float64 {
+func (s *solver) zonalBound(g *group, groups []*group, n int) float64 {
 	if len(s.nodes) > 0 {
 		return 0
 	}
