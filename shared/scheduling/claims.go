@@ -421,7 +421,7 @@ func (s *solver) newClaim(p *pool, g *group) *claim {
 	if p.err != nil || len(g.unknown) > 0 || !s.toleratesPool(g, p) {
 		return nil
 	}
-	c := &claim{id: len(s.claims), pool: p, rs: p.rs, cur: -1, target: -1}
+	c := &claim{id: s.claimSeq, pool: p, rs: p.rs, cur: -1, target: -1}
 	c.name = fmt.Sprintf("nodeclaim-%d", c.id)
 	c.exotic = needsExotic(g.req)
 	c.state = s.stateFor(p, c.rs, c.exotic)
@@ -434,6 +434,7 @@ func (s *solver) newClaim(p *pool, g *group) *claim {
 	if k == 0 {
 		return nil
 	}
+	s.claimSeq++ // names stay unique when claims are removed
 	s.claims = append(s.claims, c)
 	s.addToClaim(c, g, k, rs)
 	return c

@@ -105,17 +105,23 @@ func (s *solver) lowerBound() float64 {
 const lbCutRounds = 6
 
 // lbRow is a covering constraint of the lower bound: a resource dimension
-// (dim ≥ 0: the nodes' allocatable must cover need), or a set of pods (dim
-// -1: need pods, each at least req, at most perNode on one node).
+// (dim ≥ 0: the nodes' allocatable must cover need; with only set, only the
+// nodes that hold one pod of request req count: those of a set of pods live
+// there), or a set of pods (dim -1: need pods, each at least req, at most
+// perNode on one node).
 type lbRow struct {
 	dim     int
 	need    float64
 	req     vec
 	perNode int
+	only    bool
 }
 
 // coefficient is how much of the row one node of the cone point t covers.
 func (r lbRow) coefficient(t lpType) float64 {
+	if r.only && !r.req.fits(t.full) {
+		return 0
+	}
 	switch {
 	case r.dim == rCPU || r.dim == rMemory:
 		return float64(t.alloc[r.dim])
@@ -172,14 +178,23 @@ func (s *solver) podSetRows() []lbRow {
 		sorted := slices.Clone(sets)
 		sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].req[d] > sorted[j].req[d] })
 		union := lbRow{dim: -1, req: sorted[0].req}
+		var total vec
 		for i, ps := range sorted {
 			union.need += float64(ps.n)
 			union.perNode = min(union.perNode+ps.perNode, 1<<30)
 			for x := range union.req {
 				union.req[x] = min(union.req[x], ps.req[x])
 			}
+			total = total.add(ps.req.scale(int64(ps.n)))
 			if i > 0 {
 				rows = append(rows, union)
+			}
+			// The union's cpu and memory, on the nodes that can hold its
+			// smallest member.
+			for _, r := range []int{rCPU, rMemory} {
+				if total[r] > 0 {
+					rows = append(rows, lbRow{dim: r, need: float64(total[r]), req: union.req, only: true})
+				}
 			}
 		}
 	}

@@ -26,6 +26,15 @@ func (lp *coverLP) solve() (x, y []float64) {
 	if m == 0 || n == 0 {
 		return make([]float64, n), make([]float64, m)
 	}
+	// Rows are in millicores, bytes and pods: scale each to a demand of 1
+	// so that the pivots' tolerances mean the same everywhere.
+	a := make([][]float64, n)
+	for j := range a {
+		a[j] = make([]float64, m)
+		for i, v := range lp.a[j] {
+			a[j][i] = v / lp.b[i]
+		}
+	}
 	bigM := 1.0
 	for _, p := range lp.price {
 		bigM = max(bigM, p)
@@ -53,7 +62,7 @@ func (lp *coverLP) solve() (x, y []float64) {
 	for i := range basis {
 		basis[i] = n + m + i
 		inBasis[basis[i]] = true
-		xb[i] = lp.b[i]
+		xb[i] = 1
 	}
 	u := make([]float64, m)
 	col := func(j int) {
@@ -62,8 +71,8 @@ func (lp *coverLP) solve() (x, y []float64) {
 		case j < n:
 			for i := 0; i < m; i++ {
 				var s float64
-				for k, a := range lp.a[j] {
-					s += binv[i][k] * a
+				for k, v := range a[j] {
+					s += binv[i][k] * v
 				}
 				u[i] = s
 			}
@@ -104,8 +113,8 @@ func (lp *coverLP) solve() (x, y []float64) {
 			switch {
 			case j < n:
 				d = lp.price[j]
-				for k, a := range lp.a[j] {
-					d -= duals[k] * a
+				for k, v := range a[j] {
+					d -= duals[k] * v
 				}
 				d /= lp.price[j] // relative reduced cost: prices vary by orders
 			case j < n+m:
@@ -162,6 +171,9 @@ func (lp *coverLP) solve() (x, y []float64) {
 		inBasis[enter] = true
 	}
 	computeDuals()
+	for i := range duals {
+		duals[i] /= lp.b[i]
+	}
 	x = make([]float64, n)
 	for r, j := range basis {
 		if j < n {

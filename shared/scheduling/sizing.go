@@ -66,11 +66,21 @@ func frontier(opts []packOption) []packOption {
 
 // newCoverTable solves the covering problem for up to n pods.
 func newCoverTable(opts []packOption, n int) *coverTable {
+	return newCoverTableWith(opts, n, nil)
+}
+
+// newCoverTableWith solves it with a node of option o holding j pods costing
+// o.price less credit(o, j) (nil: no credit).
+func newCoverTableWith(opts []packOption, n int, credit func(o packOption, j int) float64) *coverTable {
 	ct := &coverTable{opts: opts, cost: make([]float64, n+1), pick: make([]int, n+1)}
 	for r := 1; r <= n; r++ {
 		ct.cost[r], ct.pick[r] = math.Inf(1), -1
 		for i, o := range opts {
-			c := o.price + ct.cost[max(r-o.k, 0)]
+			price := o.price
+			if credit != nil {
+				price -= credit(o, min(o.k, r))
+			}
+			c := price + ct.cost[max(r-o.k, 0)]
 			// Ties: fewer, larger nodes (the later option).
 			if c <= ct.cost[r]*(1+1e-12) {
 				ct.cost[r], ct.pick[r] = c, i
@@ -98,6 +108,9 @@ func (s *solver) packOptions(c *claim, st *reqState, g *group, perNode int) []pa
 			opts = append(opts, packOption{t, k, st.prices[t]})
 		}
 	}
+	if s.residual {
+		return opts
+	}
 	return frontier(opts)
 }
 
@@ -113,7 +126,11 @@ func (s *solver) cover(c *claim, st *reqState, g *group, n int) *coverTable {
 			return ct
 		}
 	}
-	ct := newCoverTable(s.packOptions(c, st, g, perNode), max(n, len(g.pods)))
+	var credit func(o packOption, j int) float64
+	if s.residual {
+		credit = s.roomCredit(c.pool, g)
+	}
+	ct := newCoverTableWith(s.packOptions(c, st, g, perNode), max(n, len(g.pods)), credit)
 	if !limited {
 		if g.covers == nil {
 			g.covers = map[coverKey]*coverTable{}
@@ -182,4 +199,77 @@ func (c *claim) roomType() int {
 		return c.target
 	}
 	return c.cur
+}
+
+// Sizing for mixed pods. A group sized on its own buys what is cheapest for
+// its pods alone, but the room its nodes leave is not lost: the groups placed
+// after it fill it first. With residual sizing (one of the two policies Solve
+// compares) a node's price is credited with what its free room would cost to
+// buy for the later groups' pods, at the marginal prices of cpu and memory
+// for the whole workload (the dual prices of the lower bound's relaxation,
+// which never credit more than a node costs), as far as those pods need it
+// and fit in it. Groups then fill larger types together instead of each
+// taking the type that suits it alone.
+
+// laterDemand records, for each group in placement order, the requests of
+// every group after it and the smallest of those requests.
+func (s *solver) laterDemand() {
+	s.later = make(map[*group]vec, len(s.groups))
+	s.laterMin = make(map[*group]vec, len(s.groups))
+	var sum vec
+	smallest := vec{}
+	for i := range smallest {
+		smallest[i] = math.MaxInt64
+	}
+	for i := len(s.groups) - 1; i >= 0; i-- {
+		g := s.groups[i]
+		s.later[g], s.laterMin[g] = sum, smallest
+		sum = sum.add(g.req.scale(int64(len(g.pods))))
+		for d := range smallest {
+			smallest[d] = min(smallest[d], g.req[d])
+		}
+	}
+}
+
+// resourcePrices are the marginal prices of a millicore and a byte of memory
+// for the whole workload: the dual prices of covering its cpu and memory with
+// the types of every pool.
+func (s *solver) resourcePrices() (cpu, mem float64) {
+	if s.prices != nil {
+		return s.prices[0], s.prices[1]
+	}
+	var total vec
+	for _, g := range s.groups {
+		total = total.add(g.req.scale(int64(len(g.pods))))
+	}
+	lp := &coverLP{b: []float64{float64(max(total[rCPU], 1)), float64(max(total[rMemory], 1))}}
+	for _, t := range s.lpTypes() {
+		if t.alloc[rCPU] <= 0 && t.alloc[rMemory] <= 0 {
+			continue
+		}
+		lp.a = append(lp.a, []float64{float64(max(t.alloc[rCPU], 0)), float64(max(t.alloc[rMemory], 0))})
+		lp.price = append(lp.price, t.price)
+	}
+	_, y := lp.solve()
+	s.prices = []float64{y[0], y[1]}
+	return y[0], y[1]
+}
+
+// roomCredit is the credit residual sizing gives a node of pool p holding j
+// pods of g: the free room's cpu and memory at the marginal prices, each no
+// more than the later groups need, and nothing when the room cannot hold the
+// smallest later pod.
+func (s *solver) roomCredit(p *pool, g *group) func(o packOption, j int) float64 {
+	need, smallest := s.later[g], s.laterMin[g]
+	if need[rCPU] <= 0 && need[rMemory] <= 0 {
+		return nil
+	}
+	pc, pm := s.resourcePrices()
+	return func(o packOption, j int) float64 {
+		room := p.alloc[o.t].sub(g.req.scale(int64(j)))
+		if room[rCPU] < smallest[rCPU] || room[rMemory] < smallest[rMemory] || room[rPods] < 1 {
+			return 0
+		}
+		return pc*float64(min(room[rCPU], need[rCPU])) + pm*float64(min(room[rMemory], need[rMemory]))
+	}
 }

@@ -30,6 +30,14 @@ type solver struct {
 	scratch    bitset
 	failed     []*group
 	undo       *undoLog
+
+	// residual selects residual sizing (see roomCredit); later, laterMin
+	// and prices serve it.
+	residual bool
+	claimSeq int
+	later    map[*group]vec
+	laterMin map[*group]vec
+	prices   []float64
 }
 
 // Solve plans where in.Pods go. It returns an error only for input it cannot
@@ -43,9 +51,35 @@ func Solve(in Input) (res *Result, err error) {
 	if in.MaxInstanceTypes <= 0 {
 		in.MaxInstanceTypes = DefaultMaxInstanceTypes
 	}
-	s := &solver{in: &in, reg: newRegistry(), counterIdx: map[string]int{}, states: map[stateKey]*reqState{},
-		sets: map[string]*reqSet{}, merges: map[setPair]*reqSet{}, pins: map[pinOp]*reqSet{}}
-	s.u = newUniverse(&in)
+	u := newUniverse(&in)
+	best := solveWith(&in, u, false)
+	if len(in.Pods) <= portfolioMaxPods {
+		if alt := solveWith(&in, u, true); better(alt, best) {
+			best = alt
+		}
+	}
+	return best, nil
+}
+
+// portfolioMaxPods is the largest solve that compares both sizing policies
+// (group by group, and residual); larger ones use the first only, to keep
+// their speed.
+const portfolioMaxPods = 2000
+
+// better says whether plan a beats plan b: more pods placed, then cheaper
+// (by more than rounding).
+func better(a, b *Result) bool {
+	if len(a.Unschedulable) != len(b.Unschedulable) {
+		return len(a.Unschedulable) < len(b.Unschedulable)
+	}
+	return a.PricePerHour < b.PricePerHour-1e-6
+}
+
+// solveWith runs one solve over a shared universe (its caches only grow).
+func solveWith(in *Input, u *universe, residual bool) *Result {
+	s := &solver{in: in, reg: newRegistry(), counterIdx: map[string]int{}, states: map[stateKey]*reqState{},
+		sets: map[string]*reqSet{}, merges: map[setPair]*reqSet{}, pins: map[pinOp]*reqSet{}, residual: residual}
+	s.u = u
 	s.scratch = newBitset(s.u.n)
 	s.buildNodes()
 	s.buildDaemons()
@@ -55,9 +89,13 @@ func Solve(in Input) (res *Result, err error) {
 	s.countExistingPods()
 	s.matchCounters()
 	sortGroups(s.groups)
+	s.laterDemand()
 	s.run()
 	s.eliminate()
-	return s.result(), nil
+	if len(in.Pods) <= portfolioMaxPods {
+		s.improve()
+	}
+	return s.result()
 }
 
 func (s *solver) buildPools() {
