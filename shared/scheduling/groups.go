@@ -560,7 +560,7 @@ func (g *group) rankOf() int {
 	return 3
 }
 
-func sortGroups(gs []*group) {
+func sortGroups(gs []*group, order groupOrder) {
 	for _, g := range gs {
 		g.rank = g.rankOf()
 	}
@@ -572,6 +572,8 @@ func sortGroups(gs []*group) {
 			return a.rank < b.rank
 		case class[a] != class[b]:
 			return class[a] > class[b]
+		case order == byMemory && a.req[rMemory] != b.req[rMemory]:
+			return a.req[rMemory] > b.req[rMemory]
 		case a.req[rCPU] != b.req[rCPU]:
 			return a.req[rCPU] > b.req[rCPU]
 		case a.req[rMemory] != b.req[rMemory]:
@@ -580,6 +582,15 @@ func sortGroups(gs []*group) {
 		return podKey(a.rep) < podKey(b.rep)
 	})
 }
+
+// groupOrder is how groups of the same rank follow each other: larger pods
+// first by cpu (the default) or by memory.
+type groupOrder int
+
+const (
+	byCPU groupOrder = iota
+	byMemory
+)
 
 // exclusiveClasses gives each group that may put only a few pods on a node
 // the number of nodes its class (the groups limited by the same hostname

@@ -19,7 +19,7 @@ func (s *solver) improve() {
 	for pass := 0; pass < improvePasses; pass++ {
 		cands := make([]*claim, 0, len(s.claims))
 		for _, c := range s.claims {
-			if !c.removed && !slices.ContainsFunc(c.placements, func(p placement) bool { return len(p.g.relaxed) > 0 }) {
+			if !c.removed && s.movable(c) {
 				cands = append(cands, c)
 			}
 		}
@@ -31,10 +31,43 @@ func (s *solver) improve() {
 			}
 		}
 		s.claims = slices.DeleteFunc(s.claims, func(c *claim) bool { return c.removed })
+		if len(s.claims) <= improvePairsMax && s.improvePairs() {
+			improved = true
+		}
 		if !improved {
 			return
 		}
 	}
+}
+
+// improvePairsMax is the most claims a plan may have for improve to also
+// try every pair of them.
+const improvePairsMax = 40
+
+// improvePairs takes out two claims at a time (pairs that share no pod
+// group's constraints are as free to merge as any) and keeps the first
+// re-placement that makes the plan cheaper, pair after pair.
+func (s *solver) improvePairs() bool {
+	improved := false
+	for i := 0; i < len(s.claims); i++ {
+		for j := i + 1; j < len(s.claims); j++ {
+			a, b := s.claims[i], s.claims[j]
+			if a.removed || b.removed || a.pool != b.pool || !s.movable(a) || !s.movable(b) {
+				continue
+			}
+			if s.tryReplace(a, b) {
+				improved = true
+			}
+		}
+	}
+	s.claims = slices.DeleteFunc(s.claims, func(c *claim) bool { return c.removed })
+	return improved
+}
+
+// movable says whether improve may take c out: none of its pods' groups
+// had preferences relaxed.
+func (s *solver) movable(c *claim) bool {
+	return !slices.ContainsFunc(c.placements, func(p placement) bool { return len(p.g.relaxed) > 0 })
 }
 
 // improvePasses bounds improve's rounds over the claims.
@@ -58,22 +91,25 @@ func (s *solver) planPrice() float64 {
 	return sum
 }
 
-// tryReplace takes c out and places its pods again; it keeps the result when
-// the plan gets cheaper, else puts everything back.
-func (s *solver) tryReplace(c *claim) bool {
+// tryReplace takes the claims out and places their pods again; it keeps the
+// result when the plan gets cheaper, else puts everything back.
+func (s *solver) tryReplace(cs ...*claim) bool {
 	before := s.planPrice()
 	n := len(s.claims)
 	s.undo = newUndoLog(s)
 	defer func() { s.undo = nil }()
-	s.touchClaim(c)
-	c.removed = true
-	p := c.pool
-	p.used = p.used.sub(c.capacity)
-	p.usedNodes--
-	for _, pl := range c.placements {
-		s.record(pl.g, claimDomain(c, c.rs), -len(pl.pods))
+	var order []placement
+	for _, c := range cs {
+		s.touchClaim(c)
+		c.removed = true
+		p := c.pool
+		p.used = p.used.sub(c.capacity)
+		p.usedNodes--
+		for _, pl := range c.placements {
+			s.record(pl.g, claimDomain(c, c.rs), -len(pl.pods))
+		}
+		order = append(order, c.placements...)
 	}
-	order := slices.Clone(c.placements)
 	sort.SliceStable(order, func(i, j int) bool { return order[i].g.req[rCPU] > order[j].g.req[rCPU] })
 	ok := true
 	for _, pl := range order {

@@ -29,29 +29,52 @@ import (
 // The per-set rows are added as cuts while the relaxation's solution
 // violates them. The bound is the value of dual prices certified feasible
 // (see coverLP), so it is valid whatever the simplex's precision.
+//
+// Pods that spread over zones on their own must put a share in every zone,
+// so the same bound, summed over the zones for those shares at each zone's
+// prices, is a bound too (see zonalShares); the plan's bound is the larger.
 func (s *solver) lowerBound() float64 {
+	sets := s.podSets()
+	if len(sets) == 0 {
+		return 0
+	}
+	n, smallest := s.forcedNodes()
+	best := max(setsBound(s.lpTypes(), sets, n, smallest), s.podSetBound())
+	if zones := s.zonalShares(); zones != nil {
+		sum := 0.0
+		for z, shares := range zones {
+			if len(shares) > 0 {
+				sum += setsBound(s.lpTypesIn(s.zoneMask(z)), shares, 0, vec{})
+			}
+		}
+		best = max(best, sum)
+	}
+	return best
+}
+
+// setsBound is the LP bound of covering the pod sets with the types, with at
+// least forced nodes that hold a pod of request smallest.
+func setsBound(types []lpType, sets []podSet, forced int, smallest vec) float64 {
 	var demand vec
 	lo, hi := math.Inf(1), 0.0
-	for _, c := range s.claims {
-		demand = demand.add(c.total)
-		for _, pl := range c.placements {
-			lo, hi = ratioRange(pl.g.req, lo, hi)
-		}
+	for _, ps := range sets {
+		demand = demand.add(ps.req.scale(int64(ps.n)))
+		lo, hi = ratioRange(ps.req, lo, hi)
 	}
 	if demand == (vec{}) {
 		return 0
 	}
-	cone := coneTypes(s.lpTypes(), lo, hi)
+	cone := coneTypes(types, lo, hi)
 	var rows []lbRow
 	for d := range numRes {
 		if demand[d] > 0 {
 			rows = append(rows, lbRow{dim: d, need: float64(demand[d])})
 		}
 	}
-	if n, smallest := s.forcedNodes(); n > 0 {
-		rows = append(rows, lbRow{dim: -1, need: float64(n), req: smallest, perNode: 1})
+	if forced > 0 {
+		rows = append(rows, lbRow{dim: -1, need: float64(forced), req: smallest, perNode: 1})
 	}
-	cuts := s.podSetRows()
+	cuts := podSetRows(sets)
 	lp := &coverLP{}
 	for _, t := range cone {
 		lp.price = append(lp.price, t.price)
@@ -70,7 +93,16 @@ func (s *solver) lowerBound() float64 {
 			lp.a = append(lp.a, a)
 		}
 	}
-	best := s.podSetBound()
+	best := 0.0
+	for _, ps := range sets {
+		best = max(best, coverCost(types, ps.req, ps.perNode, ps.n))
+	}
+	if math.IsInf(best, 1) {
+		best = 0 // a set no type holds: the LP still bounds the rest
+	}
+	if exact, ok := exactCover(types, sets); ok {
+		best = max(best, exact)
+	}
 	for round := 0; ; round++ {
 		setRows()
 		x, y := lp.solve()
@@ -99,6 +131,72 @@ func (s *solver) lowerBound() float64 {
 		}
 	}
 	return best
+}
+
+// zoneMask is the offering slots of zone z (an index into the universe's zones).
+func (s *solver) zoneMask(z int) uint64 {
+	return uint64(1<<len(capacityTypes)-1) << uint(z*len(capacityTypes))
+}
+
+// zonalShares is, per zone of the universe, the pods the plan's zonal
+// spreads must put there: for each group on new claims with a required zone
+// spread over its own pods only (no other pods count in it, and there are no
+// existing nodes), ceil((n − (E−1)·maxSkew)/E) of its n pods in each of its E
+// eligible zones. Nil when no group has such a spread.
+func (s *solver) zonalShares() [][]podSet {
+	if len(s.nodes) > 0 {
+		return nil
+	}
+	perGroup := map[*group]int{}
+	var groups []*group
+	for _, c := range s.claims {
+		for _, pl := range c.placements {
+			if _, ok := perGroup[pl.g]; !ok {
+				groups = append(groups, pl.g)
+			}
+			perGroup[pl.g] += len(pl.pods)
+		}
+	}
+	var out [][]podSet
+	for _, g := range groups {
+		sp := ownZoneSpread(g, groups)
+		if sp == nil {
+			continue
+		}
+		eligible := s.eligibleDomains(g, sp)
+		e := len(eligible)
+		if e == 0 || e < sp.minDomains {
+			continue
+		}
+		lo := (perGroup[g] - (e-1)*sp.maxSkew + e - 1) / e
+		if lo <= 0 {
+			continue
+		}
+		if out == nil {
+			out = make([][]podSet, len(s.u.zones))
+		}
+		for _, zone := range eligible {
+			if z := slices.Index(s.u.zones, zone); z >= 0 {
+				out[z] = append(out[z], podSet{req: g.req, perNode: lbPerNode(g), n: lo})
+			}
+		}
+	}
+	return out
+}
+
+// ownZoneSpread is g's required zone spread that counts only its own pods
+// among the groups on new claims, or nil.
+func ownZoneSpread(g *group, groups []*group) *spread {
+	for i := range g.spreads {
+		sp := &g.spreads[i]
+		if sp.dropped || sp.anyway || !sp.selfMatch || sp.key != apis.LabelZone {
+			continue
+		}
+		if !slices.ContainsFunc(groups, func(o *group) bool { return o != g && slices.Contains(o.matches, sp.counter) }) {
+			return sp
+		}
+	}
+	return nil
 }
 
 // lbCutRounds bounds how often the lower bound re-solves with more cuts.
@@ -168,8 +266,7 @@ func (s *solver) podSets() []podSet {
 // need most cpu and most memory, the unions of the largest sets (a node holds
 // no more of a union than of its smallest member, nor more than its members'
 // limits add up to).
-func (s *solver) podSetRows() []lbRow {
-	sets := s.podSets()
+func podSetRows(sets []podSet) []lbRow {
 	var rows []lbRow
 	for _, ps := range sets {
 		rows = append(rows, lbRow{dim: -1, need: float64(ps.n), req: ps.req, perNode: ps.perNode})
@@ -371,14 +468,10 @@ func (s *solver) forcedNodes() (int, vec) {
 	return best, smallest
 }
 
-// podSetBound is the most any one set of identical pods costs on its own,
-// exactly: the cheapest cover of its pods by nodes of the types (each holding
-// what fits, at most its per-node limit, at its cheapest offering; see
-// newCoverTable). A plan for all the pods is a plan for each set, so each
-// set's optimum is a lower bound. A set that is one group spreading over
-// zones on its own (a required spread that only its own pods count, with no
-// existing nodes) must put at least a balanced share in each zone, so its
-// bound covers each zone's share at that zone's prices.
+// podSetBound is the zonal case of the per-set bound: a group that spreads
+// over zones on its own (see zonalShares) must put at least a balanced share
+// in each zone, so its cheapest cover is the cheapest split of its pods over
+// the zones with each zone's share covered at that zone's prices.
 func (s *solver) podSetBound() float64 {
 	perGroup := map[*group]int{}
 	var groups []*group
@@ -390,11 +483,7 @@ func (s *solver) podSetBound() float64 {
 			perGroup[pl.g] += len(pl.pods)
 		}
 	}
-	types := s.lpTypes()
 	best := 0.0
-	for _, ps := range s.podSets() {
-		best = max(best, coverCost(types, ps.req, ps.perNode, ps.n))
-	}
 	for _, g := range groups {
 		best = max(best, s.zonalBound(g, groups, perGroup[g]))
 	}
@@ -421,28 +510,24 @@ func coverCost(types []lpType, req vec, perNode, n int) float64 {
 // zonalBound is podSetBound's zonal case for group g with n pods on new
 // claims (0 when it does not apply): with counts c_z in the eligible zones,
 // a required maxSkew s and Σ c_z = n, every zone holds at least
-// ceil((n − (E−1)·s)/E) and at most that plus s; the bound is the cheapest
-// such split with each zone's share covered at its own prices.
+// lo = ceil((n − (E−1)·s)/E); the bound is the cheapest split of the other
+// n − E·lo pods over the zones with each zone's count covered at its own
+// prices.
 func (s *solver) zonalBound(g *group, groups []*group, n int) float64 {
 	if len(s.nodes) > 0 {
 		return 0
 	}
-	for i := range g.spreads {
-		sp := &g.spreads[i]
-		if sp.dropped || sp.anyway || !sp.selfMatch || sp.key != apis.LabelZone {
-			continue
-		}
-		for _, o := range groups {
-			if o != g && slices.Contains(o.matches, sp.counter) {
-				return 0 // other pods count in the spread too
-			}
-		}
+	if sp := ownZoneSpread(g, groups); sp != nil {
 		eligible := s.eligibleDomains(g, sp)
 		e := len(eligible)
 		if e == 0 || e < sp.minDomains || e > 8 {
 			return 0
 		}
 		lo := max((n-(e-1)*sp.maxSkew+e-1)/e, 0)
+		extra := n - lo*e
+		if extra > 64 {
+			return 0 // a wide skew: the split search would be long
+		}
 		perNode := lbPerNode(g)
 		zoneCost := make([][]float64, e) // zoneCost[z][c-lo]
 		for zi, zone := range eligible {
@@ -450,9 +535,8 @@ func (s *solver) zonalBound(g *group, groups []*group, n int) float64 {
 			if z < 0 {
 				return 0
 			}
-			mask := uint64(1<<len(capacityTypes)-1) << uint(z*len(capacityTypes))
-			types := s.lpTypesIn(mask)
-			zoneCost[zi] = make([]float64, sp.maxSkew+1)
+			types := s.lpTypesIn(s.zoneMask(z))
+			zoneCost[zi] = make([]float64, extra+1)
 			for d := range zoneCost[zi] {
 				if lo+d == 0 {
 					continue
@@ -473,15 +557,102 @@ func (s *solver) zonalBound(g *group, groups []*group, n int) float64 {
 				}
 				return
 			}
-			for d := 0; d <= sp.maxSkew && d <= left; d++ {
+			for d := 0; d <= left; d++ {
 				walk(zi+1, left-d, acc+zoneCost[zi][d])
 			}
 		}
-		walk(0, n-lo*e, 0)
+		walk(0, extra, 0)
 		if math.IsInf(best, 1) {
 			return 0
 		}
 		return best
 	}
 	return 0
+}
+
+// maxExactStates bounds exactCover: the product over the sets of (pods + 1).
+const maxExactStates = 1500
+
+// exactCover is the cheapest way to put the sets' pods on nodes of the types
+// when that is small enough to search exhaustively (ok false otherwise): by
+// dynamic programming over the pods still to place, each node a mix of pods
+// (at most each set's per-node limit) that fits a type, at the cheapest
+// type it fits. It is the integer optimum of the relaxation the LP bound
+// relaxes further, so it bounds small workloads where whole pods and whole
+// nodes decide the price.
+func exactCover(types []lpType, sets []podSet) (float64, bool) {
+	states := 1
+	for _, ps := range sets {
+		states *= ps.n + 1
+		if states > maxExactStates {
+			return 0, false
+		}
+	}
+	m := len(sets)
+	digits := make([]int, states*m)
+	for x := range states {
+		r := x
+		for i, ps := range sets {
+			digits[x*m+i] = r % (ps.n + 1)
+			r /= ps.n + 1
+		}
+	}
+	radix := make([]int, m)
+	r := 1
+	for i, ps := range sets {
+		radix[i] = r
+		r *= ps.n + 1
+	}
+	// cost of a node holding mix c: the cheapest type it fits.
+	cost := make([]float64, states)
+	var mixes []int
+	for c := 1; c < states; c++ {
+		var need vec
+		ok := true
+		for i, ps := range sets {
+			k := digits[c*m+i]
+			if k > ps.perNode {
+				ok = false
+				break
+			}
+			need = need.add(ps.req.scale(int64(k)))
+		}
+		cost[c] = math.Inf(1)
+		if !ok {
+			continue
+		}
+		for _, t := range types {
+			if t.price < cost[c] && need.fits(t.alloc) {
+				cost[c] = t.price
+			}
+		}
+		if !math.IsInf(cost[c], 1) {
+			mixes = append(mixes, c)
+		}
+	}
+	f := make([]float64, states)
+	for x := 1; x < states; x++ {
+		f[x] = math.Inf(1)
+		for _, c := range mixes {
+			if c > x {
+				break
+			}
+			sub, fits := 0, true
+			for i := range m {
+				d := digits[x*m+i] - digits[c*m+i]
+				if d < 0 {
+					fits = false
+					break
+				}
+				sub += d * radix[i]
+			}
+			if fits {
+				f[x] = min(f[x], cost[c]+f[sub])
+			}
+		}
+	}
+	if math.IsInf(f[states-1], 1) {
+		return 0, false
+	}
+	return f[states-1], true
 }

@@ -52,19 +52,25 @@ func Solve(in Input) (res *Result, err error) {
 		in.MaxInstanceTypes = DefaultMaxInstanceTypes
 	}
 	u := newUniverse(&in)
-	best := solveWith(&in, u, false)
+	best := solveWith(&in, u, false, byCPU)
 	if len(in.Pods) <= portfolioMaxPods {
-		if alt := solveWith(&in, u, true); better(alt, best) {
-			best = alt
+		for _, alt := range []struct {
+			residual bool
+			order    groupOrder
+		}{{true, byCPU}, {false, byMemory}, {true, byMemory}} {
+			if r := solveWith(&in, u, alt.residual, alt.order); better(r, best) {
+				best = r
+			}
 		}
 	}
 	return best, nil
 }
 
-// portfolioMaxPods is the largest solve that compares both sizing policies
-// (group by group, and residual); larger ones use the first only, to keep
+// portfolioMaxPods is the largest solve that compares sizing policies (group
+// by group, and residual) and group orders (larger cpu first, larger memory
+// first) and keeps the cheapest plan; larger ones use the first only, to keep
 // their speed.
-const portfolioMaxPods = 2000
+const portfolioMaxPods = 500
 
 // better says whether plan a beats plan b: more pods placed, then cheaper
 // (by more than rounding).
@@ -76,7 +82,7 @@ func better(a, b *Result) bool {
 }
 
 // solveWith runs one solve over a shared universe (its caches only grow).
-func solveWith(in *Input, u *universe, residual bool) *Result {
+func solveWith(in *Input, u *universe, residual bool, order groupOrder) *Result {
 	s := &solver{in: in, reg: newRegistry(), counterIdx: map[string]int{}, states: map[stateKey]*reqState{},
 		sets: map[string]*reqSet{}, merges: map[setPair]*reqSet{}, pins: map[pinOp]*reqSet{}, residual: residual}
 	s.u = u
@@ -88,7 +94,7 @@ func solveWith(in *Input, u *universe, residual bool) *Result {
 	s.buildGroups(in.Pods)
 	s.countExistingPods()
 	s.matchCounters()
-	sortGroups(s.groups)
+	sortGroups(s.groups, order)
 	s.laterDemand()
 	s.run()
 	s.eliminate()
