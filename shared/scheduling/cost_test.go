@@ -23,8 +23,8 @@ const (
 // search needs fewer pods) is known to be within 10% of the optimum there.
 var ratioGaps = map[string]float64{
 	"mix3-api-cache-jobs/unrestricted-ondemand": 1.18,
-	"mix5-platform/unrestricted-ondemand":       1.23,
-	"mix5-platform/unrestricted-spot":           1.33,
+	"mix5-platform/unrestricted-ondemand":       1.27,
+	"mix5-platform/unrestricted-spot":           1.34,
 }
 
 // TestCostShapes solves every shape of the cost suite (uniform Deployments,

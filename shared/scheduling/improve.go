@@ -15,7 +15,7 @@ import (
 // are known lets mixed Deployments end up on the larger types they fill
 // together. Pods of groups whose preferences were relaxed stay where they
 // are.
-func (s *solver) improve() {
+func (s *solver) improve(pairs bool) {
 	for pass := 0; pass < improvePasses; pass++ {
 		cands := make([]*claim, 0, len(s.claims))
 		for _, c := range s.claims {
@@ -31,7 +31,7 @@ func (s *solver) improve() {
 			}
 		}
 		s.claims = slices.DeleteFunc(s.claims, func(c *claim) bool { return c.removed })
-		if len(s.claims) <= improvePairsMax && s.improvePairs() {
+		if pairs && len(s.claims) <= improvePairsMax && s.improvePairs() {
 			improved = true
 		}
 		if !improved {

@@ -47,7 +47,6 @@ func (s *solver) result() *Result {
 	}
 	sort.Slice(res.Unschedulable, func(i, j int) bool { return res.Unschedulable[i].Pod < res.Unschedulable[j].Pod })
 	res.PricePerHour = roundPrice(res.PricePerHour)
-	res.LowerBoundPricePerHour = roundPrice(s.lowerBound())
 	return res
 }
 

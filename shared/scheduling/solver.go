@@ -58,12 +58,15 @@ func Solve(in Input) (res *Result, err error) {
 			residual bool
 			order    groupOrder
 		}{{true, byCPU}, {false, byMemory}, {true, byMemory}} {
-			if r := solveWith(&in, u, alt.residual, alt.order); better(r, best) {
-				best = r
+			if s := solveWith(&in, u, alt.residual, alt.order); s.better(best) {
+				best = s
 			}
 		}
+		best.improve(true)
 	}
-	return best, nil
+	res = best.result()
+	res.LowerBoundPricePerHour = roundPrice(best.lowerBound())
+	return res, nil
 }
 
 // portfolioMaxPods is the largest solve that compares sizing policies (group
@@ -72,17 +75,27 @@ func Solve(in Input) (res *Result, err error) {
 // their speed.
 const portfolioMaxPods = 500
 
-// better says whether plan a beats plan b: more pods placed, then cheaper
+// better says whether s's plan beats o's: more pods placed, then cheaper
 // (by more than rounding).
-func better(a, b *Result) bool {
-	if len(a.Unschedulable) != len(b.Unschedulable) {
-		return len(a.Unschedulable) < len(b.Unschedulable)
+func (s *solver) better(o *solver) bool {
+	if a, b := s.unplaced(), o.unplaced(); a != b {
+		return a < b
 	}
-	return a.PricePerHour < b.PricePerHour-1e-6
+	return s.planPrice() < o.planPrice()-1e-6
 }
 
-// solveWith runs one solve over a shared universe (its caches only grow).
-func solveWith(in *Input, u *universe, residual bool, order groupOrder) *Result {
+// unplaced is how many pods the solve could not place.
+func (s *solver) unplaced() int {
+	n := 0
+	for _, g := range s.failed {
+		n += len(g.pods)
+	}
+	return n
+}
+
+// solveWith runs one solve over a shared universe (its caches only grow);
+// the caller builds the result of the plan it keeps.
+func solveWith(in *Input, u *universe, residual bool, order groupOrder) *solver {
 	s := &solver{in: in, reg: newRegistry(), counterIdx: map[string]int{}, states: map[stateKey]*reqState{},
 		sets: map[string]*reqSet{}, merges: map[setPair]*reqSet{}, pins: map[pinOp]*reqSet{}, residual: residual}
 	s.u = u
@@ -99,9 +112,9 @@ func solveWith(in *Input, u *universe, residual bool, order groupOrder) *Result 
 	s.run()
 	s.eliminate()
 	if len(in.Pods) <= portfolioMaxPods {
-		s.improve()
+		s.improve(false)
 	}
-	return s.result()
+	return s
 }
 
 func (s *solver) buildPools() {
