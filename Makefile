@@ -8,7 +8,7 @@ export NODEWRIGHT_TOOLS := $(TOOLS)
 # The CDK's jsii kernel runs on Node 20 here; its end-of-life banner is noise.
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: all test lint unit fuzz bench generate run tools cloud synth
+.PHONY: all test lint unit fuzz bench bench-karpenter generate run tools cloud synth
 
 all: test
 
@@ -44,12 +44,22 @@ synth:
 	  CDK_OUTDIR=cdk.out CDK_CONTEXT_JSON='{"nodewright:cluster":"$(CLUSTER)","nodewright:config":"$(CONFIG)"}' $(GO) run ./infra; \
 	  ls cdk.out/*.template.json cdk.out/nodewright/*/*.yaml
 
-## bench: scheduler benchmarks (diverse workloads of 1k-20k pods, synthetic and real catalog) and a summary of their figures
+## bench: scheduler benchmarks (the cost suite's shapes: price / lower bound per shape; diverse workloads of 1k-20k
+## pods, synthetic and real catalog) and a summary of their figures
 bench:
 	@echo "==> go test -bench ./test/bench (one solve per workload; pods/s is wall clock, cpu-s the process's CPU time)"
 	@out=$$(mktemp); trap 'rm -f "$$out"' EXIT; \
 	  $(GO) test -run='^$$' -bench=. -benchmem -benchtime=1x -timeout=30m ./test/bench/ | tee "$$out"; \
 	  awk -f test/bench/summary.awk "$$out"
+
+## bench-karpenter: Karpenter's own scheduler (test/karpenter, its own go.mod, pinned version) on every shape of the
+## cost suite and on the diverse workload, beside Nodewright's plan: prices and times side by side; records
+## Karpenter's figures in test/bench/testdata/karpenter.json for the tests. Not part of `make test`.
+KARPENTER_DIVERSE ?= 1000,10000
+bench-karpenter:
+	@echo "==> Karpenter $$(sed -n 's/^const Version = "\(.*\)"/\1/p' test/karpenter/karpenter.go) vs Nodewright (test/karpenter)"
+	cd test/karpenter && $(GO) test -v -count=1 -timeout=60m -run='^TestCompareWithKarpenter$$' . \
+	  -args -record ../bench/testdata/karpenter.json -diverse=$(KARPENTER_DIVERSE) | grep -Ev '^(=== RUN|--- PASS|PASS$$|ok )'
 
 ## generate: regenerate committed generated code (instance catalog)
 generate:

@@ -1,13 +1,28 @@
-# Summarises `go test -bench` output of package bench: one row per benchmark
-# with the figures its b.ReportMetric calls report.
+# Summarises `go test -bench` output of package bench: a table of the cost
+# suite's shapes (price, lower bound, their ratio, the best one-type node
+# group, Karpenter's recorded price) and one of the diverse workloads
+# (throughput, plan, heap), one row per benchmark, with the figures its
+# b.ReportMetric calls report.
 /^Benchmark/ {
 	name = $1
-	sub(/^BenchmarkSolveDiverse\//, "", name)
 	sub(/-[0-9]+$/, "", name)
 	delete m
 	for (i = 3; i < NF; i += 2) m[$(i + 1)] = $i
-	if (!header++) {
-		printf "\n%-28s %9s %8s %7s %6s %10s %12s %8s %10s\n", "workload", "pods/s", "cpu-s", "nodes", "unsch", "price/h", "lowerbound/h", "ratio", "peak-MiB"
+	if (name ~ /^BenchmarkCostShapes\//) {
+		sub(/^BenchmarkCostShapes\//, "", name)
+		shapes[++ns] = sprintf("%-46s %9.4f %9.4f %7.3f %10.4f %10.4f %8.1f %8.2f", name, m["price/h"], m["lowerbound/h"], m["price/lowerbound"], m["nodegroup/h"], m["karpenter/h"], m["cpu-s/op"] * 1000, m["karpenter-s"])
+		next
 	}
-	printf "%-28s %9.0f %8.2f %7d %6d %10.2f %12.2f %8.3f %10.1f\n", name, m["pods/s"], m["cpu-s/op"], m["nodes"], m["unschedulable"], m["price/h"], m["lowerbound/h"], m["price/lowerbound"], m["peak-heap-MiB"]
+	sub(/^BenchmarkSolveDiverse\//, "", name)
+	diverse[++nd] = sprintf("%-28s %9.0f %8.2f %7d %6d %10.2f %12.2f %8.3f %10.1f", name, m["pods/s"], m["cpu-s/op"], m["nodes"], m["unschedulable"], m["price/h"], m["lowerbound/h"], m["price/lowerbound"], m["peak-heap-MiB"])
+}
+END {
+	if (ns) {
+		printf "\n%-46s %9s %9s %7s %10s %10s %8s %8s\n", "shape", "price/h", "bound/h", "ratio", "nodegroup", "karpenter", "cpu-ms", "k-sec"
+		for (i = 1; i <= ns; i++) print shapes[i]
+	}
+	if (nd) {
+		printf "\n%-28s %9s %8s %7s %6s %10s %12s %8s %10s\n", "workload", "pods/s", "cpu-s", "nodes", "unsch", "price/h", "lowerbound/h", "ratio", "peak-MiB"
+		for (i = 1; i <= nd; i++) print diverse[i]
+	}
 }
