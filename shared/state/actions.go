@@ -65,9 +65,9 @@ type Action struct {
 	Plan json.RawMessage `json:"plan,omitempty"`
 	// ValidateAt is when a planned action may be validated and carried on.
 	ValidateAt time.Time `json:"validateAt,omitzero"`
-	CreatedAt time.Time `json:"createdAt"`
-	UpdatedAt time.Time `json:"updatedAt"`
-	Version   int64     `json:"-"`
+	CreatedAt  time.Time `json:"createdAt"`
+	UpdatedAt  time.Time `json:"updatedAt"`
+	Version    int64     `json:"-"`
 }
 
 // Open reports whether the action is still in progress.
