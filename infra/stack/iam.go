@@ -58,6 +58,7 @@ func ControllerStatementIDs() []string {
 		"AllowScopedEC2LaunchTemplateAccessActions",
 		"AllowScopedEC2InstanceActionsWithTags",
 		"AllowScopedResourceCreationTagging",
+		"AllowScopedNodeClaimTagging",
 		"AllowScopedDeletion",
 		"AllowRegionalReadActions",
 		"AllowSSMReadActions",
@@ -110,6 +111,14 @@ func (s *Stack) addControllerPolicy() {
 		stmt("AllowScopedEC2InstanceActionsWithTags", []string{"ec2:RunInstances", "ec2:CreateFleet", "ec2:CreateLaunchTemplate"},
 			created, requestTags),
 		stmt("AllowScopedResourceCreationTagging", []string{"ec2:CreateTags"}, created, creationTagging),
+		// A group of identical NodeClaims launches in one fleet; each instance
+		// is then tagged with its own NodeClaim (only those two keys, only on
+		// this cluster's instances), as Karpenter's policy allows.
+		stmt("AllowScopedNodeClaimTagging", []string{"ec2:CreateTags"}, []*string{s.ec2("instance/*")}, map[string]any{
+			"StringEquals":              map[string]any{"aws:ResourceTag/" + s.clusterTag(): names.TagValueOwned},
+			"StringLike":                map[string]any{"aws:ResourceTag/" + names.TagKeyNodePool: "*"},
+			"ForAllValues:StringEquals": map[string]any{"aws:TagKeys": []string{names.TagKeyNodeClaim, names.TagKeyName}},
+		}),
 		stmt("AllowScopedDeletion", []string{"ec2:TerminateInstances", "ec2:DeleteLaunchTemplate"},
 			[]*string{s.ec2("instance/*"), s.ec2("launch-template/*")}, resourceTags),
 		stmt("AllowRegionalReadActions", []string{

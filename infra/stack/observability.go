@@ -96,8 +96,21 @@ func (s *Stack) addObservability() {
 		})),
 	)
 	dash.AddWidgets(
-		graph("Interruptions by kind", 12, s.search(metrics.Interruptions)),
-		graph("Consolidation actions", 12, s.search(metrics.ConsolidationActions)),
+		graph("Time to registration (s)", 8, s.metric(metrics.RegistrationDuration, minute)),
+		graph("Interruptions by kind", 8, s.search(metrics.Interruptions)),
+		graph("Interruption: message to replacement / to drained (s)", 8,
+			s.metric(metrics.InterruptionToReplacement, minute), s.metric(metrics.InterruptionToDrained, minute)),
+	)
+	dash.AddWidgets(
+		graph("Pods evicted by reason", 8, s.search(metrics.PodsEvicted)),
+		graph("Interruption messages failed", 8, s.metric(metrics.InterruptionMessagesFailed, minute)),
+		graph("Consolidation candidates", 8, s.metric(metrics.ConsolidationCandidates, minute)),
+	)
+	dash.AddWidgets(
+		graph("Consolidation actions by method and reason", 6, s.search(metrics.ConsolidationActions)),
+		graph("Nodes removed by consolidation", 6, s.metric(metrics.ConsolidationNodesRemoved, minute)),
+		graph("Price per hour saved by consolidation (USD)", 6, s.metric(metrics.ConsolidationSavings, minute)),
+		graph("Consolidation actions abandoned by cause", 6, s.search(metrics.ConsolidationAbandoned)),
 	)
 	dash.AddWidgets(
 		graph("Function errors", 6, s.lambdaMetrics(func(fn string) awscloudwatch.Metric { return s.functions[fn].MetricErrors(opts("Sum")) })...),
