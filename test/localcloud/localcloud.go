@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -25,6 +26,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/nodewright/nodewright/test/localcloud/awsfront"
+	"github.com/nodewright/nodewright/test/localcloud/iamauth"
 	"github.com/nodewright/nodewright/test/localcloud/nodebridge"
 	"github.com/nodewright/nodewright/test/localcloud/pki"
 	"github.com/nodewright/nodewright/test/localcloud/proc"
@@ -94,6 +96,9 @@ type Cloud struct {
 	Cluster Cluster
 	Names   Names
 	AWS     *awsfront.Front // fault injection; AWS.URL() is the endpoint
+	// IAM is the API server's token webhook: EKS-style IAM authentication
+	// of the functions' roles (see FunctionRoleARN).
+	IAM    *iamauth.Authenticator
 	Seeded  *AWSResources
 	// Kubeconfig is the path of an admin kubeconfig.
 	Kubeconfig string
@@ -108,6 +113,7 @@ type Cloud struct {
 	procs     []*proc.Process
 	bridgeCtl context.CancelFunc
 	bridgeWG  sync.WaitGroup
+	awsURL    atomic.Pointer[string] // the front's URL, for the token webhook
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -188,6 +194,10 @@ func (c *Cloud) up(ctx context.Context, t tools) error {
 		return err
 	}
 	c.MotoURL = loopURL("http", p.moto)
+	webhookConfig, err := c.startIAM()
+	if err != nil {
+		return err
+	}
 
 	moto, err := c.start(motoComponent(t, p, mkdir(c.StateDir, "moto")))
 	if err != nil {
@@ -202,7 +212,7 @@ func (c *Cloud) up(ctx context.Context, t tools) error {
 	if err := c.startReady(ctx, etcdComponent(t, p, filepath.Join(c.StateDir, "etcd"))); err != nil {
 		return errors.Join(err, <-awsDone)
 	}
-	if err := c.startReady(ctx, apiserverComponent(t, p, creds, mkdir(c.StateDir, "apiserver-certs"))); err != nil {
+	if err := c.startReady(ctx, apiserverComponent(t, p, creds, mkdir(c.StateDir, "apiserver-certs"), webhookConfig)); err != nil {
 		return errors.Join(err, <-awsDone)
 	}
 	if err := c.upControllers(ctx, t, p, creds); err != nil {
@@ -278,10 +288,14 @@ func (c *Cloud) upAWS(ctx context.Context, moto *proc.Process) error {
 	for name, v := range res.Parameters {
 		front.SetPublicParameter(name, v)
 	}
+	front.SetEKSCluster(awsfront.EKSCluster{Name: c.Cluster.Name, Endpoint: c.Cluster.Endpoint, Version: c.Cluster.Version,
+		ServiceCIDR: c.Cluster.ServiceCIDR, CAData: c.Cluster.CAData})
 	if err := front.Start(); err != nil {
 		return err
 	}
 	c.AWS = front
+	u := front.URL()
+	c.awsURL.Store(&u)
 	return nil
 }
 
@@ -369,6 +383,9 @@ func (c *Cloud) Close() error {
 			c.bridgeWG.Wait()
 		}
 		var errs []error
+		if c.IAM != nil {
+			errs = append(errs, c.IAM.Close())
+		}
 		if c.AWS != nil {
 			errs = append(errs, c.AWS.Close())
 		}
