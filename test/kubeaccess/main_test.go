@@ -24,7 +24,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	c, err := localcloud.Start(ctx, localcloud.Options{StateDir: dir})
+	c, err := localcloud.Start(ctx, localcloud.Options{StateDir: dir, InstallCRDs: true})
 	cancel()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "local cloud:", err)

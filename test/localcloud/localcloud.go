@@ -56,6 +56,10 @@ type Options struct {
 	// account): for tests of the state table, queues and EC2 that need no
 	// Kubernetes. Cluster, Kubeconfig and Kube stay empty.
 	AWSOnly bool
+	// InstallCRDs installs Nodewright's NodePool and EC2NodeClass CRDs
+	// (shared/apis/crds), as a cluster that never ran Karpenter would
+	// (ignored with AWSOnly).
+	InstallCRDs bool
 }
 
 func (o *Options) defaults() {
@@ -147,6 +151,11 @@ func Start(ctx context.Context, opts Options) (c *Cloud, err error) {
 	if err := c.up(ctx, t); err != nil {
 		return nil, err
 	}
+	if opts.InstallCRDs && !opts.AWSOnly {
+		if err := c.InstallCRDs(ctx); err != nil {
+			return nil, err
+		}
+	}
 	c.log.Info("local cloud ready", "elapsed", time.Since(start).String(), "endpoint", c.Cluster.Endpoint, "aws", c.AWS.URL(), "kubeconfig", c.Kubeconfig)
 	return c, nil
 }
@@ -194,10 +203,6 @@ func (c *Cloud) up(ctx context.Context, t tools) error {
 		return err
 	}
 	c.MotoURL = loopURL("http", p.moto)
-	webhookConfig, err := c.startIAM()
-	if err != nil {
-		return err
-	}
 
 	moto, err := c.start(motoComponent(t, p, mkdir(c.StateDir, "moto")))
 	if err != nil {
@@ -205,6 +210,10 @@ func (c *Cloud) up(ctx context.Context, t tools) error {
 	}
 	if c.Options.AWSOnly {
 		return c.upAWS(ctx, moto)
+	}
+	webhookConfig, err := c.startIAM()
+	if err != nil {
+		return err
 	}
 	awsDone := make(chan error, 1)
 	go func() { awsDone <- c.upAWS(ctx, moto) }()
