@@ -103,7 +103,7 @@ type Cloud struct {
 	// IAM is the API server's token webhook: EKS-style IAM authentication
 	// of the functions' roles (see FunctionRoleARN).
 	IAM    *iamauth.Authenticator
-	Seeded  *AWSResources
+	Seeded *AWSResources
 	// Kubeconfig is the path of an admin kubeconfig.
 	Kubeconfig string
 	REST       *rest.Config
