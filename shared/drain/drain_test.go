@@ -61,7 +61,7 @@ var now = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 type podOpt func(*corev1.Pod)
 
 func mkPod(name string, opts ...podOpt) corev1.Pod {
-	p := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", },
+	p := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
 		Spec: corev1.PodSpec{NodeName: "n"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
 	p.UID = types.UID("uid-" + p.Name)
 	for _, o := range opts {
@@ -82,7 +82,9 @@ func doNotDisrupt(p *corev1.Pod) {
 func tolerant(p *corev1.Pod) {
 	p.Spec.Tolerations = []corev1.Toleration{{Key: "karpenter.sh/disrupted", Operator: corev1.TolerationOpExists}}
 }
-func graceSeconds(s int64) podOpt { return func(p *corev1.Pod) { p.Spec.TerminationGracePeriodSeconds = &s } }
+func graceSeconds(s int64) podOpt {
+	return func(p *corev1.Pod) { p.Spec.TerminationGracePeriodSeconds = &s }
+}
 func deleting(at time.Time) podOpt {
 	return func(p *corev1.Pod) { t := metav1.NewTime(at); p.DeletionTimestamp = &t }
 }

@@ -38,6 +38,8 @@ type CacheOptions struct {
 	// between invocations may thaw with connections the server has long
 	// closed (default 10s).
 	IdleReset time.Duration
+	// PageSize is how many objects one list page holds (default 500).
+	PageSize int
 	// ListBelow: a resource with fewer objects than this is listed on every
 	// Sync rather than watched (default 1,000): listing it costs a few tens
 	// of milliseconds and needs no wait for a bookmark.
@@ -60,6 +62,9 @@ func (o *CacheOptions) defaults() {
 	}
 	if o.IdleReset <= 0 {
 		o.IdleReset = 10 * time.Second
+	}
+	if o.PageSize <= 0 {
+		o.PageSize = DefaultPageSize
 	}
 	if o.ListBelow == 0 {
 		o.ListBelow = 1000
@@ -333,10 +338,11 @@ func (s *store[T]) barrier(ctx context.Context, opts CacheOptions) (uint64, erro
 
 // list replaces the store's objects with a fresh list.
 func (s *store[T]) list(ctx context.Context, opts CacheOptions) error {
+
 	objs := make(map[string]*T, len(s.objs))
 	ctx, cancel := context.WithTimeout(ctx, opts.RequestTimeout*10)
 	defer cancel()
-	rv, err := s.c.list(ctx, s.rc, s.name, "", s.newList, func(l listObject) {
+	rv, err := s.c.listPaged(ctx, s.rc, s.name, "", int64(opts.PageSize), s.newList, func(l listObject) {
 		items := s.items(l)
 		for i := range items {
 			o := new(T)

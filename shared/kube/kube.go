@@ -153,9 +153,13 @@ type listObject interface {
 // are one consistent snapshot). A continue token that expires mid-way (410
 // Gone) fails the list: the caller reads again.
 func (c *Client) list(ctx context.Context, rc rest.Interface, resource, fieldSelector string, newList func() listObject, add func(listObject)) (string, error) {
+	return c.listPaged(ctx, rc, resource, fieldSelector, c.pageSize, newList, add)
+}
+
+func (c *Client) listPaged(ctx context.Context, rc rest.Interface, resource, fieldSelector string, pageSize int64, newList func() listObject, add func(listObject)) (string, error) {
 	cont, rv := "", ""
 	for {
-		req := rc.Get().Resource(resource).Param("limit", fmt.Sprint(c.pageSize))
+		req := rc.Get().Resource(resource).Param("limit", fmt.Sprint(pageSize))
 		if fieldSelector != "" {
 			req = req.Param("fieldSelector", fieldSelector)
 		}

@@ -28,10 +28,11 @@ var keptPodAnnotations = []string{AnnotationDoNotDisrupt, AnnotationMirrorPod, A
 // TrimPod drops, in place, what no solve, drain or consolidation reads:
 // managed fields, annotations other than do-not-disrupt, the mirror-pod mark
 // and safe-to-evict, containers' images, commands, environment, probes,
-// volume mounts and security contexts (it keeps names, resources, host ports
-// and restart policies), volumes other than persistent volume claims and
-// generic ephemeral volumes, and the status other than phase, conditions,
-// nominated node, start time and containers' allocated resources. What it
+// volume mounts, security contexts and limits (it keeps names, requests,
+// host ports and restart policies), volumes other than persistent volume
+// claims and generic ephemeral volumes, and the status other than phase, the
+// PodScheduled, Ready and DisruptionTarget conditions, nominated node, start
+// time and containers' allocated resources. What it
 // keeps is what shared/scheduling, the drain and Karpenter's disruption rules
 // read: scheduling constraints (node selector, affinity, tolerations, spread,
 // scheduling gates, priority), requests (containers, init containers and
@@ -48,10 +49,9 @@ func TrimPod(p *corev1.Pod) {
 		StartTime:         st.StartTime,
 		QOSClass:          st.QOSClass,
 	}
-	if len(st.Conditions) > 0 {
-		kept.Conditions = make([]corev1.PodCondition, len(st.Conditions))
-		for i, c := range st.Conditions {
-			kept.Conditions[i] = corev1.PodCondition{Type: c.Type, Status: c.Status, Reason: c.Reason, LastTransitionTime: c.LastTransitionTime}
+	for _, c := range st.Conditions {
+		if c.Type == corev1.PodScheduled || c.Type == corev1.PodReady || c.Type == corev1.DisruptionTarget {
+			kept.Conditions = append(kept.Conditions, corev1.PodCondition{Type: c.Type, Status: c.Status, Reason: c.Reason, LastTransitionTime: c.LastTransitionTime})
 		}
 	}
 	for _, cs := range st.ContainerStatuses {
@@ -95,7 +95,11 @@ func trimContainers(cs []corev1.Container) []corev1.Container {
 	}
 	out := make([]corev1.Container, len(cs))
 	for i, c := range cs {
-		out[i] = corev1.Container{Name: c.Name, Resources: c.Resources, RestartPolicy: c.RestartPolicy}
+		// Limits are dropped: the API server has already made requests of
+		// limits where a container gave only limits, and every decision
+		// reads requests.
+		out[i] = corev1.Container{Name: c.Name, RestartPolicy: c.RestartPolicy,
+			Resources: corev1.ResourceRequirements{Requests: c.Resources.Requests, Claims: c.Resources.Claims}}
 		for _, port := range c.Ports {
 			if port.HostPort != 0 {
 				out[i].Ports = append(out[i].Ports, port)

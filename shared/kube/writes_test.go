@@ -80,7 +80,10 @@ func TestEvict(t *testing.T) {
 		answer    func(w http.ResponseWriter)
 		pdb, fail bool
 	}{
-		{"accepted", func(w http.ResponseWriter) { w.WriteHeader(201); _, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Success"}`)) }, false, false},
+		{"accepted", func(w http.ResponseWriter) {
+			w.WriteHeader(201)
+			_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Success"}`))
+		}, false, false},
 		{"gone", func(w http.ResponseWriter) { writeStatus(w, 404, metav1.StatusReasonNotFound, "pods \"p\" not found") }, false, false},
 		{"blocked by budget", func(w http.ResponseWriter) {
 			w.Header().Set("Retry-After", "10")

@@ -1,10 +1,13 @@
 // Package readbench measures the provision function's read of the cluster
 // (shared/kube's Cache) on the local cloud at 1,000, 10,000 and 50,000 pods:
 // cold (a new container's first Sync: a full paginated list, trimmed page by
-// page) and warm (the next invocation's Sync: a watch from the last
-// revision to a barrier), the warm one both with the cluster quiet and with
-// 50 pod updates a second going on. It reports milliseconds per read, the
-// peak Go heap during the read and the heap the cache keeps.
+// page) and warm (the next invocation's Sync: a watch from the last revision
+// to a barrier), the warm one three ways: idle (nothing in the cluster
+// changed since the last read), quiet (pods unchanged while a Lease-like
+// object is renewed every 100 ms, as kubelets keep a cluster's revision
+// moving) and churn (50 pod updates a second). It reports the time per read,
+// the process's CPU time per read (steadier on a shared machine), the peak Go
+// heap during the read and the heap the cache keeps.
 //
 //	make bench-read      # or: go test -run '^$' -bench . -benchtime 3x -timeout 60m ./test/readbench
 //
@@ -21,6 +24,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -74,7 +78,7 @@ func pod(i int) *corev1.Pod {
 			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m"), corev1.ResourceMemory: resource.MustParse("256Mi")},
 			Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("512Mi")},
 		},
-		VolumeMounts: []corev1.VolumeMount{{Name: "config", MountPath: "/etc/app"}, {Name: "cache", MountPath: "/var/cache/app"}},
+		VolumeMounts:   []corev1.VolumeMount{{Name: "config", MountPath: "/etc/app"}, {Name: "cache", MountPath: "/var/cache/app"}},
 		ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromInt32(8080)}}},
 	}
 	sidecar := corev1.Container{Name: "proxy", Image: "registry.example.com/proxy:v2", Env: env[:4],
@@ -85,7 +89,7 @@ func pod(i int) *corev1.Pod {
 			Labels: map[string]string{"app": app, "team": fmt.Sprintf("team-%d", i%17), "pod-template-hash": "5d8f7c9b4", "tier": "backend"},
 			Annotations: map[string]string{
 				"kubectl.kubernetes.io/last-applied-configuration": lastApplied,
-				"prometheus.io/scrape": "true", "prometheus.io/port": "9090",
+				"prometheus.io/scrape":                             "true", "prometheus.io/port": "9090",
 			},
 		},
 		Spec: corev1.PodSpec{
@@ -173,6 +177,21 @@ func liveHeap() uint64 {
 
 const mib = 1 << 20
 
+// above is a-b, or 0 (the heap may shrink while a read runs).
+func above(a, b uint64) uint64 {
+	if a < b {
+		return 0
+	}
+	return a - b
+}
+
+// cpuTime is the process's user and system CPU time so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 // leases renews a Lease every 100 ms until stopped, as kubelets keep a
 // cluster's revision moving while its pods stay unchanged.
 func leases(kc kubernetes.Interface) (stop func() int) {
@@ -248,23 +267,26 @@ func BenchmarkRead(b *testing.B) {
 		have = n
 		ctx := context.Background()
 		b.Run(fmt.Sprintf("pods=%d/cold", n), func(b *testing.B) {
-			var peak uint64
-			var kept uint64
+			var peak, kept uint64
+			var cpu time.Duration
 			for i := 0; i < b.N; i++ {
 				c := kube.NewCache(client, kube.CacheOptions{})
 				base := liveHeap()
 				var v *kube.View
-				peak = max(peak, heapPeak(func() {
+				cpu0 := cpuTime()
+				peak = max(peak, above(heapPeak(func() {
 					if v, err = c.Sync(ctx); err != nil {
 						b.Fatal(err)
 					}
-				})-base)
+				}), base))
+				cpu += cpuTime() - cpu0
 				if len(v.Pods) < n {
 					b.Fatalf("read %d pods, want %d", len(v.Pods), n)
 				}
-				kept = liveHeap() - base
+				kept = above(liveHeap(), base)
 				runtime.KeepAlive(c)
 			}
+			b.ReportMetric(cpu.Seconds()/float64(b.N), "cpu-s/op")
 			b.ReportMetric(float64(peak)/mib, "peak-MiB")
 			b.ReportMetric(float64(kept)/mib, "cache-MiB")
 		})
@@ -283,10 +305,12 @@ func BenchmarkRead(b *testing.B) {
 				}
 				time.Sleep(200 * time.Millisecond)
 				var peak uint64
+				var cpu time.Duration
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {
 					base := liveHeap()
-					peak = max(peak, heapPeak(func() {
+					cpu0 := cpuTime()
+					peak = max(peak, above(heapPeak(func() {
 						v, err := warm.Sync(ctx)
 						if err != nil {
 							b.Fatal(err)
@@ -294,9 +318,11 @@ func BenchmarkRead(b *testing.B) {
 						if len(v.Pods) < n {
 							b.Fatalf("read %d pods, want %d", len(v.Pods), n)
 						}
-					})-base)
+					}), base))
+					cpu += cpuTime() - cpu0
 				}
 				b.StopTimer()
+				b.ReportMetric(cpu.Seconds()/float64(b.N), "cpu-s/op")
 				b.ReportMetric(float64(peak)/mib, "peak-MiB")
 				if updates := stop(); mode != "idle" {
 					b.ReportMetric(float64(updates), "updates")
@@ -305,4 +331,3 @@ func BenchmarkRead(b *testing.B) {
 		}
 	}
 }
-
