@@ -15,16 +15,20 @@
 //
 // The API:
 //
-//	c, err := kube.New(restConfig)            // restConfig from package eksauth, or a kubeconfig
-//	cache := kube.NewCache(c, kube.CacheOptions{})
-//	view, err := cache.Sync(ctx)             // pods, nodes, daemonsets, PDBs, NodePools, EC2NodeClasses
-//	err = c.Taint(ctx, node, taint)          // Untaint, Cordon, AddFinalizer, RemoveFinalizer, Label, DeleteNode
+//	c, err := kube.New(restConfig)          // restConfig from eksauth.Provider.RESTConfig, or eksauth.FromKubeconfig
+//	cache := kube.NewCache(c, kube.CacheOptions{}) // keep it in a package-level variable of main: it lives with the container
+//	view, err := cache.Sync(ctx)           // pods (trimmed), nodes, daemonsets, PDBs, NodePools, EC2NodeClasses
+//	pods := view.PodsOnNode(name)
+//	changed, err := c.Taint(ctx, node, taint) // Untaint, Cordon, AddFinalizer, RemoveFinalizer, Label, GetNode, DeleteNode
 //	err = c.Evict(ctx, ns, pod, kube.EvictOptions{Timeout: 10 * time.Second}) // errors.Is(err, kube.ErrBlockedByPDB)
+//	err = c.DeletePod(ctx, ns, pod, kube.DeleteOptions{UID: uid})
 //	rec := kube.NewRecorder(c, kube.RecorderOptions{Instance: "provision"})
-//	rec.Eventf(ctx, kube.RefForPod(pod), corev1.EventTypeNormal, "Nominated", "Nominated to NodeClaim %s", name)
+//	err = rec.Eventf(ctx, kube.RefForPod(pod), corev1.EventTypeNormal, "Nominated", "Nominated to NodeClaim %s", name)
 //
-// Pods (Pods, Nodes, DaemonSets) also list the three kinds in one call each,
-// without a cache, for one-shot readers such as `make run`.
+// Client.Pods, Nodes and DaemonSets list those kinds untrimmed and without a
+// cache, for one-shot readers such as `make run`; Client.PodsOnNode is the
+// drain's consistent read of one node's pods. Package drain builds on the
+// writes, package eksauth makes the rest.Config on AWS.
 package kube
 
 import (
