@@ -15,7 +15,7 @@
 //
 // The API:
 //
-//	c, err := kube.New(restConfig)          // restConfig from eksauth.Provider.RESTConfig, or eksauth.FromKubeconfig
+//	c, err := kube.New(restConfig)          // restConfig from eksauth.Provider.RESTConfig, or kubeconfig.Load
 //	cache := kube.NewCache(c, kube.CacheOptions{}) // keep it in a package-level variable of main: it lives with the container
 //	view, err := cache.Sync(ctx)           // pods (trimmed), nodes, daemonsets, PDBs, NodePools, EC2NodeClasses
 //	pods := view.PodsOnNode(name)

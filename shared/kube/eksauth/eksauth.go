@@ -20,7 +20,8 @@
 //	p := eksauth.New(eksauth.Options{Cluster: name, EKS: eks.NewFromConfig(cfg), STS: sts.NewPresignClient(sts.NewFromConfig(cfg))})
 //	restCfg, err := p.RESTConfig(ctx)  // then kube.New(restCfg)
 //
-// Locally (`make run`, tests) FromKubeconfig reads a kubeconfig instead.
+// Locally (`make run`, tests) package kubeconfig reads a kubeconfig instead
+// (kept apart so that Lambda binaries do not link client-go's loader).
 package eksauth
 
 import (
@@ -38,7 +39,6 @@ import (
 	"github.com/aws/smithy-go/middleware"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 )
 
 // TokenPrefix starts every EKS bearer token.
@@ -210,14 +210,4 @@ func (t *tokenTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	r := req.Clone(req.Context())
 	r.Header.Set("Authorization", "Bearer "+tok)
 	return t.base.RoundTrip(r)
-}
-
-// FromKubeconfig reads a client configuration from a kubeconfig file (its
-// current context), for running outside AWS.
-func FromKubeconfig(path string) (*rest.Config, error) {
-	cfg, err := clientcmd.BuildConfigFromFlags("", path)
-	if err != nil {
-		return nil, fmt.Errorf("kubeconfig %s: %w", path, err)
-	}
-	return cfg, nil
 }
