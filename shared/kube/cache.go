@@ -90,9 +90,10 @@ func (o *CacheOptions) defaults() {
 // resource of fewer than ListBelow objects, a 410 Gone, a resourceVersion
 // that is not a number) or catches up by watch:
 //
-//  1. barrier: a consistent (quorum) LIST of at most one object gives the
-//     resource's current revision B. Every change committed before Sync
-//     started has a revision at most B. (The read also makes the API
+//  1. barrier: a consistent (quorum) LIST of at most one object (for pods,
+//     of the kube-node-lease namespace, which is cheap at any cluster size)
+//     gives the cluster's current revision B. Every change committed before
+//     Sync started has a revision at most B. (The read also makes the API
 //     server's watch cache of the resource catch up with etcd.)
 //  2. WATCH from the revision the cache last saw, with allowWatchBookmarks,
 //     applying ADDED, MODIFIED and DELETED events, until an event (a change,
@@ -263,13 +264,15 @@ type store[T any] struct {
 	newList func() listObject
 	items   func(listObject) []T
 	trim    func(*T)
-	rv      string
-	objs    map[string]*T
-	view    []*T // objs sorted by key; nil when objs changed since
+	// namespaced resources read their barrier in one namespace.
+	namespaced bool
+	rv         string
+	objs       map[string]*T
+	view       []*T // objs sorted by key; nil when objs changed since
 }
 
 func newStore[T any](c *Client, rc rest.Interface, name string, newList func() listObject, items func(listObject) []T, trim func(*T)) *store[T] {
-	return &store[T]{c: c, rc: rc, name: name, newList: newList, items: items, trim: trim}
+	return &store[T]{c: c, rc: rc, name: name, newList: newList, items: items, trim: trim, namespaced: name != "nodes"}
 }
 
 func (s *store[T]) resource() string { return s.name }
@@ -318,15 +321,27 @@ func (s *store[T]) sync(ctx context.Context, opts CacheOptions) (ResourceStats, 
 	return st, nil
 }
 
-// barrier reads the resource's current revision with a consistent list of
-// at most one object. The read also makes the API server's watch cache of
-// the resource catch up with etcd, so its next bookmark carries a revision
-// at least this one.
+// barrierNamespace is where a namespaced resource's barrier is read: a
+// namespace every cluster has and that holds no workload (only node
+// Leases), so the list is empty and cheap however many pods the cluster
+// runs (an all-namespace list, even of one object, costs the API server
+// time in proportion to the resource: 0.35 s at 50,000 pods here).
+const barrierNamespace = "kube-node-lease"
+
+// barrier reads the cluster's current revision with a consistent list of
+// the resource (of at most one object; for a namespaced resource, of
+// barrierNamespace: resourceVersions are cluster-wide). The read also makes
+// the API server's watch cache of the resource catch up with etcd, so its
+// next bookmark carries a revision at least this one.
 func (s *store[T]) barrier(ctx context.Context, opts CacheOptions) (uint64, error) {
 	ctx, cancel := context.WithTimeout(ctx, opts.RequestTimeout)
 	defer cancel()
 	l := s.newList()
-	if err := s.rc.Get().Resource(s.name).Param("limit", "1").Do(ctx).Into(l); err != nil {
+	req := s.rc.Get().Resource(s.name).Param("limit", "1")
+	if s.namespaced {
+		req = req.Namespace(barrierNamespace)
+	}
+	if err := req.Do(ctx).Into(l); err != nil {
 		return 0, fmt.Errorf("sync %s: read resourceVersion: %w", s.name, err)
 	}
 	rv, ok := parseRV(l.GetResourceVersion())

@@ -27,6 +27,7 @@ type watchServer struct {
 	bookmark  bool // after the events, send a bookmark at the current revision
 	watches   int
 	lists     int
+	barriers  int
 }
 
 type event struct {
@@ -59,6 +60,10 @@ func (s *watchServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	switch r.URL.Path {
 	case "/api/v1/pods":
+	case "/api/v1/namespaces/" + barrierNamespace + "/pods": // the barrier
+		s.barriers++
+		fmt.Fprintf(w, `{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"%d"},"items":[]}`, s.rev)
+		return
 	case "/api/v1/nodes", "/apis/apps/v1/daemonsets", "/apis/policy/v1/poddisruptionbudgets":
 		fmt.Fprintf(w, `{"kind":"List","apiVersion":"v1","metadata":{"resourceVersion":"%d"},"items":[]}`, s.rev)
 		return
@@ -179,10 +184,10 @@ func TestCacheWatchesToTheBarrier(t *testing.T) {
 		t.Fatalf("reopened watch: %+v %v, %d watches", st, names(v4), s.watches-watches)
 	}
 
-	// Nothing changed anywhere: no watch at all.
-	watches = s.watches
-	if _, err := c.Sync(ctx); err != nil || s.watches != watches {
-		t.Fatalf("idle sync opened %d watches (%v)", s.watches-watches, err)
+	// Nothing changed anywhere: a barrier read and no watch at all.
+	watches, barriers, lists := s.watches, s.barriers, s.lists
+	if _, err := c.Sync(ctx); err != nil || s.watches != watches || s.barriers != barriers+1 || s.lists != lists {
+		t.Fatalf("idle sync: %d watches, %d barriers, %d lists (%v)", s.watches-watches, s.barriers-barriers, s.lists-lists, err)
 	}
 
 	// The revision left the server's window: 410, then a list.
