@@ -147,9 +147,11 @@ func NewCache(c *Client, opts CacheOptions) *Cache {
 	}
 }
 
-// View is the cluster as of one Sync. Its objects are shared with the Cache
-// and with other Views: treat them as read-only (DeepCopy before changing
-// one). Slices are sorted by namespace, then name.
+// View is the cluster as of one Sync. Its objects and slices are shared with
+// the Cache and with other Views: treat them as read-only (DeepCopy an
+// object, copy a slice, before changing or re-sorting it). A View stays as
+// it was when later Syncs change the cache. Slices are sorted by namespace,
+// then name.
 type View struct {
 	// ResourceVersion is the barrier: every change to the cluster up to it
 	// is in the View.
@@ -360,8 +362,9 @@ func (s *store[T]) list(ctx context.Context, opts CacheOptions) error {
 	rv, err := s.c.listPaged(ctx, s.rc, s.name, "", int64(opts.PageSize), s.newList, func(l listObject) {
 		items := s.items(l)
 		for i := range items {
-			o := new(T)
-			*o = items[i]
+			// Kept in place: the page's array lives as long as one of its
+			// objects does, which costs less than copying every object out.
+			o := &items[i]
 			s.trim(o)
 			objs[key(metaOf(o))] = o
 		}

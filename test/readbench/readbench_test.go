@@ -194,7 +194,8 @@ func cpuTime() time.Duration {
 // leases renews a Lease every 100 ms until stopped, as kubelets keep a
 // cluster's revision moving while its pods stay unchanged.
 func leases(kc kubernetes.Interface) (stop func() int) {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx := context.Background() // not cancelled: a write in flight finishes
+	stopping := make(chan struct{})
 	var count atomic.Int64
 	done := make(chan struct{})
 	go func() {
@@ -203,7 +204,7 @@ func leases(kc kubernetes.Interface) (stop func() int) {
 		defer t.Stop()
 		for i := 0; ; i++ {
 			select {
-			case <-ctx.Done():
+			case <-stopping:
 				return
 			case <-t.C:
 			}
@@ -213,13 +214,14 @@ func leases(kc kubernetes.Interface) (stop func() int) {
 			}
 		}
 	}()
-	return func() int { cancel(); <-done; return int(count.Load()) }
+	return func() int { close(stopping); <-done; return int(count.Load()) }
 }
 
 // churn updates pods' labels at rate per second until stopped, as kubelets
 // and controllers keep a large cluster's pods changing.
 func churn(kc kubernetes.Interface, n, rate int) (stop func() int) {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx := context.Background() // not cancelled: a write in flight finishes
+	stopping := make(chan struct{})
 	var count atomic.Int64
 	done := make(chan struct{})
 	go func() {
@@ -228,7 +230,7 @@ func churn(kc kubernetes.Interface, n, rate int) (stop func() int) {
 		defer t.Stop()
 		for i := 0; ; i++ {
 			select {
-			case <-ctx.Done():
+			case <-stopping:
 				return
 			case <-t.C:
 			}
@@ -239,7 +241,7 @@ func churn(kc kubernetes.Interface, n, rate int) (stop func() int) {
 			}
 		}
 	}()
-	return func() int { cancel(); <-done; return int(count.Load()) }
+	return func() int { close(stopping); <-done; return int(count.Load()) }
 }
 
 func BenchmarkRead(b *testing.B) {
@@ -256,7 +258,9 @@ func BenchmarkRead(b *testing.B) {
 	if _, err := kc.CoreV1().ConfigMaps("bench").Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "lease"}}, metav1.CreateOptions{}); err != nil {
 		b.Fatal(err)
 	}
-	client, err := kube.New(lc.REST)
+	fn := *lc.REST
+	fn.DisableCompression = true // as eksauth configures the functions' client
+	client, err := kube.New(&fn)
 	if err != nil {
 		b.Fatal(err)
 	}
