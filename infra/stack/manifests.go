@@ -87,19 +87,25 @@ func WebhookManifest(url string, timeoutSeconds int) ([]byte, error) {
 }
 
 // ClusterRoleRules is what the functions may do in the cluster: read the
-// objects a scheduling simulation needs (pods, nodes, DaemonSets, PDBs, and
-// the volume objects that pin pods to zones), evict pods, patch (cordon,
-// taint) and delete nodes, and record events.
+// objects a scheduling simulation needs (pods, nodes, DaemonSets, PDBs, the
+// volume objects that pin pods to zones, and Karpenter's NodePools and
+// EC2NodeClasses where their CRDs are installed), evict pods, delete pods
+// that a drain's deadline (terminationGracePeriod, a spot instance's end)
+// leaves, patch (cordon, taint, finalizer) and delete nodes, and record
+// events (get: a repeated event bumps the count of the existing one).
 func ClusterRoleRules() []rbacv1.PolicyRule {
 	read := []string{"get", "list", "watch"}
 	return []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"pods", "persistentvolumeclaims", "persistentvolumes"}, Verbs: read},
 		{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list", "watch", "patch", "delete"}},
 		{APIGroups: []string{""}, Resources: []string{"pods/eviction"}, Verbs: []string{"create"}},
+		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"delete"}},
 		{APIGroups: []string{"apps"}, Resources: []string{"daemonsets"}, Verbs: read},
 		{APIGroups: []string{"policy"}, Resources: []string{"poddisruptionbudgets"}, Verbs: read},
 		{APIGroups: []string{"storage.k8s.io"}, Resources: []string{"storageclasses", "csinodes"}, Verbs: read},
-		{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+		{APIGroups: []string{"karpenter.sh"}, Resources: []string{"nodepools"}, Verbs: read},
+		{APIGroups: []string{"karpenter.k8s.aws"}, Resources: []string{"ec2nodeclasses"}, Verbs: read},
+		{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch", "get"}},
 	}
 }
 

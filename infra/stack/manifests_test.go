@@ -77,13 +77,14 @@ func TestRBACManifest(t *testing.T) {
 	for _, c := range []struct{ group, resource, verb string }{
 		{"", "pods", "list"}, {"", "nodes", "watch"}, {"apps", "daemonsets", "list"}, {"policy", "poddisruptionbudgets", "list"},
 		{"", "pods/eviction", "create"}, {"", "nodes", "patch"}, {"", "nodes", "delete"}, {"", "events", "create"},
+		{"", "pods", "delete"}, {"karpenter.sh", "nodepools", "list"}, {"karpenter.k8s.aws", "ec2nodeclasses", "watch"},
 	} {
 		if !allowed(c.group, c.resource, c.verb) {
 			t.Errorf("cannot %s %s/%s", c.verb, c.group, c.resource)
 		}
 	}
 	for _, c := range []struct{ group, resource, verb string }{
-		{"", "pods", "delete"}, {"", "pods", "create"}, {"", "secrets", "get"}, {"", "nodes", "create"}, {"apps", "daemonsets", "patch"},
+		{"", "pods", "create"}, {"", "pods", "patch"}, {"", "secrets", "get"}, {"karpenter.sh", "nodepools", "patch"}, {"", "nodes", "create"}, {"apps", "daemonsets", "patch"},
 	} {
 		if allowed(c.group, c.resource, c.verb) {
 			t.Errorf("may %s %s/%s", c.verb, c.group, c.resource)

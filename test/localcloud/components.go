@@ -66,7 +66,7 @@ func etcdComponent(t tools, p ports, dataDir string) component {
 	}
 }
 
-func apiserverComponent(t tools, p ports, k *pki.Files, certDir string) component {
+func apiserverComponent(t tools, p ports, k *pki.Files, certDir, tokenWebhookConfig string) component {
 	return component{
 		spec: proc.Spec{Name: "kube-apiserver", Path: t.bin(toolAPIServer), Args: []string{
 			"--etcd-servers=" + loopURL("http", p.etcd),
@@ -76,6 +76,8 @@ func apiserverComponent(t tools, p ports, k *pki.Files, certDir string) componen
 			"--tls-cert-file=" + k.ServingCert, "--tls-private-key-file=" + k.ServingKey,
 			"--client-ca-file=" + k.CACert,
 			"--token-auth-file=" + k.TokenFile,
+			"--authentication-token-webhook-config-file=" + tokenWebhookConfig,
+			"--authentication-token-webhook-version=v1",
 			"--authorization-mode=RBAC",
 			"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 			"--service-account-key-file=" + k.SAPub,

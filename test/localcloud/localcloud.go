@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -25,6 +26,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/nodewright/nodewright/test/localcloud/awsfront"
+	"github.com/nodewright/nodewright/test/localcloud/iamauth"
 	"github.com/nodewright/nodewright/test/localcloud/nodebridge"
 	"github.com/nodewright/nodewright/test/localcloud/pki"
 	"github.com/nodewright/nodewright/test/localcloud/proc"
@@ -54,6 +56,10 @@ type Options struct {
 	// account): for tests of the state table, queues and EC2 that need no
 	// Kubernetes. Cluster, Kubeconfig and Kube stay empty.
 	AWSOnly bool
+	// InstallCRDs installs Nodewright's NodePool and EC2NodeClass CRDs
+	// (shared/apis/crds), as a cluster that never ran Karpenter would
+	// (ignored with AWSOnly).
+	InstallCRDs bool
 }
 
 func (o *Options) defaults() {
@@ -94,7 +100,10 @@ type Cloud struct {
 	Cluster Cluster
 	Names   Names
 	AWS     *awsfront.Front // fault injection; AWS.URL() is the endpoint
-	Seeded  *AWSResources
+	// IAM is the API server's token webhook: EKS-style IAM authentication
+	// of the functions' roles (see FunctionRoleARN).
+	IAM    *iamauth.Authenticator
+	Seeded *AWSResources
 	// Kubeconfig is the path of an admin kubeconfig.
 	Kubeconfig string
 	REST       *rest.Config
@@ -108,6 +117,7 @@ type Cloud struct {
 	procs     []*proc.Process
 	bridgeCtl context.CancelFunc
 	bridgeWG  sync.WaitGroup
+	awsURL    atomic.Pointer[string] // the front's URL, for the token webhook
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -140,6 +150,11 @@ func Start(ctx context.Context, opts Options) (c *Cloud, err error) {
 	start := time.Now()
 	if err := c.up(ctx, t); err != nil {
 		return nil, err
+	}
+	if opts.InstallCRDs && !opts.AWSOnly {
+		if err := c.InstallCRDs(ctx); err != nil {
+			return nil, err
+		}
 	}
 	c.log.Info("local cloud ready", "elapsed", time.Since(start).String(), "endpoint", c.Cluster.Endpoint, "aws", c.AWS.URL(), "kubeconfig", c.Kubeconfig)
 	return c, nil
@@ -196,13 +211,17 @@ func (c *Cloud) up(ctx context.Context, t tools) error {
 	if c.Options.AWSOnly {
 		return c.upAWS(ctx, moto)
 	}
+	webhookConfig, err := c.startIAM()
+	if err != nil {
+		return err
+	}
 	awsDone := make(chan error, 1)
 	go func() { awsDone <- c.upAWS(ctx, moto) }()
 
 	if err := c.startReady(ctx, etcdComponent(t, p, filepath.Join(c.StateDir, "etcd"))); err != nil {
 		return errors.Join(err, <-awsDone)
 	}
-	if err := c.startReady(ctx, apiserverComponent(t, p, creds, mkdir(c.StateDir, "apiserver-certs"))); err != nil {
+	if err := c.startReady(ctx, apiserverComponent(t, p, creds, mkdir(c.StateDir, "apiserver-certs"), webhookConfig)); err != nil {
 		return errors.Join(err, <-awsDone)
 	}
 	if err := c.upControllers(ctx, t, p, creds); err != nil {
@@ -278,10 +297,14 @@ func (c *Cloud) upAWS(ctx context.Context, moto *proc.Process) error {
 	for name, v := range res.Parameters {
 		front.SetPublicParameter(name, v)
 	}
+	front.SetEKSCluster(awsfront.EKSCluster{Name: c.Cluster.Name, Endpoint: c.Cluster.Endpoint, Version: c.Cluster.Version,
+		ServiceCIDR: c.Cluster.ServiceCIDR, CAData: c.Cluster.CAData})
 	if err := front.Start(); err != nil {
 		return err
 	}
 	c.AWS = front
+	u := front.URL()
+	c.awsURL.Store(&u)
 	return nil
 }
 
@@ -369,6 +392,9 @@ func (c *Cloud) Close() error {
 			c.bridgeWG.Wait()
 		}
 		var errs []error
+		if c.IAM != nil {
+			errs = append(errs, c.IAM.Close())
+		}
 		if c.AWS != nil {
 			errs = append(errs, c.AWS.Close())
 		}

@@ -78,6 +78,8 @@ type Front struct {
 	tokens    map[string][]byte      // CreateFleet ClientToken -> response
 	zoneOf    map[string]string      // subnet id -> zone
 	timers    map[*time.Timer]string // pending interruption actions
+	eks       *EKSCluster            // DescribeCluster's answer
+	secrets   map[string]string      // access key -> secret of credentials AssumeRole handed out
 	closed    bool
 	wg        sync.WaitGroup
 }
@@ -112,6 +114,7 @@ func New(cfg Config) (*Front, error) {
 		tokens:    map[string][]byte{},
 		zoneOf:    map[string]string{},
 		timers:    map[*time.Timer]string{},
+		secrets:   map[string]string{},
 	}
 	return f, nil
 }
@@ -226,7 +229,16 @@ func parseRequest(r *http.Request, body []byte) request {
 
 // handle answers the calls the front implements itself; false = forward.
 func (f *Front) handle(w http.ResponseWriter, r *http.Request, req request) bool {
+	if req.action == "" && f.describeCluster(w, r) {
+		return true
+	}
+	if f.verifyPresigned(w, r) {
+		return true
+	}
+	presignedCallerIdentity(r)
 	switch {
+	case req.form != nil && req.action == "AssumeRole":
+		f.assumeRole(w, r, req)
 	case req.form != nil && req.action == "CreateFleet" && req.form.Get("Type") == "instant":
 		f.createFleet(w, r, req)
 	case req.form != nil && req.action == "DescribeSpotPriceHistory":
