@@ -1,20 +1,33 @@
 // Command provision is the provision Lambda function (provided.al2023, arm64). It
-// wires the environment and a JSON logger to the handler in shared/handlers.
+// wires the environment, a JSON logger and the shared set-up to the handler
+// in shared/handlers; the set-up runs on the first invocation and the warm
+// container keeps it.
 package main
 
 import (
+	"context"
 	"os"
 
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/nodewright/nodewright/shared/handlers"
 	"github.com/nodewright/nodewright/shared/names"
+	"github.com/nodewright/nodewright/shared/provision"
+	"github.com/nodewright/nodewright/shared/setup"
 )
 
 func main() {
-	h := handlers.Provision{
+	log := handlers.NewLogger(os.Stdout, "provision", os.Getenv(names.EnvLogLevel))
+	h := &handlers.Provision{
 		Env: handlers.EnvFrom(os.Getenv),
-		Log: handlers.NewLogger(os.Stdout, "provision", os.Getenv(names.EnvLogLevel)),
+		Log: log,
+		Setup: func(ctx context.Context) (*provision.Reconciler, error) {
+			o, err := setup.Lambda(ctx, os.Getenv, os.Stdout, log)
+			if err != nil {
+				return nil, err
+			}
+			return setup.Controller(ctx, o)
+		},
 	}
 	lambda.Start(h.Handle)
 }

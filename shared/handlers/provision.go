@@ -108,7 +108,13 @@ func (h *Provision) Handle(ctx context.Context, raw json.RawMessage) (err error)
 	}
 	rctx, stop := renewing(ctx, r.Store, lease, ttl, log)
 	defer stop()
-	return h.rounds(rctx, r, lease, p.Source == trigger.SourceSchedule, log)
+	err = h.rounds(rctx, r, lease, p.Source == trigger.SourceSchedule, log)
+	if sc, ok := r.Spot.(*provision.SpotCache); ok {
+		// A price refresh begun in this invocation ends before the
+		// container freezes, so its result reaches the table.
+		sc.Wait(ctx)
+	}
+	return err
 }
 
 // rounds runs rounds until the lease is released with no request for

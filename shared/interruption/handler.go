@@ -277,7 +277,14 @@ func (h *Handler) act(ctx context.Context, lease *state.Lease, in trigger.Interr
 	// Drain until the node is gone, the deadline has forced the rest, or
 	// the invocation runs short (the provision sweep carries on).
 	for {
-		res, err := h.R.Retire(ctx, provision.RetireRequest{Node: node, Record: rec, Action: actionID, Reason: d.Reason, Deadline: a.Deadline})
+		req := provision.RetireRequest{Node: node, Record: rec, Action: actionID, Reason: d.Reason, Deadline: a.Deadline, Force: !a.Deadline.IsZero()}
+		if !a.Deadline.IsZero() {
+			// A pod whose grace period outlasts the notice still goes, with
+			// the time there is.
+			left := max(a.Deadline.Sub(h.Now()), time.Second)
+			req.MaxGracePeriod = &left
+		}
+		res, err := h.R.Retire(ctx, req)
 		a.Evicted += len(res.Drain.Evicted)
 		if len(res.Drain.Evicted)+len(res.Drain.Deleted) > 0 {
 			_ = h.R.Metrics.Emit(metrics.PodsEvicted, float64(len(res.Drain.Evicted)+len(res.Drain.Deleted)), metrics.Dims{metrics.DimReason: string(state.KindInterruption)})

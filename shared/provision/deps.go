@@ -62,11 +62,22 @@ type DrainResult struct {
 	Evicted, Blocked, Deleted, Remaining []string
 }
 
+// DrainOptions qualify one drain call.
+type DrainOptions struct {
+	// Deadline (zero: none) after which the pods left are deleted.
+	Deadline time.Time
+	// Force evicts pods annotated karpenter.sh/do-not-disrupt too (the
+	// instance is going whatever they say: an interruption).
+	Force bool
+	// MaxGracePeriod caps each pod's termination grace period (a spot
+	// notice shorter than a pod's grace period).
+	MaxGracePeriod *time.Duration
+}
+
 // Drainer evicts a node's pods (through the Eviction API, PDBs honoured),
-// resumable: each call looks at the node's current pods. After deadline
-// (zero: none) the pods left are deleted.
+// resumable: each call looks at the node's current pods.
 type Drainer interface {
-	Drain(ctx context.Context, node string, deadline time.Time) (DrainResult, error)
+	Drain(ctx context.Context, node string, opts DrainOptions) (DrainResult, error)
 }
 
 // Metrics emits CloudWatch metrics (*metrics.Emitter).

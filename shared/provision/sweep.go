@@ -179,7 +179,7 @@ func (r *Reconciler) resumeInterrupted(ctx context.Context, view *View, records 
 		if err != nil {
 			continue // held: an interruption invocation is at work
 		}
-		res, err := r.Retire(ctx, RetireRequest{Node: nodeOf[rec.InstanceID], Record: rec, Action: d.Action, Reason: d.Reason})
+		res, err := r.Retire(ctx, RetireRequest{Node: nodeOf[rec.InstanceID], Record: rec, Action: d.Action, Reason: d.Reason, Force: !d.Deadline.IsZero()})
 		if _, rerr := r.Store.Release(ctx, lease); rerr != nil {
 			r.Log.Warn("release node lease", "nodeClaim", rec.Name, "error", rerr)
 		}
@@ -258,6 +258,9 @@ type RetireRequest struct {
 	// the disruption began; neither: never).
 	Deadline time.Time
 	Grace    *time.Duration
+	// Force and MaxGracePeriod: see DrainOptions.
+	Force          bool
+	MaxGracePeriod *time.Duration
 }
 
 // Retired is what a Retire call achieved.
@@ -301,7 +304,7 @@ func (r *Reconciler) Retire(ctx context.Context, req RetireRequest) (Retired, er
 	}
 	if rec == nil || rec.Phase != state.Terminating {
 		if r.Drainer != nil && req.Node != nil {
-			res, err := r.Drainer.Drain(ctx, req.Node.Name, deadline)
+			res, err := r.Drainer.Drain(ctx, req.Node.Name, DrainOptions{Deadline: deadline, Force: req.Force, MaxGracePeriod: req.MaxGracePeriod})
 			out.Drain = res
 			if err != nil {
 				return out, fmt.Errorf("retire %s: drain: %w", req.Node.Name, err)

@@ -83,8 +83,11 @@ func Config(o Options) ([]*apis.NodePool, []*apis.EC2NodeClass, error) {
 	return cfg.NodePools, cfg.NodeClasses, nil
 }
 
-// Provision builds the provision function's reconciler.
-func Provision(ctx context.Context, o Options) (*provision.Reconciler, error) {
+// Controller builds the reconciler the provision, interruption and
+// consolidation functions share: the state table, the launcher, the warm
+// cluster cache, node writes, the drainer, events, metrics and spot
+// prices, with the deployed configuration.
+func Controller(ctx context.Context, o Options) (*provision.Reconciler, error) {
 	o.defaults()
 	var missing []string
 	for _, k := range []string{names.EnvClusterName, names.EnvTableName, names.EnvInstanceProfileName} {
@@ -122,40 +125,14 @@ func Provision(ctx context.Context, o Options) (*provision.Reconciler, error) {
 		return nil, err
 	}
 	r := &provision.Reconciler{
-		Cluster: cluster, Store: store, Source: listSource{kc}, Fleet: launcher, Catalog: cat, Spot: spot,
+		Cluster: cluster, Store: store, Fleet: launcher, Catalog: cat, Spot: spot,
+		Source: cacheSource{kube.NewCache(kc, kube.CacheOptions{Now: o.Now, Log: o.Log})},
+		Nodes:  nodeWriter{kc}, Drainer: drainer{kc, o.Now},
+		Events:    events{kube.NewRecorder(kc, kube.RecorderOptions{Instance: o.Env[envLambdaFunction], Now: o.Now, Log: o.Log})},
 		NodePools: pools, NodeClasses: classes, Now: o.Now, Log: o.Log,
 	}
 	if o.Metrics != nil {
 		r.Metrics = metrics.NewEmitter(o.Metrics, o.Env[names.EnvMetricsNamespace], cluster, o.Now)
 	}
 	return r, nil
-}
-
-// listSource reads the cluster with full lists.
-type listSource struct{ c *kube.Client }
-
-func (s listSource) View(ctx context.Context) (*provision.View, error) {
-	pods, err := s.c.Pods(ctx)
-	if err != nil {
-		return nil, err
-	}
-	nodes, err := s.c.Nodes(ctx)
-	if err != nil {
-		return nil, err
-	}
-	ds, err := s.c.DaemonSets(ctx)
-	if err != nil {
-		return nil, err
-	}
-	v := &provision.View{}
-	for i := range pods {
-		v.Pods = append(v.Pods, &pods[i])
-	}
-	for i := range nodes {
-		v.Nodes = append(v.Nodes, &nodes[i])
-	}
-	for i := range ds {
-		v.DaemonSets = append(v.DaemonSets, &ds[i])
-	}
-	return v, nil
 }

@@ -227,7 +227,7 @@ func waitPending(ctx context.Context, lc *localcloud.Cloud, replicas int, timeou
 // DescribeSpotPriceHistory, the instance profile and table from the stack's
 // environment.
 func reconciler(ctx context.Context, lc *localcloud.Cloud, cfg *Config, log *slog.Logger) (*provision.Reconciler, error) {
-	return setup.Provision(ctx, setup.Options{
+	return setup.Controller(ctx, setup.Options{
 		Env: lc.Env(), AWS: lc.AWSConfig(),
 		Cluster: setup.Cluster{REST: lc.REST, Cluster: fleet.Cluster{
 			Name: lc.Cluster.Name, Endpoint: lc.Cluster.Endpoint, CertificateAuthority: lc.Cluster.CAData,

@@ -1,0 +1,105 @@
+package setup
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nodewright/nodewright/shared/apis"
+	"github.com/nodewright/nodewright/shared/drain"
+	"github.com/nodewright/nodewright/shared/kube"
+	"github.com/nodewright/nodewright/shared/provision"
+)
+
+// cacheSource reads the cluster through the warm cache.
+type cacheSource struct{ c *kube.Cache }
+
+func (s cacheSource) View(ctx context.Context) (*provision.View, error) {
+	v, err := s.c.Sync(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := &provision.View{Pods: v.Pods, Nodes: v.Nodes, DaemonSets: v.DaemonSets, PDBs: v.PDBs, NodePools: v.NodePools, NodeClasses: v.NodeClasses}
+	if v.Invalid != nil {
+		out.Warnings = append(out.Warnings, fmt.Sprintf("invalid Karpenter objects in the cluster (ignored): %v", v.Invalid))
+	}
+	return out, nil
+}
+
+// nodeWriter writes Nodes through the lean client.
+type nodeWriter struct{ c *kube.Client }
+
+func (w nodeWriter) MarkNode(ctx context.Context, name string, labels map[string]string) error {
+	if _, err := w.c.AddFinalizer(ctx, name, apis.FinalizerTermination); err != nil {
+		return err
+	}
+	if len(labels) == 0 {
+		return nil
+	}
+	set := map[string]*string{}
+	for k, v := range labels {
+		set[k] = &v
+	}
+	return w.c.Label(ctx, name, set)
+}
+
+func (w nodeWriter) RemoveFinalizer(ctx context.Context, name string) error {
+	_, err := w.c.RemoveFinalizer(ctx, name, apis.FinalizerTermination)
+	return err
+}
+
+func (w nodeWriter) Taint(ctx context.Context, name string, taint corev1.Taint, cordon bool) error {
+	if _, err := w.c.Taint(ctx, name, taint); err != nil {
+		return err
+	}
+	if cordon {
+		return w.c.Cordon(ctx, name, true)
+	}
+	return nil
+}
+
+func (w nodeWriter) Untaint(ctx context.Context, name, key string) error {
+	_, err := w.c.Untaint(ctx, name, key, "")
+	return err
+}
+
+func (w nodeWriter) DeleteNode(ctx context.Context, name string) error {
+	return w.c.DeleteNode(ctx, name)
+}
+
+// events records events through the aggregating, rate-limited recorder.
+type events struct{ r *kube.Recorder }
+
+func (e events) Event(ctx context.Context, ref provision.Ref, eventType, reason, message string) {
+	_ = e.r.Event(ctx, kube.ObjectRef{APIVersion: "v1", Kind: ref.Kind, Namespace: ref.Namespace, Name: ref.Name, UID: types.UID(ref.UID)},
+		eventType, reason, message)
+}
+
+// drainer drains through the Eviction API.
+type drainer struct {
+	c   *kube.Client
+	now func() time.Time
+}
+
+func (d drainer) Drain(ctx context.Context, node string, opts provision.DrainOptions) (provision.DrainResult, error) {
+	res, err := drain.Drain(ctx, d.c, node, drain.Options{
+		Deadline: opts.Deadline, IgnoreDoNotDisrupt: opts.Force, MaxGracePeriod: opts.MaxGracePeriod, Now: d.now,
+	})
+	if err != nil {
+		return provision.DrainResult{}, err
+	}
+	names := func(os []drain.Outcome) []string {
+		out := make([]string, 0, len(os))
+		for _, o := range os {
+			out = append(out, o.Pod.String())
+		}
+		return out
+	}
+	return provision.DrainResult{
+		Done: res.Done, Evicted: names(res.Evicted), Deleted: names(res.Deleted), Blocked: names(res.Blocked),
+		Remaining: append(names(res.Blocked), names(res.Terminating)...),
+	}, nil
+}
