@@ -182,7 +182,7 @@ func (v *view) expired(n *nodeInfo) string {
 func (v *view) drifted(n *nodeInfo) string {
 	r, pool := n.rec, n.pool
 	if r.NodePoolHash != "" {
-		if h := pool.Hash(); h != "" && h != r.NodePoolHash {
+		if h := v.poolHash(pool); h != "" && h != r.NodePoolHash {
 			return fmt.Sprintf("NodePool %s template changed (hash %s, launched with %s)", pool.Name, h, r.NodePoolHash)
 		}
 	}
@@ -191,7 +191,7 @@ func (v *view) drifted(n *nodeInfo) string {
 		return fmt.Sprintf("EC2NodeClass %s no longer exists", r.NodeClass)
 	}
 	if class != nil && r.NodeClassHash != "" {
-		if h := class.Hash(); h != "" && h != r.NodeClassHash {
+		if h := v.classHash(class); h != "" && h != r.NodeClassHash {
 			return fmt.Sprintf("EC2NodeClass %s changed (hash %s, launched with %s)", class.Name, h, r.NodeClassHash)
 		}
 	}
@@ -199,6 +199,25 @@ func (v *view) drifted(n *nodeInfo) string {
 		return fmt.Sprintf("AMI %s is no longer selected by EC2NodeClass %s (now %s)", r.ImageID, r.NodeClass, strings.Join(sortedSet(images), ", "))
 	}
 	return v.requirementsDrift(n)
+}
+
+// poolHash and classHash compute each object's hash once per run.
+func (v *view) poolHash(p *apis.NodePool) string {
+	if h, ok := v.hashes["NodePool/"+p.Name]; ok {
+		return h
+	}
+	h := p.Hash()
+	v.hashes["NodePool/"+p.Name] = h
+	return h
+}
+
+func (v *view) classHash(c *apis.EC2NodeClass) string {
+	if h, ok := v.hashes["EC2NodeClass/"+c.Name]; ok {
+		return h
+	}
+	h := c.Hash()
+	v.hashes["EC2NodeClass/"+c.Name] = h
+	return h
 }
 
 // requirementsDrift checks the pool's requirements on the labels the

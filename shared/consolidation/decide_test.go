@@ -87,7 +87,7 @@ func TestDecide(t *testing.T) {
 			build: func(w *world) {
 				w.node("a", "c2", od, annotated(apis.AnnotationDoNotDisrupt, "true"))
 			},
-			want: []string{},
+			want:  []string{},
 			check: skippedWith("a", "node is annotated karpenter.sh/do-not-disrupt"),
 		},
 		{
@@ -688,7 +688,7 @@ func TestDecide(t *testing.T) {
 				w.node("a", "c1", od)
 				w.pods("a", 1, "800m")
 			},
-			want: []string{},
+			want:  []string{},
 			check: rejectedWith("a", "single-node: "),
 		},
 		{
@@ -755,6 +755,27 @@ func TestDecide(t *testing.T) {
 			},
 			want:  []string{},
 			check: rejectedWith("a", "launched but not registered"),
+		},
+		{
+			name: "initialized nodes take pods before nodes still coming up",
+			ref:  "consolidation_test.go It(\"should consider initialized nodes before uninitialized nodes\")",
+			build: func(w *world) {
+				w.node("a0", "c4", od, phase(state.Registered))
+				w.node("b", "c4", od)
+				w.pods("b", 1, "500m")
+				w.foreign("mng-1", "c4")
+			},
+			want: []string{"single-node: b"},
+		},
+		{
+			name: "a node under another action takes no pods",
+			ref:  "helpers.go SimulateScheduling (nodes marked for deletion are no place for pods)",
+			build: func(w *world) {
+				w.node("a", "c8", od)
+				w.pods("a", 1, "500m")
+				w.node("x", "c8", od, disrupting("consolidation-1"))
+			},
+			want: []string{"single-node: a -> c1/spot"},
 		},
 		// --- spot to spot ---
 		{
@@ -1026,7 +1047,7 @@ func TestDecide(t *testing.T) {
 				w.pods("c", 1, "500m")
 				w.images = map[string]map[string]bool{"default": {"ami-2": true}}
 			},
-			want: []string{"drift: b"},
+			want:  []string{"drift: b"},
 			check: rejectedWith("a", "drift: budget"),
 		},
 		{

@@ -2,9 +2,12 @@ package consolidation
 
 import (
 	"fmt"
+	"math"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	resourcehelper "k8s.io/component-helpers/resource"
 
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/catalog"
@@ -43,7 +46,8 @@ func (v *view) baseline() map[string]bool {
 		return nominated
 	}
 	s := newSim(v)
-	res, err := scheduling.Solve(s.input(nil, v.waiting, v.typesByPrice))
+	in, _ := s.input(nil, v.waiting, v.typesByPrice)
+	res, err := scheduling.Solve(in)
 	if err != nil {
 		v.warn("simulate pending pods: %v", err)
 		return nominated
@@ -66,34 +70,107 @@ func (v *view) baseline() map[string]bool {
 }
 
 // input is a solve of pods over the cluster without the nodes in skip (and
-// those this run removed), with the pods this run moved and reserved in
-// place, offering types for new NodeClaims.
-func (s *sim) input(skip map[string]bool, pods []*corev1.Pod, types []*catalog.InstanceType) scheduling.Input {
+// those this run removed or avoids), with the pods this run moved and
+// reserved in place, offering types for new NodeClaims. homeless counts
+// the pods no initialized node has the room for (requests alone: a solve
+// cannot do better), so a deletion can be ruled out without solving.
+//
+// When the pods to place have no inter-pod constraint (pod affinity or
+// anti-affinity, topology spread) nor host ports, a node's bound pods
+// matter only for the room they take, unless one of them repels others
+// (required anti-affinity): such nodes are given as their free room alone
+// (allocatable less their pods' requests, one pod slot each), and left out
+// when they have no room for any of the pods and count against no
+// NodePool's limits. The placements are the same, for a fraction of the
+// solver's work.
+func (s *sim) input(skip map[string]bool, pods []*corev1.Pod, types []*catalog.InstanceType) (in scheduling.Input, homeless int) {
 	v := s.v
+	compact := !constrained(pods)
+	asks := make([]room, len(pods))
+	for i, p := range pods {
+		asks[i] = podRoom(p)
+	}
+	housed := make([]bool, len(pods))
 	nodes := make([]*scheduling.Node, 0, len(v.nodes)+len(v.inflight)+len(s.added))
 	for _, n := range v.nodes {
 		name := n.name()
-		if n.going || !n.capacity || skip[name] || s.removed[name] || s.avoid[name] {
+		if n.going || !n.capacity || skip[name] || s.removed[name] || s.avoid[name] || (n.rec != nil && n.rec.Disruption != nil) {
+			continue // gone, going, or under another action: no place for pods
+		}
+		extra := withExtra(nil, v.reserved[name], s.extra[name])
+		free := v.freeRoom(n, extra)
+		useful := false
+		left := roomOf(free.Status.Allocatable)
+		for i, a := range asks {
+			if left.holds(a) {
+				useful = true
+				if n.ready {
+					housed[i] = true
+				}
+			}
+		}
+		if n.repels == nil {
+			n.repels = ptrTo(repelsAny(n.pods))
+		}
+		// A node not initialized yet is offered after the initialized ones
+		// (as the solver offers capacity in flight), as Karpenter's
+		// scheduler does; strict simulations refuse to rely on it.
+		if compact && !*n.repels && !repelsAny(extra) {
+			if useful || v.limited(n) {
+				nodes = append(nodes, &scheduling.Node{Node: free, InFlight: !n.ready})
+			}
 			continue
 		}
-		node := n.node
-		if len(node.Status.Allocatable) == 0 {
-			c := *node
-			c.Status.Allocatable = node.Status.Capacity
-			node = &c
-		}
-		nodes = append(nodes, &scheduling.Node{Node: node, Pods: withExtra(n.pods, v.reserved[name], s.extra[name])})
+		nodes = append(nodes, &scheduling.Node{Node: n.schedNode(), Pods: withExtra(n.pods, extra), InFlight: !n.ready})
 	}
 	for _, f := range v.inflight {
 		name := f.Node.Name
 		nodes = append(nodes, &scheduling.Node{Node: f.Node, InFlight: true, Pods: withExtra(nil, v.reserved[name], s.extra[name])})
 	}
 	nodes = append(nodes, s.added...)
+	for _, h := range housed {
+		if !h {
+			homeless++
+		}
+	}
 	return scheduling.Input{
 		Pods: pods, Nodes: nodes, NodePools: v.in.NodePools, NodeClasses: v.in.NodeClasses, DaemonSets: v.in.DaemonSets,
 		InstanceTypes: types, Zones: v.in.Zones, Spot: v.in.Spot, Unavailable: v.in.Unavailable,
-	}
+	}, homeless
 }
+
+// limited reports whether the node counts against a NodePool's limits (by
+// its nodepool label, as the solver counts it).
+func (v *view) limited(n *nodeInfo) bool {
+	p := v.pools[n.node.Labels[apis.LabelNodePool]]
+	return p != nil && len(p.Spec.Limits) > 0
+}
+
+// room is what a node has left, or what a pod asks for, in the dimensions
+// every pod uses.
+type room struct{ cpu, mem, pods int64 }
+
+// roomOf reads allocatable; a dimension it does not list does not limit.
+func roomOf(l corev1.ResourceList) room {
+	r := room{math.MaxInt64, math.MaxInt64, math.MaxInt64}
+	if q, ok := l[corev1.ResourceCPU]; ok {
+		r.cpu = q.MilliValue()
+	}
+	if q, ok := l[corev1.ResourceMemory]; ok {
+		r.mem = q.Value()
+	}
+	if q, ok := l[corev1.ResourcePods]; ok {
+		r.pods = q.Value()
+	}
+	return r
+}
+
+func podRoom(p *corev1.Pod) room {
+	req := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})
+	return room{cpu: req.Cpu().MilliValue(), mem: req.Memory().Value(), pods: 1}
+}
+
+func (r room) holds(a room) bool { return r.cpu >= a.cpu && r.mem >= a.mem && r.pods >= a.pods }
 
 func withExtra(pods []*corev1.Pod, more ...[]*corev1.Pod) []*corev1.Pod {
 	n := len(pods)
@@ -132,7 +209,11 @@ func (s *sim) simulate(cands []*nodeInfo, types []*catalog.InstanceType, strict 
 	if len(pods) == 0 {
 		return outcome{res: &scheduling.Result{}}
 	}
-	res, err := scheduling.Solve(s.input(skip, pods, types))
+	in, homeless := s.input(skip, pods, types)
+	if strict && homeless > 0 && len(types) == 0 {
+		return outcome{fail: fmt.Sprintf("%d of its pods have no room on any other initialized node", homeless)}
+	}
+	res, err := scheduling.Solve(in)
 	if err != nil {
 		return outcome{fail: err.Error()}
 	}
@@ -150,14 +231,15 @@ func (s *sim) simulate(cands []*nodeInfo, types []*catalog.InstanceType, strict 
 		return out
 	}
 	for _, pl := range res.ExistingNodes {
-		if pl.InFlight {
-			out.fail = fmt.Sprintf("pods would rely on nodeclaim %s, launched but not registered yet", pl.Node)
-			return out
+		if !pl.InFlight {
+			continue
 		}
-		if n := s.v.byName[pl.Node]; n != nil && !n.ready {
+		if s.v.byName[pl.Node] != nil {
 			out.fail = fmt.Sprintf("pods would rely on node %s, not initialized yet", pl.Node)
-			return out
+		} else {
+			out.fail = fmt.Sprintf("pods would rely on nodeclaim %s, launched but not registered yet", pl.Node)
 		}
+		return out
 	}
 	return out
 }
@@ -242,4 +324,92 @@ func podList(keys []string, limit int) string {
 		return strings.Join(keys, ", ")
 	}
 	return fmt.Sprintf("%s and %d more", strings.Join(keys[:limit], ", "), len(keys)-limit)
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+// constrained reports whether any of the pods has an inter-pod constraint
+// or binds a host port.
+func constrained(pods []*corev1.Pod) bool {
+	for _, p := range pods {
+		if len(p.Spec.TopologySpreadConstraints) > 0 {
+			return true
+		}
+		if a := p.Spec.Affinity; a != nil && (a.PodAffinity != nil || a.PodAntiAffinity != nil) {
+			return true
+		}
+		for _, c := range append(append([]corev1.Container(nil), p.Spec.InitContainers...), p.Spec.Containers...) {
+			for _, port := range c.Ports {
+				if port.HostPort != 0 {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// repelsAny reports whether any of the pods has required pod
+// anti-affinity (which keeps other pods off its node or domain).
+func repelsAny(pods []*corev1.Pod) bool {
+	for _, p := range pods {
+		if a := p.Spec.Affinity; a != nil && a.PodAntiAffinity != nil && len(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// schedNode is the Node a solve sees: allocatable falls back to capacity.
+func (n *nodeInfo) schedNode() *corev1.Node {
+	if len(n.node.Status.Allocatable) > 0 {
+		return n.node
+	}
+	c := *n.node
+	c.Status.Allocatable = n.node.Status.Capacity
+	return &c
+}
+
+// freeRoom is the node with its allocatable reduced by its pods' and the
+// extra pods' requests (and one pod slot each), as a node without pods.
+func (v *view) freeRoom(n *nodeInfo, extra []*corev1.Pod) *corev1.Node {
+	if n.free == nil {
+		c := *n.node
+		c.Status.Allocatable = subtractPods(n.schedNode().Status.Allocatable, n.pods)
+		n.free = &c
+	}
+	if len(extra) == 0 {
+		return n.free
+	}
+	c := *n.free
+	c.Status.Allocatable = subtractPods(n.free.Status.Allocatable, extra)
+	return &c
+}
+
+// subtractPods is alloc less the pods' requests as the kubelet admits them
+// (component-helpers, as the solver computes them) and a pod slot each;
+// never below zero.
+func subtractPods(alloc corev1.ResourceList, pods []*corev1.Pod) corev1.ResourceList {
+	out := alloc.DeepCopy()
+	if out == nil {
+		out = corev1.ResourceList{}
+	}
+	for _, p := range pods {
+		for name, q := range resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}) {
+			if have, ok := out[name]; ok {
+				have.Sub(q)
+				out[name] = have
+			}
+		}
+		if have, ok := out[corev1.ResourcePods]; ok {
+			have.Sub(*resource.NewQuantity(1, resource.DecimalSI))
+			out[corev1.ResourcePods] = have
+		}
+	}
+	for name, q := range out {
+		if q.Sign() < 0 {
+			out[name] = *resource.NewQuantity(0, q.Format)
+		}
+	}
+	return out
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/catalog"
 	"github.com/nodewright/nodewright/shared/provision"
+	"github.com/nodewright/nodewright/shared/requirements"
 	"github.com/nodewright/nodewright/shared/scheduling"
 	"github.com/nodewright/nodewright/shared/snapshot"
 	"github.com/nodewright/nodewright/shared/state"
@@ -47,7 +48,9 @@ type view struct {
 	// any zone and capacity type, with those prices.
 	typesByPrice []*catalog.InstanceType
 	minPrices    []float64
-	warnings     []string
+	// hashes are the NodePools' and EC2NodeClasses' hashes, by kind/name.
+	hashes   map[string]string
+	warnings []string
 }
 
 // nodeInfo is one Node.
@@ -67,6 +70,11 @@ type nodeInfo struct {
 	ready bool
 	// capacity: it reports allocatable or capacity (a solve can use it).
 	capacity bool
+	// repels: one of its pods has required pod anti-affinity (nil: not
+	// checked yet); free: the node with its allocatable less its pods'
+	// requests (nil: not computed yet).
+	repels *bool
+	free   *corev1.Node
 
 	instanceType, zone, capacityType string
 	price                            float64
@@ -117,7 +125,7 @@ type pdbInfo struct {
 func newView(in *Inputs) *view {
 	v := &view{
 		in: in, now: in.Now, pools: map[string]*apis.NodePool{}, classes: map[string]*apis.EC2NodeClass{},
-		byName: map[string]*nodeInfo{}, byRecord: map[string]*nodeInfo{}, reserved: map[string][]*corev1.Pod{},
+		byName: map[string]*nodeInfo{}, byRecord: map[string]*nodeInfo{}, reserved: map[string][]*corev1.Pod{}, hashes: map[string]string{},
 	}
 	for _, p := range in.NodePools {
 		if p != nil {
@@ -337,8 +345,20 @@ func (v *view) indexTypes() {
 		return
 	}
 	types := v.in.Catalog.Types()
+	var pools []requirements.Requirements
+	for _, p := range v.in.NodePools {
+		if p == nil {
+			continue
+		}
+		if reqs, err := requirements.FromNodePool(p); err == nil {
+			pools = append(pools, reqs)
+		}
+	}
 	prices := make(map[string]float64, len(types))
 	for _, it := range types {
+		if !allowedBySome(pools, it.Labels()) {
+			continue
+		}
 		best := math.Inf(1)
 		for _, z := range v.in.Zones {
 			best = min(best, v.price(it, z, apis.CapacityTypeOnDemand), v.price(it, z, apis.CapacityTypeSpot))
@@ -360,6 +380,25 @@ func (v *view) indexTypes() {
 	for i, it := range v.typesByPrice {
 		v.minPrices[i] = prices[it.Name]
 	}
+}
+
+// allowedBySome reports whether some pool's requirements allow a type's
+// own labels (keys the type does not define are the offering's or the
+// pool's, and not checked here: the solver does).
+func allowedBySome(pools []requirements.Requirements, labels map[string]string) bool {
+	for _, reqs := range pools {
+		ok := true
+		for _, r := range reqs {
+			if val, has := labels[r.Key]; has && !r.Matches(val, true) {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
 }
 
 // typesUnder returns the types with an offering strictly cheaper than
