@@ -2,6 +2,7 @@ package consolidation
 
 import (
 	"fmt"
+	"sort"
 
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/state"
@@ -43,7 +44,8 @@ func newBudgets(v *view) *budgets {
 			disrupting[r.NodePool]++
 		}
 	}
-	for name, pool := range v.pools {
+	for _, name := range sortedKeys(v.pools) {
+		pool := v.pools[name]
 		b.left[name] = map[apis.DisruptionReason]int{}
 		b.why[name] = map[apis.DisruptionReason]string{}
 		for _, reason := range apis.DisruptionReasons() {
@@ -99,4 +101,13 @@ func (b *budgets) clone() *budgets {
 		}
 	}
 	return c
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }

@@ -196,7 +196,7 @@ func (v *view) drifted(n *nodeInfo) string {
 		}
 	}
 	if images, ok := v.in.CurrentImages[r.NodeClass]; ok && r.ImageID != "" && !images[r.ImageID] {
-		return fmt.Sprintf("AMI %s is no longer selected by EC2NodeClass %s (now %s)", r.ImageID, r.NodeClass, strings.Join(sortedSet(images), ", "))
+		return fmt.Sprintf("AMI %s is no longer selected by EC2NodeClass %s (now %s)", r.ImageID, r.NodeClass, strings.Join(sortedKeys(images), ", "))
 	}
 	return v.requirementsDrift(n)
 }
@@ -252,15 +252,6 @@ func (v *view) requirementsDrift(n *nodeInfo) string {
 		}
 	}
 	return ""
-}
-
-func sortedSet(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // byCost orders consolidation candidates as Karpenter does (ascending

@@ -282,7 +282,7 @@ func narrow(nc scheduling.NodeClaim, capacityType string, kept []option, v *view
 			}
 		}
 	}
-	out.Zones = sortedSet(zoneSet)
+	out.Zones = sortedKeys(zoneSet)
 	out.CapacityType, out.CapacityTypes = capacityType, []string{capacityType}
 	out.PricePerHour = roundPrice(kept[0].price)
 	out.Requirements = setRequirement(nc.Requirements, apis.LabelInstanceType, out.InstanceTypes)

@@ -344,6 +344,9 @@ func (v *view) indexTypes() {
 		v.warn("no instance catalog: only deletions are possible")
 		return
 	}
+	if len(v.in.Zones) == 0 {
+		v.warn("no zones: no replacement can be priced, only deletions are possible")
+	}
 	types := v.in.Catalog.Types()
 	var pools []requirements.Requirements
 	for _, p := range v.in.NodePools {
