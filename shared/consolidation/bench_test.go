@@ -20,9 +20,11 @@ import (
 // the users' production NodePool (c/m/r, medium..8xlarge, spot and
 // on-demand, three zones; its limits lifted) and the deterministic spot
 // price model: ten pods a node, from 100m/128Mi to 1/2Gi, a third of the
-// nodes nearly idle. With packed, every node is spot and 95% full: nothing
-// fits elsewhere and few spot types are cheaper, so every method runs to
-// its end (the worst case: single-node tries every candidate).
+// nodes nearly idle. With packed, every node is an m5.2xlarge spot node
+// 95% full in a spot-only pool of three families: nothing fits elsewhere
+// and fewer than 15 spot types are ever cheaper, so every method runs to
+// its end and finds nothing (the worst case: single-node simulates every
+// candidate).
 func benchCluster(tb testing.TB, packed bool) Inputs {
 	tb.Helper()
 	var paths []string
@@ -47,6 +49,18 @@ func benchCluster(tb testing.TB, packed bool) Inputs {
 		tb.Fatal("no default NodePool in the examples")
 	}
 	pool.Spec.Limits = nil
+	types := []string{"m5.2xlarge", "c5.2xlarge", "r5.xlarge", "m6g.2xlarge", "c6g.4xlarge"}
+	if packed {
+		// Spot only, three families: fewer than 15 spot types are ever
+		// cheaper than a node, so every spot-to-spot attempt is refused
+		// after its simulation.
+		pool.Spec.Template.Spec.Requirements = []apis.NodeSelectorRequirementWithMinValues{
+			st.PoolReq(apis.LabelCapacityType, corev1.NodeSelectorOpIn, apis.CapacityTypeSpot),
+			st.PoolReq(apis.LabelInstanceFamily, corev1.NodeSelectorOpIn, "m5", "c5", "r5"),
+			st.PoolReq(apis.LabelInstanceSize, corev1.NodeSelectorOpIn, "large", "xlarge", "2xlarge", "4xlarge"),
+		}
+		types = []string{"m5.2xlarge"}
+	}
 	var class *apis.EC2NodeClass
 	for _, c := range cfg.NodeClasses {
 		if c.Name == "default" {
@@ -59,7 +73,6 @@ func benchCluster(tb testing.TB, packed bool) Inputs {
 		Now: now, NodePools: []*apis.NodePool{pool}, NodeClasses: []*apis.EC2NodeClass{class}, Catalog: cat, Zones: zones,
 		Spot: pricing.Model{Catalog: cat}, SpotToSpot: true,
 	}
-	types := []string{"m5.2xlarge", "c5.2xlarge", "r5.xlarge", "m6g.2xlarge", "c6g.4xlarge"}
 	cpus := []string{"100m", "250m", "500m", "750m", "1"}
 	mems := []string{"128Mi", "256Mi", "512Mi", "1Gi", "2Gi"}
 	rng := rand.New(rand.NewSource(42))
@@ -120,8 +133,9 @@ func BenchmarkDecide(b *testing.B) {
 	}
 }
 
-// TestBenchClusterDecides keeps the benchmark's cluster honest: the
-// underutilized one consolidates, the packed one does not.
+// TestBenchClusterDecides keeps the benchmark's clusters honest: the
+// underutilized one consolidates, the packed one cannot (and every
+// candidate was tried).
 func TestBenchClusterDecides(t *testing.T) {
 	cmds, rep := Decide(benchCluster(t, false))
 	if len(cmds) == 0 || cmds[0].Method != MethodMultiNode || len(cmds[0].Nodes) < 2 {
@@ -131,4 +145,8 @@ func TestBenchClusterDecides(t *testing.T) {
 		t.Errorf("candidates %d, want 500", rep.Candidates)
 	}
 	t.Logf("underutilized: %s", cmds[0].Explanation)
+	cmds, rep = Decide(benchCluster(t, true))
+	if len(cmds) != 0 || rep.Candidates != 500 || len(rep.Rejected) != 500 {
+		t.Fatalf("packed cluster: %q, %d candidates, %d rejected", summaries(cmds), rep.Candidates, len(rep.Rejected))
+	}
 }

@@ -582,16 +582,14 @@ func TestDecide(t *testing.T) {
 			ref:  "multinodeconsolidation.go filterOutSameInstanceType (\"NodeClaims=[t3a.2xlarge, t3a.2xlarge, t3a.small] -> 1 of t3a.small, t3a.xlarge, t3a.2xlarge\")",
 			build: func(w *world) {
 				onDemandOnly(w.pools[0])
-				for i, n := range []string{"n1", "n2", "n3", "n4"} {
+				for _, n := range []string{"a", "b", "c"} {
 					w.node(n, "c4", od)
-					w.pods(n, i+1, "500m")
+					w.pods(n, 2, "500m")
 				}
-				w.node("n5", "c4", od)
-				w.pods("n5", 5, "500m", func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{apis.LabelHostname: "n5"} })
 			},
-			// n1..n4 would need a c4 (a candidate's type) or a c5 (dearer
-			// than a c4 candidate): only n1..n3 go, onto a c1.
-			want: []string{"multi-node: n1,n2,n3 -> c1/on-demand"},
+			// All three would need one c4 (their own type) or a c5 (dearer
+			// than a c4): refused. Two of them fit in the third's room.
+			want: []string{"multi-node: a,b"},
 		},
 		{
 			name: "never replace two nodes by one of their own type",
