@@ -229,6 +229,26 @@ func TestDecideWithBadInputs(t *testing.T) {
 			t.Errorf("Validate of a command whose candidate cannot move passed")
 		}
 	})
+	t.Run("an unreadable minimum saving is reported once and leaves only deletions", func(t *testing.T) {
+		w := newWorld()
+		w.pools[0].Annotations = map[string]string{AnnotationMinSavingsPercent: "half"}
+		for _, n := range []string{"a", "b", "c"} {
+			w.node(n, "c8", od)
+			w.pods(n, 1, "3")
+		}
+		cmds, rep := w.decide(t)
+		var hits []string
+		for _, x := range rep.Warnings {
+			if strings.Contains(x, "metadata.annotations["+AnnotationMinSavingsPercent+"]") {
+				hits = append(hits, x)
+			}
+		}
+		// Merging the three into one cheaper node is refused at every
+		// step of the binary search; one node still fits in another's room.
+		if got := summaries(cmds); len(got) != 1 || got[0] != "single-node: a" || len(hits) != 1 {
+			t.Fatalf("commands %q, annotation warnings %q", got, hits)
+		}
+	})
 	t.Run("a static NodePool's nodes are left alone", func(t *testing.T) {
 		w := newWorld()
 		one := int64(1)

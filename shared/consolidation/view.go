@@ -3,6 +3,7 @@ package consolidation
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -183,8 +184,12 @@ func newView(in *Inputs) *view {
 	return v
 }
 
+// warn records a problem with the inputs, once.
 func (v *view) warn(format string, args ...any) {
-	v.warnings = append(v.warnings, fmt.Sprintf(format, args...))
+	w := fmt.Sprintf(format, args...)
+	if !slices.Contains(v.warnings, w) {
+		v.warnings = append(v.warnings, w)
+	}
 }
 
 func nodeReady(n *corev1.Node) bool {
