@@ -103,6 +103,9 @@ type Command struct {
 	Explanation string
 }
 
+// Savings is what the command saves per hour, as planned.
+func (c Command) Savings() float64 { return c.PriceBefore - c.PriceAfter }
+
 // Report says what a run considered.
 type Report struct {
 	// Candidates counts the nodes that could be disrupted now.
@@ -110,4 +113,15 @@ type Report struct {
 	// Skipped maps a node to why it is not a candidate (do-not-disrupt, a
 	// PDB, consolidateAfter, budget, policy, not initialized...).
 	Skipped map[string]string
+	// Method is the method whose commands Decide returned ("" when none
+	// found work).
+	Method string
+	// Rejected maps a candidate that a method considered and left alone to
+	// why (the budget was spent, its pods need more nodes, no cheaper
+	// replacement, the spot-to-spot rule).
+	Rejected map[string]string
+	// Warnings are problems with the inputs that did not stop the run (a
+	// budget or annotation that cannot be read, a node whose price is not
+	// known), by object.
+	Warnings []string
 }

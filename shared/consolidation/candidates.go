@@ -1,0 +1,282 @@
+package consolidation
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/klog/v2"
+
+	"github.com/nodewright/nodewright/shared/apis"
+	"github.com/nodewright/nodewright/shared/requirements"
+	"github.com/nodewright/nodewright/shared/state"
+)
+
+// class is how forcefully a method disrupts, which decides what blocks it.
+type class int
+
+const (
+	// forceful (expiration): nothing blocks, as Karpenter v1's expiration;
+	// the drain honours PDBs and do-not-disrupt until the pool's
+	// terminationGracePeriod.
+	forceful class = iota
+	// eventual (drift): a do-not-disrupt node blocks; do-not-disrupt pods
+	// and PDBs block unless the pool sets terminationGracePeriod
+	// (Karpenter's EventualDisruptionClass).
+	eventual
+	// graceful (emptiness, multi-node, single-node): everything blocks.
+	graceful
+)
+
+// blocked says why a node cannot be disrupted in class c ("" when it can).
+func (v *view) blocked(n *nodeInfo, c class) string {
+	r := n.rec
+	switch {
+	case r == nil:
+		return "not launched by Nodewright"
+	case r.Disruption != nil:
+		return fmt.Sprintf("already being disrupted (%s: %s)", r.Disruption.Action, r.Disruption.Reason)
+	case r.Phase != state.Initialized:
+		return fmt.Sprintf("not initialized (nodeclaim %s is %s)", r.Name, r.Phase)
+	case n.node.DeletionTimestamp != nil:
+		return "being deleted"
+	case n.pool == nil:
+		return fmt.Sprintf("NodePool %q not found", r.NodePool)
+	case n.pool.Spec.Replicas != nil:
+		return fmt.Sprintf("NodePool %s is static (replicas)", n.pool.Name)
+	}
+	if c == forceful {
+		return ""
+	}
+	if n.node.Annotations[apis.AnnotationDoNotDisrupt] == "true" {
+		return "node is annotated " + apis.AnnotationDoNotDisrupt
+	}
+	if c == eventual && n.pool.Spec.Template.Spec.TerminationGracePeriod != nil {
+		return ""
+	}
+	return v.podsBlock(n)
+}
+
+// podsBlock says which pod keeps the node: an active pod annotated
+// do-not-disrupt (DaemonSet and static pods included, as in Karpenter), or
+// an evictable pod whose PDB allows no disruption now, or that several
+// PDBs cover (the Eviction API refuses those).
+func (v *view) podsBlock(n *nodeInfo) string {
+	for _, p := range n.pods {
+		if p.DeletionTimestamp == nil && p.Annotations[apis.AnnotationDoNotDisrupt] == "true" {
+			return fmt.Sprintf("pod %s is annotated %s", podKey(p), apis.AnnotationDoNotDisrupt)
+		}
+	}
+	for _, p := range n.pods {
+		if why := v.evictionBlocked(p); why != "" {
+			return why
+		}
+	}
+	return ""
+}
+
+// evictionBlocked applies the PDBs to one pod as the Eviction API would
+// now (status.disruptionsAllowed), for the pods a drain evicts.
+func (v *view) evictionBlocked(p *corev1.Pod) string {
+	if p.DeletionTimestamp != nil || !reschedulableOrDaemon(p) || toleratesDisrupted(p) {
+		return ""
+	}
+	var match []pdbInfo
+	for _, b := range v.pdbs {
+		if b.namespace == p.Namespace && b.selector.Matches(labels.Set(p.Labels)) {
+			match = append(match, b)
+		}
+	}
+	switch {
+	case len(match) > 1:
+		keys := make([]string, len(match))
+		for i, b := range match {
+			keys[i] = b.key
+		}
+		return fmt.Sprintf("pod %s is covered by several PodDisruptionBudgets (%s): the Eviction API refuses it", podKey(p), strings.Join(keys, ", "))
+	case len(match) == 1 && match[0].allowed <= 0 && !(match[0].unhealthyOK && !podReady(p)):
+		return fmt.Sprintf("PodDisruptionBudget %s allows no disruption now (pod %s)", match[0].key, podKey(p))
+	}
+	return ""
+}
+
+// reschedulableOrDaemon: every pod but a static one is evicted by a drain.
+func reschedulableOrDaemon(p *corev1.Pod) bool {
+	if _, mirror := p.Annotations[corev1.MirrorPodAnnotationKey]; mirror {
+		return false
+	}
+	return !ownedBy(p, "Node")
+}
+
+func toleratesDisrupted(p *corev1.Pod) bool {
+	t := corev1.Taint{Key: apis.TaintKeyDisrupted, Effect: corev1.TaintEffectNoSchedule}
+	for i := range p.Spec.Tolerations {
+		if p.Spec.Tolerations[i].ToleratesTaint(klog.Background(), &t, false) {
+			return true
+		}
+	}
+	return false
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// consolidatable says why a node that may be disrupted gracefully is still
+// no consolidation candidate ("" when it is): consolidation disabled,
+// consolidateAfter not elapsed since its pods last changed, pending pods
+// counting on its room, or a WhenEmpty pool and pods on it.
+func (v *view) consolidatable(n *nodeInfo, nominated map[string]bool) string {
+	pool := n.pool
+	after := pool.Spec.Disruption.ConsolidateAfter.Duration
+	if after == nil {
+		return fmt.Sprintf("consolidation disabled (NodePool %s: consolidateAfter Never)", pool.Name)
+	}
+	since := n.rec.PodsChangedAt
+	if since.IsZero() {
+		since = n.rec.InitializedAt
+	}
+	if since.IsZero() {
+		since = n.rec.CreatedAt
+	}
+	if idle := v.now.Sub(since); idle < *after {
+		return fmt.Sprintf("consolidateAfter %s not elapsed (pods unchanged for %s)", after, idle.Round(time.Second))
+	}
+	if nominated[n.name()] {
+		return "pending pods are to use its room"
+	}
+	if pool.Spec.Disruption.ConsolidationPolicy == apis.ConsolidationPolicyWhenEmpty && len(n.moving) > 0 {
+		return fmt.Sprintf("NodePool %s consolidates WhenEmpty and the node has %d pods", pool.Name, len(n.moving))
+	}
+	if !n.priced && len(n.moving) > 0 {
+		return fmt.Sprintf("price of %s %s in %s unknown: cannot compare replacements", n.instanceType, n.capacityType, n.zone)
+	}
+	return ""
+}
+
+// expired says whether the node has outlived its pool's expireAfter.
+func (v *view) expired(n *nodeInfo) string {
+	d := n.pool.Spec.Template.Spec.ExpireAfter.Duration
+	if d == nil {
+		return ""
+	}
+	if age := v.now.Sub(n.rec.CreatedAt); age >= *d {
+		return fmt.Sprintf("expired: %s old, NodePool %s expireAfter %s", age.Round(time.Second), n.pool.Name, d)
+	}
+	return ""
+}
+
+// drifted says how the node no longer matches what it would be launched
+// as now ("" when it does): its NodePool's template or its EC2NodeClass
+// changed (their hashes), its AMI is no longer among those the class
+// selects, or its instance no longer satisfies the pool's requirements.
+// What is not known (no stored hash, no AMI resolution) never drifts.
+func (v *view) drifted(n *nodeInfo) string {
+	r, pool := n.rec, n.pool
+	if r.NodePoolHash != "" {
+		if h := v.poolHash(pool); h != "" && h != r.NodePoolHash {
+			return fmt.Sprintf("NodePool %s template changed (hash %s, launched with %s)", pool.Name, h, r.NodePoolHash)
+		}
+	}
+	class := v.classes[r.NodeClass]
+	if class == nil && r.NodeClass != "" {
+		return fmt.Sprintf("EC2NodeClass %s no longer exists", r.NodeClass)
+	}
+	if class != nil && r.NodeClassHash != "" {
+		if h := v.classHash(class); h != "" && h != r.NodeClassHash {
+			return fmt.Sprintf("EC2NodeClass %s changed (hash %s, launched with %s)", class.Name, h, r.NodeClassHash)
+		}
+	}
+	if images, ok := v.in.CurrentImages[r.NodeClass]; ok && r.ImageID != "" && !images[r.ImageID] {
+		return fmt.Sprintf("AMI %s is no longer selected by EC2NodeClass %s (now %s)", r.ImageID, r.NodeClass, strings.Join(sortedKeys(images), ", "))
+	}
+	return v.requirementsDrift(n)
+}
+
+// poolHash and classHash compute each object's hash once per run.
+func (v *view) poolHash(p *apis.NodePool) string {
+	if h, ok := v.hashes["NodePool/"+p.Name]; ok {
+		return h
+	}
+	h := p.Hash()
+	v.hashes["NodePool/"+p.Name] = h
+	return h
+}
+
+func (v *view) classHash(c *apis.EC2NodeClass) string {
+	if h, ok := v.hashes["EC2NodeClass/"+c.Name]; ok {
+		return h
+	}
+	h := c.Hash()
+	v.hashes["EC2NodeClass/"+c.Name] = h
+	return h
+}
+
+// requirementsDrift checks the pool's requirements on the labels the
+// instance itself determines (its type's labels, zone, capacity type), as
+// Karpenter's requirements drift; keys it cannot know are not checked.
+func (v *view) requirementsDrift(n *nodeInfo) string {
+	if v.in.Catalog == nil || n.instanceType == "" {
+		return ""
+	}
+	it, ok := v.in.Catalog.Get(n.instanceType)
+	if !ok {
+		return ""
+	}
+	known := it.Labels()
+	if n.zone != "" {
+		known[apis.LabelZone] = n.zone
+	}
+	if n.capacityType != "" {
+		known[apis.LabelCapacityType] = n.capacityType
+	}
+	reqs, err := requirements.FromNodePool(n.pool)
+	if err != nil {
+		return ""
+	}
+	for _, req := range reqs {
+		val, ok := known[req.Key]
+		if !ok {
+			continue
+		}
+		if !req.Matches(val, true) {
+			return fmt.Sprintf("NodePool %s no longer allows %s=%s", n.pool.Name, req.Key, val)
+		}
+	}
+	return ""
+}
+
+// byCost orders consolidation candidates as Karpenter does (ascending
+// disruption cost: the cheapest to disrupt first), then, deterministically,
+// by price (dearest first: the larger saving) and name.
+func byCost(ns []*nodeInfo) {
+	sort.SliceStable(ns, func(i, j int) bool {
+		a, b := ns[i], ns[j]
+		if a.cost != b.cost {
+			return a.cost < b.cost
+		}
+		if a.price != b.price {
+			return a.price > b.price
+		}
+		return a.name() < b.name()
+	})
+}
+
+// byAge orders nodes oldest first, then by name.
+func byAge(ns []*nodeInfo) {
+	sort.SliceStable(ns, func(i, j int) bool {
+		a, b := ns[i].rec.CreatedAt, ns[j].rec.CreatedAt
+		if !a.Equal(b) {
+			return a.Before(b)
+		}
+		return ns[i].name() < ns[j].name()
+	})
+}

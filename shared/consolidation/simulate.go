@@ -1,0 +1,415 @@
+package consolidation
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	resourcehelper "k8s.io/component-helpers/resource"
+
+	"github.com/nodewright/nodewright/shared/apis"
+	"github.com/nodewright/nodewright/shared/catalog"
+	"github.com/nodewright/nodewright/shared/scheduling"
+)
+
+// taintPlanned keeps the solver from placing pods on a replacement this run
+// has planned but not launched: it counts against its pool's limits, and
+// no other command relies on it.
+const taintPlanned = "nodewright.io/planned"
+
+// sim is a run's picture of the cluster as its commands change it: the
+// nodes they remove, the pods they move onto remaining nodes, and the
+// replacements they plan.
+type sim struct {
+	v *view
+	// avoid are nodes no pod may move to (they go in this run too).
+	avoid   map[string]bool
+	removed map[string]bool
+	extra   map[string][]*corev1.Pod
+	added   []*scheduling.Node
+}
+
+func newSim(v *view) *sim {
+	return &sim{v: v, avoid: map[string]bool{}, removed: map[string]bool{}, extra: map[string][]*corev1.Pod{}}
+}
+
+// baseline places the pods that wait for room (unschedulable pods, pods of
+// going nodes) on the cluster as it is, before any consolidation: the room
+// they take on existing nodes and launched NodeClaims is reserved for
+// them, and the Nodes they land on are nominated (not candidates), so
+// consolidation never takes room the provision function is about to use.
+func (v *view) baseline() map[string]bool {
+	nominated := map[string]bool{}
+	if len(v.waiting) == 0 {
+		return nominated
+	}
+	s := newSim(v)
+	in, _ := s.input(nil, v.waiting, v.typesByPrice)
+	res, err := scheduling.Solve(in)
+	if err != nil {
+		v.warn("simulate pending pods: %v", err)
+		return nominated
+	}
+	byKey := map[string]*corev1.Pod{}
+	for _, p := range v.waiting {
+		byKey[podKey(p)] = p
+	}
+	for _, pl := range res.ExistingNodes {
+		for _, k := range pl.Pods {
+			c := *byKey[k]
+			c.Spec.NodeName = pl.Node
+			v.reserved[pl.Node] = append(v.reserved[pl.Node], &c)
+		}
+		if !pl.InFlight {
+			nominated[pl.Node] = true
+		}
+	}
+	return nominated
+}
+
+// input is a solve of pods over the cluster without the nodes in skip (and
+// those this run removed or avoids), with the pods this run moved and
+// reserved in place, offering types for new NodeClaims. homeless counts
+// the pods no initialized node has the room for (requests alone: a solve
+// cannot do better), so a deletion can be ruled out without solving.
+//
+// When the pods to place have no inter-pod constraint (pod affinity or
+// anti-affinity, topology spread) nor host ports, a node's bound pods
+// matter only for the room they take, unless one of them repels others
+// (required anti-affinity): such nodes are given as their free room alone
+// (allocatable less their pods' requests, one pod slot each), and left out
+// when they have no room for any of the pods and count against no
+// NodePool's limits. The placements are the same, for a fraction of the
+// solver's work.
+func (s *sim) input(skip map[string]bool, pods []*corev1.Pod, types []*catalog.InstanceType) (in scheduling.Input, homeless int) {
+	v := s.v
+	compact := !constrained(pods)
+	asks := make([]room, len(pods))
+	for i, p := range pods {
+		asks[i] = podRoom(p)
+	}
+	housed := make([]bool, len(pods))
+	nodes := make([]*scheduling.Node, 0, len(v.nodes)+len(v.inflight)+len(s.added))
+	for _, n := range v.nodes {
+		name := n.name()
+		if n.going || !n.capacity || skip[name] || s.removed[name] || s.avoid[name] || (n.rec != nil && n.rec.Disruption != nil) {
+			continue // gone, going, or under another action: no place for pods
+		}
+		extra := withExtra(nil, v.reserved[name], s.extra[name])
+		free := v.freeRoom(n, extra)
+		useful := false
+		left := roomOf(free.Status.Allocatable)
+		for i, a := range asks {
+			if left.holds(a) {
+				useful = true
+				if n.ready {
+					housed[i] = true
+				}
+			}
+		}
+		if n.repels == nil {
+			n.repels = ptrTo(repelsAny(n.pods))
+		}
+		// A node not initialized yet is offered after the initialized ones
+		// (as the solver offers capacity in flight), as Karpenter's
+		// scheduler does; strict simulations refuse to rely on it.
+		if compact && !*n.repels && !repelsAny(extra) {
+			if useful || v.limited(n) {
+				nodes = append(nodes, &scheduling.Node{Node: free, InFlight: !n.ready})
+			}
+			continue
+		}
+		nodes = append(nodes, &scheduling.Node{Node: n.schedNode(), Pods: withExtra(n.pods, extra), InFlight: !n.ready})
+	}
+	for _, f := range v.inflight {
+		name := f.Node.Name
+		nodes = append(nodes, &scheduling.Node{Node: f.Node, InFlight: true, Pods: withExtra(nil, v.reserved[name], s.extra[name])})
+	}
+	nodes = append(nodes, s.added...)
+	for _, h := range housed {
+		if !h {
+			homeless++
+		}
+	}
+	return scheduling.Input{
+		Pods: pods, Nodes: nodes, NodePools: v.in.NodePools, NodeClasses: v.in.NodeClasses, DaemonSets: v.in.DaemonSets,
+		InstanceTypes: types, Zones: v.in.Zones, Spot: v.in.Spot, Unavailable: v.in.Unavailable,
+	}, homeless
+}
+
+// limited reports whether the node counts against a NodePool's limits (by
+// its nodepool label, as the solver counts it).
+func (v *view) limited(n *nodeInfo) bool {
+	p := v.pools[n.node.Labels[apis.LabelNodePool]]
+	return p != nil && len(p.Spec.Limits) > 0
+}
+
+// room is what a node has left, or what a pod asks for, in the dimensions
+// every pod uses.
+type room struct{ cpu, mem, pods int64 }
+
+// roomOf reads allocatable; a dimension it does not list does not limit.
+func roomOf(l corev1.ResourceList) room {
+	r := room{math.MaxInt64, math.MaxInt64, math.MaxInt64}
+	if q, ok := l[corev1.ResourceCPU]; ok {
+		r.cpu = q.MilliValue()
+	}
+	if q, ok := l[corev1.ResourceMemory]; ok {
+		r.mem = q.Value()
+	}
+	if q, ok := l[corev1.ResourcePods]; ok {
+		r.pods = q.Value()
+	}
+	return r
+}
+
+func podRoom(p *corev1.Pod) room {
+	req := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})
+	return room{cpu: req.Cpu().MilliValue(), mem: req.Memory().Value(), pods: 1}
+}
+
+func (r room) holds(a room) bool { return r.cpu >= a.cpu && r.mem >= a.mem && r.pods >= a.pods }
+
+func withExtra(pods []*corev1.Pod, more ...[]*corev1.Pod) []*corev1.Pod {
+	n := len(pods)
+	for _, m := range more {
+		n += len(m)
+	}
+	if n == len(pods) {
+		return pods
+	}
+	out := make([]*corev1.Pod, 0, n)
+	out = append(out, pods...)
+	for _, m := range more {
+		out = append(out, m...)
+	}
+	return out
+}
+
+// outcome is where a simulation puts the candidates' pods.
+type outcome struct {
+	res *scheduling.Result
+	// fail says why the pods do not all have a place ("" when they do).
+	fail string
+}
+
+// simulate removes the candidates and places their reschedulable pods on
+// the rest of the cluster, with new NodeClaims of the given types. With
+// strict, every pod must be placed, and none on a node that is not
+// initialized yet (Karpenter never bets a disruption on such a node).
+func (s *sim) simulate(cands []*nodeInfo, types []*catalog.InstanceType, strict bool) outcome {
+	skip := map[string]bool{}
+	var pods []*corev1.Pod
+	for _, c := range cands {
+		skip[c.name()] = true
+		pods = append(pods, s.moving(c)...)
+	}
+	if len(pods) == 0 {
+		return outcome{res: &scheduling.Result{}}
+	}
+	in, homeless := s.input(skip, pods, types)
+	if strict && homeless > 0 && len(types) == 0 {
+		return outcome{fail: fmt.Sprintf("%d of its pods have no room on any other initialized node", homeless)}
+	}
+	res, err := scheduling.Solve(in)
+	if err != nil {
+		return outcome{fail: err.Error()}
+	}
+	out := outcome{res: res}
+	if !strict {
+		return out
+	}
+	if len(res.Unschedulable) > 0 {
+		u := res.Unschedulable[0]
+		more := ""
+		if len(res.Unschedulable) > 1 {
+			more = fmt.Sprintf(" (and %d more pods)", len(res.Unschedulable)-1)
+		}
+		out.fail = fmt.Sprintf("pod %s would have no place: %s%s", u.Pod, u.Reason, more)
+		return out
+	}
+	for _, pl := range res.ExistingNodes {
+		if !pl.InFlight {
+			continue
+		}
+		if s.v.byName[pl.Node] != nil {
+			out.fail = fmt.Sprintf("pods would rely on node %s, not initialized yet", pl.Node)
+		} else {
+			out.fail = fmt.Sprintf("pods would rely on nodeclaim %s, launched but not registered yet", pl.Node)
+		}
+		return out
+	}
+	return out
+}
+
+// moving are the pods that move when c goes: its own, and those an
+// earlier command of this run moved onto it.
+func (s *sim) moving(c *nodeInfo) []*corev1.Pod {
+	extra := s.extra[c.name()]
+	if len(extra) == 0 {
+		return c.moving
+	}
+	out := append([]*corev1.Pod(nil), c.moving...)
+	for _, p := range extra {
+		u := *p
+		u.Spec.NodeName = ""
+		out = append(out, &u)
+	}
+	return out
+}
+
+// apply records a decided command in the run's picture: its candidates are
+// gone, their pods moved where the simulation put them, and its
+// replacements are planned capacity.
+func (s *sim) apply(cands []*nodeInfo, res *scheduling.Result, replacements []scheduling.NodeClaim) {
+	byKey := map[string]*corev1.Pod{}
+	for _, c := range cands {
+		for _, p := range s.moving(c) {
+			byKey[podKey(p)] = p
+		}
+		s.removed[c.name()] = true
+	}
+	if res != nil {
+		for _, pl := range res.ExistingNodes {
+			for _, k := range pl.Pods {
+				if p := byKey[k]; p != nil {
+					c := *p
+					c.Spec.NodeName = pl.Node
+					s.extra[pl.Node] = append(s.extra[pl.Node], &c)
+				}
+			}
+		}
+	}
+	for _, nc := range replacements {
+		if n := s.plannedNode(nc, len(s.added)); n != nil {
+			s.added = append(s.added, n)
+		}
+	}
+}
+
+// plannedNode is a planned replacement as the solver counts it: its
+// cheapest type's capacity against the pool's limits, tainted so that no
+// pod relies on it.
+func (s *sim) plannedNode(nc scheduling.NodeClaim, i int) *scheduling.Node {
+	v := s.v
+	if v.in.Catalog == nil || len(nc.InstanceTypes) == 0 {
+		return nil
+	}
+	it, ok := v.in.Catalog.Get(nc.InstanceTypes[0])
+	if !ok {
+		return nil
+	}
+	capacity, alloc := it.Compute(catalog.SettingsFor(v.classes[nc.NodeClass]))
+	n := &corev1.Node{}
+	n.Name = fmt.Sprintf("planned-replacement-%d", i)
+	n.Labels = map[string]string{}
+	for k, val := range nc.Labels {
+		n.Labels[k] = val
+	}
+	for k, val := range it.Labels() {
+		n.Labels[k] = val
+	}
+	n.Labels[apis.LabelNodePool] = nc.NodePool
+	n.Labels[apis.LabelHostname] = n.Name
+	n.Spec.Taints = append(append([]corev1.Taint(nil), nc.Taints...), corev1.Taint{Key: taintPlanned, Effect: corev1.TaintEffectNoSchedule})
+	n.Status.Capacity, n.Status.Allocatable = capacity.ResourceList(), alloc.ResourceList()
+	return &scheduling.Node{Node: n, InFlight: true}
+}
+
+// podList names pods for explanations: the first few, then how many more.
+func podList(keys []string, limit int) string {
+	if len(keys) <= limit {
+		return strings.Join(keys, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(keys[:limit], ", "), len(keys)-limit)
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+// constrained reports whether any of the pods has an inter-pod constraint
+// or binds a host port.
+func constrained(pods []*corev1.Pod) bool {
+	for _, p := range pods {
+		if len(p.Spec.TopologySpreadConstraints) > 0 {
+			return true
+		}
+		if a := p.Spec.Affinity; a != nil && (a.PodAffinity != nil || a.PodAntiAffinity != nil) {
+			return true
+		}
+		for _, c := range append(append([]corev1.Container(nil), p.Spec.InitContainers...), p.Spec.Containers...) {
+			for _, port := range c.Ports {
+				if port.HostPort != 0 {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// repelsAny reports whether any of the pods has required pod
+// anti-affinity (which keeps other pods off its node or domain).
+func repelsAny(pods []*corev1.Pod) bool {
+	for _, p := range pods {
+		if a := p.Spec.Affinity; a != nil && a.PodAntiAffinity != nil && len(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// schedNode is the Node a solve sees: allocatable falls back to capacity.
+func (n *nodeInfo) schedNode() *corev1.Node {
+	if len(n.node.Status.Allocatable) > 0 {
+		return n.node
+	}
+	c := *n.node
+	c.Status.Allocatable = n.node.Status.Capacity
+	return &c
+}
+
+// freeRoom is the node with its allocatable reduced by its pods' and the
+// extra pods' requests (and one pod slot each), as a node without pods.
+func (v *view) freeRoom(n *nodeInfo, extra []*corev1.Pod) *corev1.Node {
+	if n.free == nil {
+		c := *n.node
+		c.Status.Allocatable = subtractPods(n.schedNode().Status.Allocatable, n.pods)
+		n.free = &c
+	}
+	if len(extra) == 0 {
+		return n.free
+	}
+	c := *n.free
+	c.Status.Allocatable = subtractPods(n.free.Status.Allocatable, extra)
+	return &c
+}
+
+// subtractPods is alloc less the pods' requests as the kubelet admits them
+// (component-helpers, as the solver computes them) and a pod slot each;
+// never below zero.
+func subtractPods(alloc corev1.ResourceList, pods []*corev1.Pod) corev1.ResourceList {
+	out := alloc.DeepCopy()
+	if out == nil {
+		out = corev1.ResourceList{}
+	}
+	for _, p := range pods {
+		for name, q := range resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}) {
+			if have, ok := out[name]; ok {
+				have.Sub(q)
+				out[name] = have
+			}
+		}
+		if have, ok := out[corev1.ResourcePods]; ok {
+			have.Sub(*resource.NewQuantity(1, resource.DecimalSI))
+			out[corev1.ResourcePods] = have
+		}
+	}
+	for name, q := range out {
+		if q.Sign() < 0 {
+			out[name] = *resource.NewQuantity(0, q.Format)
+		}
+	}
+	return out
+}
