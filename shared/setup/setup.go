@@ -22,6 +22,8 @@ import (
 
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/catalog"
+	"github.com/nodewright/nodewright/shared/consolidation"
+	"github.com/nodewright/nodewright/shared/disruption"
 	"github.com/nodewright/nodewright/shared/fleet"
 	"github.com/nodewright/nodewright/shared/kube"
 	"github.com/nodewright/nodewright/shared/metrics"
@@ -135,4 +137,24 @@ func Controller(ctx context.Context, o Options) (*provision.Reconciler, error) {
 		r.Metrics = metrics.NewEmitter(o.Metrics, o.Env[names.EnvMetricsNamespace], cluster, o.Now)
 	}
 	return r, nil
+}
+
+// Consolidation builds the consolidation function's run over the shared
+// controller: consolidation's decisions, carried out by package
+// disruption, with AMI drift resolved through the launcher.
+func Consolidation(ctx context.Context, o Options) (*disruption.Run, error) {
+	o.defaults()
+	r, err := Controller(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	run := &disruption.Run{
+		Exec:       &disruption.Executor{R: r, Now: o.Now, Log: o.Log, Validate: consolidation.Validate},
+		Decide:     consolidation.Decide,
+		SpotToSpot: true,
+	}
+	if l, ok := r.Fleet.(*fleet.Launcher); ok {
+		run.Images = l.CurrentImages
+	}
+	return run, nil
 }
