@@ -23,8 +23,9 @@ type group struct {
 	claim scheduling.NodeClaim
 	class *apis.EC2NodeClass
 	recs  []*state.NodeClaim // sorted by name; recs[0].Name == token
-	insts []*fleet.Instance
-	err   error
+	insts   []*fleet.Instance
+	err     error
+	crashed error
 }
 
 // launch names the plan's NodeClaims, writes their records (fenced, and
@@ -120,6 +121,13 @@ func (r *Reconciler) launch(ctx context.Context, lease *state.Lease, w *world, p
 		}
 	}
 	r.launchGroups(ctx, live)
+	for _, g := range live {
+		if g.crashed != nil {
+			// As if the process died here: no record is updated; the next
+			// round re-drives the fleets and adopts their instances.
+			return nil, nil, fmt.Errorf("after CreateFleet %s: %w", g.token, g.crashed)
+		}
+	}
 	var launched []*state.NodeClaim
 	var refused []state.Offering
 	for _, g := range live {
@@ -147,7 +155,7 @@ func (r *Reconciler) launchGroups(ctx context.Context, groups []*group) {
 			defer func() { <-sem }()
 			g.insts, g.err = r.createFleet(ctx, g.token, g.claim, g.class, len(g.recs))
 			if g.err == nil && r.AfterCreateFleet != nil {
-				g.err = r.AfterCreateFleet(g.token)
+				g.crashed = r.AfterCreateFleet(g.token)
 			}
 		}()
 	}

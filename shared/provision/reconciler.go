@@ -91,7 +91,9 @@ type Reconciler struct {
 	Log     *slog.Logger
 	Options Options
 	// AfterCreateFleet, when set, is called after CreateFleet answered and
-	// before the records are updated: tests inject a crash here.
+	// before the records are updated: an error stands for the process
+	// dying there (no record is updated and the round fails), the fault
+	// tests inject.
 	AfterCreateFleet func(token string) error
 }
 

@@ -22,7 +22,10 @@ type PoolKey struct {
 // SetCapacity limits the pool (instanceType, zone, capacityType) to n more
 // instances; launches draw it down and 0 makes CreateFleet answer
 // InsufficientInstanceCapacity for it. n < 0 makes the pool unlimited again
-// (the default for every pool).
+// (the default for every pool). instanceType and zone may be "*": the limit
+// then holds for every pool it matches that has no limit of its own (all
+// spot in a zone, a type in every zone, all spot anywhere), one count
+// shared by them.
 func (f *Front) SetCapacity(instanceType, zone, capacityType string, n int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -48,21 +51,33 @@ func (f *Front) Capacity(instanceType, zone, capacityType string) int {
 func (f *Front) take(k PoolKey, want int) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	n, ok := f.pools[k]
+	lk, ok := f.limitOf(k)
 	if !ok {
 		return want
 	}
+	n := f.pools[lk]
 	got := min(n, want)
-	f.pools[k] = n - got
+	f.pools[lk] = n - got
 	return got
+}
+
+// limitOf is the key whose limit holds for pool k: its own, else the most
+// specific wildcard that matches it.
+func (f *Front) limitOf(k PoolKey) (PoolKey, bool) {
+	for _, c := range []PoolKey{k, {k.InstanceType, "*", k.CapacityType}, {"*", k.Zone, k.CapacityType}, {"*", "*", k.CapacityType}} {
+		if _, ok := f.pools[c]; ok {
+			return c, true
+		}
+	}
+	return PoolKey{}, false
 }
 
 // giveBack returns instances that were drawn but not launched.
 func (f *Front) giveBack(k PoolKey, n int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if cur, ok := f.pools[k]; ok && n > 0 {
-		f.pools[k] = cur + n
+	if lk, ok := f.limitOf(k); ok && n > 0 {
+		f.pools[lk] += n
 	}
 }
 

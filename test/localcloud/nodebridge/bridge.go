@@ -179,6 +179,11 @@ func (b *Bridge) instances(ctx context.Context) ([]ec2types.Instance, error) {
 	}
 }
 
+// LabelNeverRegister, as a node label in an instance's user data (a
+// NodePool's template label), makes the bridge never register the
+// instance: a kubelet that never joins.
+const LabelNeverRegister = "localcloud.nodewright.io/never-register"
+
 func (b *Bridge) register(ctx context.Context, in ec2types.Instance) error {
 	id := aws.ToString(in.InstanceId)
 	attr, err := b.cfg.EC2.DescribeInstanceAttribute(ctx, &ec2.DescribeInstanceAttributeInput{InstanceId: in.InstanceId, Attribute: ec2types.InstanceAttributeNameUserData})
@@ -192,6 +197,15 @@ func (b *Bridge) register(ctx context.Context, in ec2types.Instance) error {
 	ks, err := ParseUserData(ud)
 	if err != nil {
 		return fmt.Errorf("instance %s: %w", id, err)
+	}
+	if ks.Labels[LabelNeverRegister] == "true" {
+		// A kubelet that never joins (a broken AMI, a node that cannot
+		// reach the API server): the fault tests of liveness inject.
+		b.mu.Lock()
+		b.joined[id] = true
+		b.mu.Unlock()
+		b.log.Info("instance will never register (fault)", "instance", id)
+		return nil
 	}
 	node, err := b.node(in, ks)
 	if err != nil {

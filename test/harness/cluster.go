@@ -1,0 +1,349 @@
+package harness
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/nodewright/nodewright/shared/apis"
+	"github.com/nodewright/nodewright/shared/refdata"
+	"github.com/nodewright/nodewright/shared/snapshot"
+	"github.com/nodewright/nodewright/shared/state"
+	"github.com/nodewright/nodewright/test/localcloud"
+)
+
+// Examples loads the team's example files unchanged (the "deployed
+// configuration").
+func Examples(files ...string) (*apis.Config, error) {
+	var paths []string
+	for _, f := range files {
+		p, err := refdata.Example(f)
+		if err != nil {
+			return nil, err
+		}
+		paths = append(paths, p)
+	}
+	return apis.LoadFiles(paths...)
+}
+
+// Poll waits for cond with a deadline, checking every 100 ms; the error
+// says what it waited for and the last state seen.
+func Poll(ctx context.Context, timeout time.Duration, what string, cond func() (bool, string, error)) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	last := ""
+	for {
+		done, s, err := cond()
+		if err != nil {
+			return fmt.Errorf("waiting for %s: %w", what, err)
+		}
+		if done {
+			return nil
+		}
+		last = s
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s: %w (last: %s)", what, ctx.Err(), last)
+		case <-t.C:
+		}
+	}
+}
+
+// Workload describes a Deployment of identical pods.
+type Workload struct {
+	Namespace, Name string
+	Replicas        int
+	CPU, Memory     string
+	// NodeSelector and Tolerations pin the pods to a test's NodePool.
+	NodeSelector map[string]string
+	Tolerations  []corev1.Toleration
+	Annotations  map[string]string
+	// ExtraRequests adds requests (nvidia.com/gpu ...).
+	ExtraRequests corev1.ResourceList
+	Grace         int64
+}
+
+// Deploy creates the Deployment (and its namespace).
+func Deploy(ctx context.Context, lc *localcloud.Cloud, w Workload) error {
+	if w.Namespace == "" {
+		w.Namespace = "default"
+	}
+	if w.Namespace != "default" {
+		_, err := lc.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: w.Namespace}}, metav1.CreateOptions{})
+		if err != nil && !strings.Contains(err.Error(), "already exists") {
+			return err
+		}
+		if err := Poll(ctx, time.Minute, "default ServiceAccount in "+w.Namespace, func() (bool, string, error) {
+			_, err := lc.Kube.CoreV1().ServiceAccounts(w.Namespace).Get(ctx, "default", metav1.GetOptions{})
+			return err == nil, fmt.Sprint(err), nil
+		}); err != nil {
+			return err
+		}
+	}
+	n := int32(w.Replicas)
+	req := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(w.CPU), corev1.ResourceMemory: resource.MustParse(w.Memory)}
+	for k, v := range w.ExtraRequests {
+		req[k] = v
+	}
+	limits := corev1.ResourceList{}
+	for k, v := range w.ExtraRequests {
+		limits[k] = v
+	}
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: w.Name, Namespace: w.Namespace},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: &n,
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": w.Name}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": w.Name}, Annotations: w.Annotations},
+				Spec: corev1.PodSpec{
+					TerminationGracePeriodSeconds: &w.Grace,
+					NodeSelector:                  w.NodeSelector, Tolerations: w.Tolerations,
+					Containers: []corev1.Container{{Name: "app", Image: "public.ecr.aws/eks-distro/kubernetes/pause:3.7",
+						Resources: corev1.ResourceRequirements{Requests: req, Limits: limits}}},
+				},
+			},
+		},
+	}
+	_, err := lc.Kube.AppsV1().Deployments(w.Namespace).Create(ctx, d, metav1.CreateOptions{})
+	if err != nil {
+		return fmt.Errorf("create deployment %s/%s: %w", w.Namespace, w.Name, err)
+	}
+	return nil
+}
+
+// Scale sets a Deployment's replicas.
+func Scale(ctx context.Context, lc *localcloud.Cloud, namespace, name string, replicas int) error {
+	s, err := lc.Kube.AppsV1().Deployments(namespace).GetScale(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	s.Spec.Replicas = int32(replicas)
+	_, err = lc.Kube.AppsV1().Deployments(namespace).UpdateScale(ctx, name, s, metav1.UpdateOptions{})
+	return err
+}
+
+// PDB creates a PodDisruptionBudget over app=<app> with maxUnavailable.
+func PDB(ctx context.Context, lc *localcloud.Cloud, namespace, app string, maxUnavailable int) error {
+	mu := intstr.FromInt32(int32(maxUnavailable))
+	_, err := lc.Kube.PolicyV1().PodDisruptionBudgets(namespace).Create(ctx, &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: app, Namespace: namespace},
+		Spec: policyv1.PodDisruptionBudgetSpec{MaxUnavailable: &mu, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}}},
+	}, metav1.CreateOptions{})
+	return err
+}
+
+// Pods lists the pods of app=<app>.
+func Pods(ctx context.Context, lc *localcloud.Cloud, namespace, app string) ([]corev1.Pod, error) {
+	l, err := lc.Kube.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: "app=" + app})
+	if err != nil {
+		return nil, err
+	}
+	return l.Items, nil
+}
+
+// Counts are a workload's pods by state.
+type Counts struct{ Total, Running, Pending, Unschedulable int }
+
+func (c Counts) String() string {
+	return fmt.Sprintf("%d pods: %d Running, %d Pending (%d unschedulable)", c.Total, c.Running, c.Pending, c.Unschedulable)
+}
+
+// Count counts app=<app>'s pods that are not being deleted.
+func Count(ctx context.Context, lc *localcloud.Cloud, namespace, app string) (Counts, error) {
+	pods, err := Pods(ctx, lc, namespace, app)
+	if err != nil {
+		return Counts{}, err
+	}
+	var c Counts
+	for i := range pods {
+		p := &pods[i]
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		c.Total++
+		switch {
+		case p.Status.Phase == corev1.PodRunning && ready(p):
+			c.Running++
+		case p.Status.Phase == corev1.PodPending:
+			c.Pending++
+			if snapshot.Provisionable(p) {
+				c.Unschedulable++
+			}
+		}
+	}
+	return c, nil
+}
+
+func ready(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// WaitRunning waits until app has n pods Running.
+func WaitRunning(ctx context.Context, lc *localcloud.Cloud, namespace, app string, n int, timeout time.Duration) error {
+	return Poll(ctx, timeout, fmt.Sprintf("%d %s pods Running", n, app), func() (bool, string, error) {
+		c, err := Count(ctx, lc, namespace, app)
+		return err == nil && c.Running == n && c.Total == n, c.String(), err
+	})
+}
+
+// WaitUnschedulable waits until app has n pods kube-scheduler marked
+// Unschedulable.
+func WaitUnschedulable(ctx context.Context, lc *localcloud.Cloud, namespace, app string, n int, timeout time.Duration) error {
+	return Poll(ctx, timeout, fmt.Sprintf("%d %s pods Unschedulable", n, app), func() (bool, string, error) {
+		c, err := Count(ctx, lc, namespace, app)
+		return err == nil && c.Unschedulable >= n, c.String(), err
+	})
+}
+
+// Store reads the cluster's state table (as the functions write it).
+func Store(lc *localcloud.Cloud) (*state.Store, error) {
+	return state.New(dynamodb.NewFromConfig(lc.AWSConfig()), lc.Names.Table, lc.Cluster.Name, time.Now)
+}
+
+// PoolRecords returns the NodeClaim records of a NodePool.
+func PoolRecords(ctx context.Context, st *state.Store, pool string) ([]*state.NodeClaim, error) {
+	all, err := st.NodeClaims(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []*state.NodeClaim
+	for _, r := range all {
+		if r.NodePool == pool {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+var nodePoolGVR = schema.GroupVersionResource{Group: apis.KarpenterGroup, Version: apis.Version, Resource: "nodepools"}
+var nodeClassGVR = schema.GroupVersionResource{Group: apis.AWSGroup, Version: apis.Version, Resource: "ec2nodeclasses"}
+
+// ApplyKarpenter creates NodePools and EC2NodeClasses as cluster objects
+// (the CRDs must be installed), as Karpenter users `kubectl apply` them.
+func ApplyKarpenter(ctx context.Context, lc *localcloud.Cloud, objs ...any) error {
+	dc, err := dynamic.NewForConfig(lc.REST)
+	if err != nil {
+		return err
+	}
+	for _, o := range objs {
+		b, err := json.Marshal(o)
+		if err != nil {
+			return err
+		}
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON(b); err != nil {
+			return err
+		}
+		unstructured.RemoveNestedField(u.Object, "status")
+		unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
+		gvr := nodePoolGVR
+		if _, ok := o.(*apis.EC2NodeClass); ok {
+			gvr = nodeClassGVR
+		}
+		if _, err := dc.Resource(gvr).Create(ctx, u, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("create %s %s: %w", gvr.Resource, u.GetName(), err)
+		}
+	}
+	return nil
+}
+
+// PDBWatch counts, for a PDB's pods, the most that were ever unavailable
+// at once (pods not Ready or gone, against the Deployment's replicas).
+type PDBWatch struct {
+	mu           sync.Mutex
+	MaxMissing   int
+	stop         func()
+	notReady     map[string]bool
+	replicas     int
+	seenReady    map[string]bool
+	everComplete bool
+}
+
+// WatchPDB watches app's pods; Violations reports how often more than
+// allowed were unavailable once all replicas had first been Ready.
+func WatchPDB(ctx context.Context, lc *localcloud.Cloud, namespace, app string, replicas int) (*PDBWatch, error) {
+	w := &PDBWatch{replicas: replicas, seenReady: map[string]bool{}}
+	wctx, cancel := context.WithCancel(ctx)
+	w.stop = cancel
+	wi, err := lc.Kube.CoreV1().Pods(namespace).Watch(wctx, metav1.ListOptions{LabelSelector: "app=" + app})
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	go func() {
+		defer wi.Stop()
+		for ev := range wi.ResultChan() {
+			p, ok := ev.Object.(*corev1.Pod)
+			if !ok {
+				continue
+			}
+			w.mu.Lock()
+			switch {
+			case ev.Type == watch.Deleted || p.DeletionTimestamp != nil || !ready(p):
+				delete(w.seenReady, p.Name)
+			default:
+				w.seenReady[p.Name] = true
+			}
+			if len(w.seenReady) >= w.replicas {
+				w.everComplete = true
+			}
+			if w.everComplete {
+				if missing := w.replicas - len(w.seenReady); missing > w.MaxMissing {
+					w.MaxMissing = missing
+				}
+			}
+			w.mu.Unlock()
+		}
+	}()
+	return w, nil
+}
+
+// Max returns the most pods unavailable at once so far.
+func (w *PDBWatch) Max() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.MaxMissing
+}
+
+// Stop ends the watch.
+func (w *PDBWatch) Stop() { w.stop() }
+
+// LogFile opens a log file under dir for the functions' logs.
+func LogFile(dir, name string) (*os.File, error) {
+	return os.Create(dir + "/" + name)
+}
+
+// SortedKeys returns m's keys sorted.
+func SortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
