@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -17,6 +18,10 @@ import (
 	"github.com/nodewright/nodewright/shared/state"
 	"github.com/nodewright/nodewright/shared/trigger"
 )
+
+// askSweep is what a schedule trigger turned away asks of the lease's
+// holder: the sweep it would have run.
+const askSweep = "sweep"
 
 // Provision handling defaults.
 const (
@@ -97,7 +102,11 @@ func (h *Provision) Handle(ctx context.Context, raw json.RawMessage) (err error)
 	if ttl <= 0 {
 		ttl = DefaultLeaseTTL
 	}
-	lease, err := r.Store.Acquire(ctx, state.LeaseProvision, requestID(ctx), ttl)
+	var asks []string
+	if p.Source == trigger.SourceSchedule {
+		asks = append(asks, askSweep)
+	}
+	lease, err := r.Store.Acquire(ctx, state.LeaseProvision, requestID(ctx), ttl, asks...)
 	if errors.Is(err, state.ErrHeld) {
 		log.Info("a provisioning round is in progress: asked it to run again")
 		return nil
@@ -120,6 +129,7 @@ func (h *Provision) Handle(ctx context.Context, raw json.RawMessage) (err error)
 // rounds runs rounds until the lease is released with no request for
 // another, sweeping once when the trigger was the schedule.
 func (h *Provision) rounds(ctx context.Context, r *provision.Reconciler, lease *state.Lease, sweep bool, log *slog.Logger) error {
+	var failed error // the last round's failure: the invocation's error
 	for round := 1; ; round++ {
 		waited, err := r.Settle(ctx, h.BatchIdle, h.BatchMax)
 		if err != nil {
@@ -133,6 +143,7 @@ func (h *Provision) rounds(ctx context.Context, r *provision.Reconciler, lease *
 				"recovered", len(rep.Recovered), "registered", len(rep.Registered), "read", rep.Read.String(), "solve", rep.Solve.String(),
 				"launch", rep.Launch.String(), "warnings", len(rep.Warnings))
 		}
+		failed = err
 		if err != nil {
 			log.Error("round failed", "round", round, "error", err)
 			if errors.Is(err, state.ErrLeaseLost) {
@@ -158,7 +169,10 @@ func (h *Provision) rounds(ctx context.Context, r *provision.Reconciler, lease *
 			return err
 		}
 		if !rerun {
-			return nil
+			return failed
+		}
+		if slices.Contains(lease.Asks, askSweep) {
+			sweep = true // a schedule trigger came during the round: its sweep is ours to run
 		}
 		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < finishMargin {
 			// No time for another round: let go; the next trigger or the
@@ -167,7 +181,7 @@ func (h *Provision) rounds(ctx context.Context, r *provision.Reconciler, lease *
 				return err
 			}
 			log.Warn("another round was asked for but the invocation is ending: released")
-			return nil
+			return failed
 		}
 		log.Info("another trigger arrived during the round: running again")
 	}

@@ -125,7 +125,21 @@ func (r *Reconciler) register(ctx context.Context, w *world, rep *Report) {
 	for _, reg := range Registrations(w.records, w.view.Nodes, w.pools, r.Catalog) {
 		rec, n := reg.Record, reg.Node
 		if reg.Mark && r.Nodes != nil {
+			// What Karpenter puts on its nodes beyond what the kubelet and
+			// the cloud provider set: the capacity type, the instance-type
+			// labels selectors use, and the registration state.
 			labels := map[string]string{apis.LabelRegistered: "true"}
+			if it, ok := r.Catalog.Get(rec.InstanceType); ok {
+				for k, v := range it.Labels() {
+					if _, set := n.Labels[k]; !set {
+						labels[k] = v
+					}
+				}
+			}
+			if rec.CapacityType != "" {
+				labels[apis.LabelCapacityType] = rec.CapacityType
+			}
+			labels[apis.LabelNodePool] = rec.NodePool
 			if reg.Phase == state.Initialized || (reg.Phase == "" && rec.Phase == state.Initialized) {
 				labels[apis.LabelInitialized] = "true"
 			}
@@ -139,7 +153,13 @@ func (r *Reconciler) register(ctx context.Context, w *world, rep *Report) {
 		}
 		was := rec.Phase
 		if rec.RegisteredAt.IsZero() {
-			rec.RegisteredAt, rec.NodeName, rec.ProviderID = now, n.Name, n.Spec.ProviderID
+			// The Node's creation is when it registered, however late a
+			// round notices it.
+			at := n.CreationTimestamp.Time
+			if at.IsZero() || at.After(now) {
+				at = now
+			}
+			rec.RegisteredAt, rec.NodeName, rec.ProviderID = at, n.Name, n.Spec.ProviderID
 		}
 		if reg.Phase == state.Initialized {
 			rec.InitializedAt = now

@@ -33,13 +33,17 @@ type Lease struct {
 	Holder string
 	Token  int64
 	Until  time.Time
+	// Asks are what invocations turned away asked the holder to do, as of
+	// the last Release that returned rerun.
+	Asks []string
 }
 
 // Acquire takes the lease for holder for ttl. If another invocation holds
 // it (and it has not expired), Acquire marks it "run again" (its holder
 // runs another round before it releases the lease, so the caller's trigger
-// is not lost) and returns ErrHeld.
-func (s *Store) Acquire(ctx context.Context, name, holder string, ttl time.Duration) (*Lease, error) {
+// is not lost), adds asks (what the caller wanted done: "sweep") for the
+// holder to do, and returns ErrHeld.
+func (s *Store) Acquire(ctx context.Context, name, holder string, ttl time.Duration, asks ...string) (*Lease, error) {
 	for attempt := 0; attempt < 3; attempt++ {
 		now := s.now()
 		until := now.Add(ttl)
@@ -65,14 +69,20 @@ func (s *Store) Acquire(ctx context.Context, name, holder string, ttl time.Durat
 		}
 		// Held: ask the holder to run again. If the lease was released or
 		// expired in between, try to take it again.
-		_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		mark := &dynamodb.UpdateItemInput{
 			TableName:                 aws.String(s.table),
 			Key:                       s.key(Key(PrefixLease, name)),
 			UpdateExpression:          aws.String("SET #r = :t"),
 			ConditionExpression:       aws.String("attribute_exists(#h) AND #u >= :now"),
 			ExpressionAttributeNames:  map[string]string{"#h": attrHolder, "#u": attrUntil, "#r": attrRerun},
 			ExpressionAttributeValues: item{":t": boolean(true), ":now": num(s.millis(now))},
-		})
+		}
+		if len(asks) > 0 {
+			mark.UpdateExpression = aws.String("SET #r = :t ADD #a :a")
+			mark.ExpressionAttributeNames["#a"] = attrAsks
+			mark.ExpressionAttributeValues[":a"] = &types.AttributeValueMemberSS{Value: asks}
+		}
+		_, err = s.db.UpdateItem(ctx, mark)
 		if err == nil {
 			return nil, fmt.Errorf("lease %s: %w", name, ErrHeld)
 		}
@@ -107,15 +117,17 @@ func (s *Store) Renew(ctx context.Context, l *Lease, ttl time.Duration) error {
 
 // Release gives the lease up unless another invocation asked for another
 // round while it was held: then it clears that request, keeps the lease
-// and returns rerun true, and the caller runs again and calls Release
-// again. ErrLeaseLost if the lease is no longer the caller's.
+// and returns rerun true (with what the askers wanted done, such as a
+// sweep, in l.Asks), and the caller runs again and calls Release again.
+// ErrLeaseLost if the lease is no longer the caller's.
 func (s *Store) Release(ctx context.Context, l *Lease) (rerun bool, err error) {
+	l.Asks = nil
 	key := s.key(Key(PrefixLease, l.Name))
-	nm := map[string]string{"#h": attrHolder, "#u": attrUntil, "#t": attrToken, "#r": attrRerun}
+	nm := map[string]string{"#h": attrHolder, "#u": attrUntil, "#t": attrToken, "#r": attrRerun, "#a": attrAsks}
 	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(s.table),
 		Key:                       key,
-		UpdateExpression:          aws.String("REMOVE #h, #u SET #r = :f"),
+		UpdateExpression:          aws.String("REMOVE #h, #u, #a SET #r = :f"),
 		ConditionExpression:       aws.String("#h = :h AND #t = :t AND (attribute_not_exists(#r) OR #r = :f)"),
 		ExpressionAttributeNames:  nm,
 		ExpressionAttributeValues: item{":h": str(l.Holder), ":t": num(l.Token), ":f": boolean(false)},
@@ -125,18 +137,22 @@ func (s *Store) Release(ctx context.Context, l *Lease) (rerun bool, err error) {
 	}
 	// Either another round was asked for, or the lease is no longer ours.
 	now := s.now()
-	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(s.table),
 		Key:                       key,
-		UpdateExpression:          aws.String("SET #r = :f"),
+		UpdateExpression:          aws.String("SET #r = :f REMOVE #a"),
 		ConditionExpression:       aws.String("#h = :h AND #t = :t AND #r = :tr AND #u >= :now"),
 		ExpressionAttributeNames:  nm,
 		ExpressionAttributeValues: item{":h": str(l.Holder), ":t": num(l.Token), ":f": boolean(false), ":tr": boolean(true), ":now": num(s.millis(now))},
+		ReturnValues:              types.ReturnValueAllOld,
 	})
 	if err = wrapConditional(err, "release lease "+l.Name); errors.Is(err, ErrConflict) {
 		return false, fmt.Errorf("release lease %s: %w", l.Name, ErrLeaseLost)
 	} else if err != nil {
 		return false, err
+	}
+	if ss, ok := out.Attributes[attrAsks].(*types.AttributeValueMemberSS); ok {
+		l.Asks = ss.Value
 	}
 	return true, nil
 }

@@ -76,6 +76,7 @@ const (
 	attrToken   = "token"
 	attrUntil   = "until" // number: Unix milliseconds
 	attrRerun   = "rerun"
+	attrAsks    = "asks"
 	attrState   = "state"
 )
 

@@ -220,6 +220,19 @@ func WaitUnschedulable(ctx context.Context, lc *localcloud.Cloud, namespace, app
 	})
 }
 
+// WaitSettled waits until app has all n pods and every one not Running
+// has been found Unschedulable (some may have fit existing nodes); it
+// returns how many are unschedulable.
+func WaitSettled(ctx context.Context, lc *localcloud.Cloud, namespace, app string, n int, timeout time.Duration) (int, error) {
+	var c Counts
+	err := Poll(ctx, timeout, fmt.Sprintf("%d %s pods placed or Unschedulable", n, app), func() (bool, string, error) {
+		var err error
+		c, err = Count(ctx, lc, namespace, app)
+		return err == nil && c.Total == n && c.Running+c.Unschedulable == n, c.String(), err
+	})
+	return c.Unschedulable, err
+}
+
 // Store reads the cluster's state table (as the functions write it).
 func Store(lc *localcloud.Cloud) (*state.Store, error) {
 	return state.New(dynamodb.NewFromConfig(lc.AWSConfig()), lc.Names.Table, lc.Cluster.Name, time.Now)

@@ -420,3 +420,30 @@ func TestBlobsAndDecisions(t *testing.T) {
 		t.Fatalf("decisions: %+v %v; want rounds 2 and 1, newest first", ds, err)
 	}
 }
+
+func TestLeaseAsksReachTheHolder(t *testing.T) {
+	t.Parallel()
+	clk := newClock()
+	s := newStore(t, clk)
+	c := ctx(t)
+	a, err := s.Acquire(c, state.LeaseProvision, "a", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, asker := range []string{"b", "c"} {
+		if _, err := s.Acquire(c, state.LeaseProvision, asker, time.Minute, "sweep"); !errors.Is(err, state.ErrHeld) {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Acquire(c, state.LeaseProvision, "d", time.Minute); !errors.Is(err, state.ErrHeld) {
+		t.Fatal(err)
+	}
+	rerun, err := s.Release(c, a)
+	if err != nil || !rerun || len(a.Asks) != 1 || a.Asks[0] != "sweep" {
+		t.Fatalf("release: rerun %v, asks %v, %v; want another round with one sweep asked", rerun, a.Asks, err)
+	}
+	rerun, err = s.Release(c, a)
+	if err != nil || rerun || len(a.Asks) != 0 {
+		t.Fatalf("second release: rerun %v asks %v %v", rerun, a.Asks, err)
+	}
+}
