@@ -101,11 +101,15 @@ func (s *solver) daemonPortReason(p *pool, g *group) string {
 	return ""
 }
 
-// tooBig names the first resource no allowed type has enough of.
+// tooBig names the first resource no allowed type has enough of, and the
+// DaemonSets when it is their overhead that leaves too little.
 func (s *solver) tooBig(p *pool, st *reqState, g *group) string {
 	for d := range g.req {
 		if g.req[d] <= st.maxAlloc[d] || (d == rPods && g.req[d] <= 1 && st.maxAlloc[d] >= 1) {
 			continue
+		}
+		if reason := s.daemonOverheadReason(p, st, g, d); reason != "" {
+			return reason
 		}
 		best, bestV := -1, int64(math.MinInt64)
 		st.viable.each(func(t int) bool {
@@ -216,4 +220,33 @@ func shortReq(r requirements.Requirement) string {
 		parts = append(parts, part)
 	}
 	return strings.Join(parts, ", ")
+}
+
+// daemonOverheadReason explains a resource d that some allowed type would
+// have enough of but for the DaemonSets that run on it: it names them, with
+// what they request, and the largest type.
+func (s *solver) daemonOverheadReason(p *pool, st *reqState, g *group, d int) string {
+	best, bestV := -1, int64(math.MinInt64)
+	st.viable.each(func(t int) bool {
+		if v := p.alloc[t][d] + p.overhead[t][d]; v > bestV {
+			best, bestV = t, v
+		}
+		return true
+	})
+	if best < 0 || g.req[d] > bestV {
+		return ""
+	}
+	var parts []string
+	for i, ds := range s.daemons {
+		if ds.req[d] > 0 && p.daemons[i].has(best) {
+			parts = append(parts, fmt.Sprintf("%s requests %s", ds.name, human(d, ds.req[d])))
+		}
+	}
+	largest := fmt.Sprintf("the largest, %s, has %s allocatable", s.u.types[best].Name, human(d, bestV))
+	if p.overhead[best][d] > bestV {
+		return fmt.Sprintf("NodePool %s: its DaemonSets need more %s than any instance type has (%s); %s",
+			p.name, s.reg.names[d], strings.Join(parts, ", "), largest)
+	}
+	return fmt.Sprintf("NodePool %s: its DaemonSets (%s) leave less than the pod's %s on every instance type; %s",
+		p.name, strings.Join(parts, ", "), s.reg.describe(d, g.req[d]), largest)
 }

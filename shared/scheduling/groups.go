@@ -93,15 +93,6 @@ type hostPort struct {
 	port     int32
 }
 
-// daemon is a daemonset's pod as the solve needs it.
-type daemon struct {
-	name        string
-	req         vec
-	tolerations []corev1.Toleration
-	alts        []requirements.Requirements
-	hostPorts   []hostPort
-}
-
 // nodeReqs is the node requirements the group must satisfy now.
 func (g *group) nodeReqs() requirements.Requirements {
 	r := g.required[g.altIdx]

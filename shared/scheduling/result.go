@@ -5,19 +5,11 @@ import (
 	"slices"
 	"sort"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/requirements"
 )
-
-// podFromTemplate is the pod a daemonset runs on every node it selects.
-func podFromTemplate(ds *appsv1.DaemonSet) *corev1.Pod {
-	p := &corev1.Pod{ObjectMeta: ds.Spec.Template.ObjectMeta, Spec: ds.Spec.Template.Spec}
-	p.Namespace = ds.Namespace
-	return p
-}
 
 func (s *solver) result() *Result {
 	res := &Result{NodeClaims: []NodeClaim{}, ExistingNodes: []NodePlacement{}, Unschedulable: []Unschedulable{}}

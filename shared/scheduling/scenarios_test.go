@@ -9,9 +9,12 @@ import (
 
 // scenario is a small cluster and the facts its plan must show.
 type scenario struct {
-	name string
-	in   scheduling.Input
-	want []check
+	// mirrors names the Karpenter Its the scenario mirrors, as
+	// "<suite>:<line>" at the version docs/karpenter-parity.md pins.
+	mirrors []string
+	name    string
+	in      scheduling.Input
+	want    []check
 }
 
 // TestScenarios solves every scenario twice: the plan must show the
@@ -22,6 +25,7 @@ func TestScenarios(t *testing.T) {
 	for _, group := range [][]scenario{
 		resourceScenarios(), selectionScenarios(), taintScenarios(), poolScenarios(),
 		offeringScenarios(), existingScenarios(), topologyScenarios(), affinityScenarios(), claimScenarios(),
+		limitScenarios(), daemonScenarios(),
 	} {
 		all = append(all, group...)
 	}

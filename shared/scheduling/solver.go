@@ -104,6 +104,7 @@ func solveWith(in *Input, u *universe, residual bool, order groupOrder) *solver 
 	s.buildDaemons()
 	s.buildPools()
 	s.attachPools()
+	s.reserveDaemons()
 	s.buildGroups(in.Pods)
 	s.countExistingPods()
 	s.matchCounters()
@@ -140,21 +141,6 @@ func weight(np *apis.NodePool) int32 {
 		return 0
 	}
 	return *np.Spec.Weight
-}
-
-func (s *solver) buildDaemons() {
-	for _, ds := range s.in.DaemonSets {
-		if ds == nil {
-			continue
-		}
-		p := podFromTemplate(ds)
-		req, _ := s.reg.podRequests(p)
-		alts, err := requirements.FromPod(p)
-		if err != nil {
-			continue
-		}
-		s.daemons = append(s.daemons, &daemon{name: ds.Namespace + "/" + ds.Name, req: req, tolerations: p.Spec.Tolerations, alts: alts, hostPorts: podHostPorts(p)})
-	}
 }
 
 // run places every group: on each round, each group goes to existing nodes,
