@@ -41,6 +41,7 @@ type planFlags struct {
 	region     string
 	spotModel  string
 	maxTypes   int
+	minValues  string
 	pretty     bool
 	regionSet  bool
 	filesGiven bool
@@ -75,6 +76,7 @@ func parsePlanFlags(args []string, stderr io.Writer) (*planFlags, error) {
 	fs.StringVar(&pf.region, "region", "us-east-1", "AWS `REGION`")
 	fs.StringVar(&pf.spotModel, "spot-model", "0", "`SEED` of the deterministic spot price model, or off for no spot offerings")
 	fs.IntVar(&pf.maxTypes, "max-instance-types", scheduling.DefaultMaxInstanceTypes, "instance types offered per NodeClaim at most")
+	fs.StringVar(&pf.minValues, "min-values-policy", string(scheduling.MinValuesStrict), "`POLICY` when a NodeClaim's types cannot keep a NodePool's minValues: Strict (the pods stay pending) or BestEffort (launch with fewer, and say so)")
 	fs.BoolVar(&pf.pretty, "pretty", false, "indent the JSON")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -135,6 +137,12 @@ func (pf *planFlags) input() (scheduling.Input, error) {
 	in := scheduling.Input{InstanceTypes: catalog.Default().Types(), MaxInstanceTypes: pf.maxTypes}
 	if pf.maxTypes < 1 {
 		return in, fmt.Errorf("--max-instance-types %d: must be at least 1", pf.maxTypes)
+	}
+	switch p := scheduling.MinValuesPolicy(pf.minValues); p {
+	case scheduling.MinValuesStrict, scheduling.MinValuesBestEffort:
+		in.MinValuesPolicy = p
+	default:
+		return in, fmt.Errorf("--min-values-policy %q: want %s or %s", pf.minValues, scheduling.MinValuesStrict, scheduling.MinValuesBestEffort)
 	}
 	if pf.region == "" {
 		return in, errors.New("--region: must not be empty")

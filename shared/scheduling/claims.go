@@ -50,11 +50,6 @@ type reqState struct {
 	order    []int // viable types by price, built on first use
 }
 
-type minKey struct {
-	key string
-	min int
-}
-
 // stateFor returns the shared state of rs in pool p (exotic: GPU and other
 // exotic types included).
 func (s *solver) stateFor(p *pool, rs *reqSet, exotic bool) *reqState {
@@ -81,11 +76,7 @@ func (s *solver) stateFor(p *pool, rs *reqSet, exotic bool) *reqState {
 		return true
 	})
 	st.prices = u.prices(st.mask)
-	for _, r := range rs.reqs {
-		if r.MinValues != nil && u.isTypeKey(r.Key) {
-			st.minKeys = append(st.minKeys, minKey{r.Key, *r.MinValues})
-		}
-	}
+	st.minKeys = s.minValueKeys(rs)
 	s.states[ck] = st
 	return st
 }
@@ -100,7 +91,7 @@ func (s *solver) fitsIn(c *claim, st *reqState, need vec) bool {
 	if f.empty() {
 		return false
 	}
-	return len(st.minKeys) == 0 || s.minValuesOK(f, st.minKeys)
+	return s.minValuesOK(f, st.mask, st.minKeys)
 }
 
 // fitSet is the viable types that hold need and keep c's pool within its
@@ -110,24 +101,6 @@ func (s *solver) fitSet(c *claim, st *reqState, need vec) bitset {
 	c.pool.fitting(s.scratch, need)
 	c.pool.withinLimitsFor(c, s.scratch)
 	return s.scratch
-}
-
-// minValuesOK says whether types has at least the required number of distinct
-// values for each minValues key.
-func (s *solver) minValuesOK(types bitset, keys []minKey) bool {
-	for _, mk := range keys {
-		seen := map[string]bool{}
-		types.each(func(t int) bool {
-			if v, ok := s.u.labels[t][mk.key]; ok {
-				seen[v] = true
-			}
-			return len(seen) < mk.min
-		})
-		if len(seen) < mk.min {
-			return false
-		}
-	}
-	return true
 }
 
 // cheapest picks the expected type for need: the cheapest viable type that

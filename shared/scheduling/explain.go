@@ -71,8 +71,8 @@ func (s *solver) poolReason(p *pool, g *group) string {
 		if r := p.limitReason(s.reg, s.smallestCapacity(p, st, g.req)); r != "" {
 			return r
 		}
-		if len(st.minKeys) > 0 {
-			return prefix + "too few instance types fit to keep its minValues"
+		if reason := s.minValuesReason(c, st, g.req); reason != "" {
+			return reason
 		}
 	}
 	return prefix + s.topologyReason(g)

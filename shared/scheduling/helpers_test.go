@@ -45,6 +45,8 @@ const (
 	opNotIn     = corev1.NodeSelectorOpNotIn
 	opExists    = corev1.NodeSelectorOpExists
 	opGt        = corev1.NodeSelectorOpGt
+	opLt        = corev1.NodeSelectorOpLt
+	opDNE       = corev1.NodeSelectorOpDoesNotExist
 	dns         = corev1.DoNotSchedule
 	anyway      = corev1.ScheduleAnyway
 	noSched     = corev1.TaintEffectNoSchedule
@@ -664,6 +666,7 @@ func checkClaim(t *testing.T, in scheduling.Input, i int, nc scheduling.NodeClai
 		t.Fatal(err)
 	}
 	settings := catalog.SettingsFor(nodeClassOf(in, np))
+	checkMinValues(t, in, i, nc, poolReqs)
 	seen := map[string]bool{}
 	for _, name := range nc.InstanceTypes {
 		it := typeByName(in, name)
@@ -887,3 +890,41 @@ func taints(ts ...corev1.Taint) []corev1.Taint { return ts }
 func tols(ts ...corev1.Toleration) []corev1.Toleration { return ts }
 
 func nsrs(rs ...corev1.NodeSelectorRequirement) []corev1.NodeSelectorRequirement { return rs }
+
+// checkMinValues: the claim's instance types (and zones, capacity types)
+// keep every minValues of its pool, or the lower ones it says it relaxed to.
+func checkMinValues(t *testing.T, in scheduling.Input, i int, nc scheduling.NodeClaim, poolReqs requirements.Requirements) {
+	t.Helper()
+	for _, r := range poolReqs {
+		if r.MinValues == nil {
+			continue
+		}
+		want := *r.MinValues
+		if got, ok := nc.MinValues[r.Key]; !ok || got != want {
+			if !nc.MinValuesRelaxed || !ok || got > want {
+				t.Errorf("claim %d: minValues %v, pool asks %s: %d (relaxed %v)", i, nc.MinValues, r.Key, want, nc.MinValuesRelaxed)
+			}
+			want = got
+		}
+		var n int
+		switch r.Key {
+		case zoneKey:
+			n = len(nc.Zones)
+		case ctKey:
+			n = len(nc.CapacityTypes)
+		default:
+			seen := map[string]bool{}
+			for _, name := range nc.InstanceTypes {
+				if it := typeByName(in, name); it != nil {
+					if v, ok := it.Labels()[r.Key]; ok {
+						seen[v] = true
+					}
+				}
+			}
+			n = len(seen)
+		}
+		if n < want {
+			t.Errorf("claim %d: %d distinct %s among its instance types, minValues %d: %v", i, n, r.Key, want, nc.InstanceTypes)
+		}
+	}
+}

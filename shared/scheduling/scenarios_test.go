@@ -2,6 +2,7 @@ package scheduling_test
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 
 	"github.com/nodewright/nodewright/shared/scheduling"
@@ -15,6 +16,8 @@ type scenario struct {
 	name    string
 	in      scheduling.Input
 	want    []check
+	// err, when set, is what Solve's error must say.
+	err string
 }
 
 // TestScenarios solves every scenario twice: the plan must show the
@@ -25,7 +28,7 @@ func TestScenarios(t *testing.T) {
 	for _, group := range [][]scenario{
 		resourceScenarios(), selectionScenarios(), taintScenarios(), poolScenarios(),
 		offeringScenarios(), existingScenarios(), topologyScenarios(), affinityScenarios(), claimScenarios(),
-		limitScenarios(), daemonScenarios(),
+		limitScenarios(), daemonScenarios(), minValuesScenarios(),
 	} {
 		all = append(all, group...)
 	}
@@ -40,6 +43,12 @@ func TestScenarios(t *testing.T) {
 		names[sc.name] = true
 		t.Run(sc.name, func(t *testing.T) {
 			r, err := scheduling.Solve(sc.in)
+			if sc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), sc.err) {
+					t.Fatalf("Solve: error %v, want one saying %q", err, sc.err)
+				}
+				return
+			}
 			if err != nil {
 				t.Fatalf("Solve: %v", err)
 			}

@@ -38,6 +38,8 @@ type solver struct {
 	later    map[*group]vec
 	laterMin map[*group]vec
 	prices   []float64
+
+	bestEffort bool // MinValuesPolicy BestEffort
 }
 
 // Solve plans where in.Pods go. It returns an error only for input it cannot
@@ -50,6 +52,11 @@ func Solve(in Input) (res *Result, err error) {
 	}()
 	if in.MaxInstanceTypes <= 0 {
 		in.MaxInstanceTypes = DefaultMaxInstanceTypes
+	}
+	switch in.MinValuesPolicy {
+	case "", MinValuesStrict, MinValuesBestEffort:
+	default:
+		return nil, fmt.Errorf("scheduling: minValuesPolicy %q is not one of %s, %s", in.MinValuesPolicy, MinValuesStrict, MinValuesBestEffort)
 	}
 	u := newUniverse(&in)
 	best := solveWith(&in, u, false, byCPU)
@@ -98,6 +105,7 @@ func (s *solver) unplaced() int {
 func solveWith(in *Input, u *universe, residual bool, order groupOrder) *solver {
 	s := &solver{in: in, reg: newRegistry(), counterIdx: map[string]int{}, states: map[stateKey]*reqState{},
 		sets: map[string]*reqSet{}, merges: map[setPair]*reqSet{}, pins: map[pinOp]*reqSet{}, residual: residual}
+	s.bestEffort = in.MinValuesPolicy == MinValuesBestEffort
 	s.u = u
 	s.scratch = newBitset(s.u.n)
 	s.buildNodes()
