@@ -300,14 +300,8 @@ func (s *solver) tryClaim(c *claim, g *group, m mode) (k int, rs *reqSet) {
 // among the values its requirements allow, one the topology accepts, the
 // least loaded by g's spread on the key, then the cheapest, then by name.
 func (s *solver) chooseDomain(c *claim, g *group, rs *reqSet, key string) string {
-	var values []string
 	r, hasReq := rs.reqs.Get(key)
-	switch key {
-	case apis.LabelZone:
-		values = s.u.zones
-	case apis.LabelCapacityType:
-		values = capacityTypes
-	}
+	values := s.keyValues(c.pool, rs, key)
 	type cand struct {
 		v     string
 		load  int

@@ -689,6 +689,11 @@ func checkTypeFits(t *testing.T, i int, it *catalog.InstanceType, np *apis.NodeP
 	for k, v := range np.Spec.Template.ObjectMeta.Labels {
 		lbls[k] = v
 	}
+	for k, v := range nc.Labels {
+		if _, typeLabel := lbls[k]; !typeLabel {
+			lbls[k] = v
+		}
+	}
 	lbls[poolKey] = np.Name
 	matchesSome := func(reqs requirements.Requirements) bool {
 		for _, z := range nc.Zones {

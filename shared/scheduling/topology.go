@@ -146,31 +146,40 @@ func (s *solver) record(g *group, domain func(key string) string, k int) {
 }
 
 // topologyKeys is the keys whose domain must be known when g is placed on a
-// new NodeClaim (so zone and capacity type get pinned).
+// new NodeClaim, which then gets pinned to one value of each: every key of
+// g's own spreads and pod (anti-)affinity terms and of the anti-affinity of
+// other pods that repel g (whatever the key: zone, capacity type, an
+// instance-type label, a label a NodePool defines), and the zone and
+// capacity type of other pods' constraints that count g's pods (so that
+// they are counted where they land). The hostname needs no pin: a new
+// claim is its own hostname domain.
 func (s *solver) topologyKeys(g *group) []string {
 	var keys []string
-	add := func(k string) {
-		if (k == apis.LabelZone || k == apis.LabelCapacityType) && !slices.Contains(keys, k) {
+	add := func(k string, any bool) {
+		if k == apis.LabelHostname || slices.Contains(keys, k) {
+			return
+		}
+		if any || k == apis.LabelZone || k == apis.LabelCapacityType {
 			keys = append(keys, k)
 		}
 	}
 	for _, sp := range g.spreads {
 		if !sp.dropped {
-			add(sp.key)
+			add(sp.key, true)
 		}
 	}
 	for _, ts := range [][]term{g.affinity, g.anti} {
 		for _, t := range ts {
 			if !t.dropped {
-				add(t.key)
+				add(t.key, true)
 			}
 		}
 	}
 	for _, i := range g.matches {
-		add(s.counters[i].key)
+		add(s.counters[i].key, s.counters[i].owner)
 	}
 	for _, i := range g.owners {
-		add(s.counters[i].key)
+		add(s.counters[i].key, true)
 	}
 	slices.Sort(keys)
 	return keys
