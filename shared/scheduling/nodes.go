@@ -66,9 +66,11 @@ func (s *solver) buildNodes() {
 	}
 }
 
-// attachPools links nodes to their NodePool (by label) and counts their
-// capacity against the pool's limits.
+// attachPools links nodes to their NodePool (by label), counts their
+// capacity against the pool's limits, and sets the taints that count on
+// the nodes still coming up.
 func (s *solver) attachPools() {
+	defer s.settleTaints()
 	byName := map[string]*pool{}
 	for _, p := range s.pools {
 		byName[p.name] = p
@@ -134,4 +136,41 @@ func (s *solver) placeOnNode(g *group, n *node, k int) {
 	n.hostPorts = append(n.hostPorts, g.hostPorts...)
 	s.record(g, n.domain, k)
 	g.pods = g.pods[k:]
+}
+
+// settleTaints drops, on every managed node that is not initialized yet,
+// the taints it will lose once it is (Karpenter's known ephemeral taints
+// and its pool's startup taints), so that pending pods that tolerate
+// everything else count on it instead of causing a second launch.
+func (s *solver) settleTaints() {
+	for _, n := range s.nodes {
+		if !n.comingUp() {
+			continue
+		}
+		var startup []corev1.Taint
+		if n.pool != nil {
+			startup = n.pool.np.Spec.Template.Spec.StartupTaints
+		}
+		n.taints = comingUpTaints(n.taints, startup)
+	}
+}
+
+// comingUp says whether the node is one Nodewright or Karpenter launched
+// (it carries a NodePool label, or is a NodeClaim in flight) that has not
+// been initialized: no karpenter.sh/initialized=true label. A node whose
+// Ready condition is Unknown has a kubelet that stopped reporting: it is
+// going down, not coming up.
+func (n *node) comingUp() bool {
+	if n.inFlight {
+		return true
+	}
+	if _, managed := n.node.Labels[apis.LabelNodePool]; !managed || n.node.Labels[apis.LabelInitialized] == "true" {
+		return false
+	}
+	for _, c := range n.node.Status.Conditions {
+		if c.Type == corev1.NodeReady && c.Status == corev1.ConditionUnknown {
+			return false
+		}
+	}
+	return true
 }
