@@ -15,6 +15,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nodewright/nodewright/shared/apis"
 )
 
 // Requirement is a predicate on the value of one label key. A node either has
@@ -38,9 +40,10 @@ type Requirement struct {
 }
 
 // New builds a requirement from an operator and its values. Gt and Lt need a
-// single integer value.
+// single integer value. A deprecated alias of a well-known label is read as
+// the label it means (apis.NormalizeLabel), as Karpenter reads it.
 func New(key string, op corev1.NodeSelectorOperator, values ...string) (Requirement, error) {
-	r := Requirement{Key: key}
+	r := Requirement{Key: apis.NormalizeLabel(key)}
 	switch op {
 	case corev1.NodeSelectorOpIn:
 		r.values = sortedUnique(values)
@@ -81,7 +84,7 @@ func MustNew(key string, op corev1.NodeSelectorOperator, values ...string) Requi
 
 // In is the requirement "key In values".
 func In(key string, values ...string) Requirement {
-	return Requirement{Key: key, values: sortedUnique(values)}
+	return Requirement{Key: apis.NormalizeLabel(key), values: sortedUnique(values)}
 }
 
 // Has says whether a node whose label key has value v satisfies r.

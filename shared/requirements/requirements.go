@@ -145,13 +145,18 @@ func (r Requirements) String() string {
 	return strings.Join(parts, "; ")
 }
 
-// FromLabels is "key In [value]" for every label.
+// FromLabels is "key In [value]" for every label (a label and its
+// deprecated alias are one key, so both must agree).
 func FromLabels(labels map[string]string) Requirements {
-	out := make(Requirements, 0, len(labels))
-	for k, v := range labels {
-		out = append(out, In(k, v))
+	keys := make([]string, 0, len(labels))
+	for k := range labels {
+		keys = append(keys, k)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	sort.Strings(keys)
+	out := make(Requirements, 0, len(labels))
+	for _, k := range keys {
+		out = out.Add(In(k, labels[k]))
+	}
 	return out
 }
 

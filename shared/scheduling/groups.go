@@ -417,14 +417,14 @@ func (s *solver) addSpread(g *group, c corev1.TopologySpreadConstraint) error {
 	if err != nil {
 		return fmt.Errorf("topologySpreadConstraints on %s: %w", c.TopologyKey, err)
 	}
-	sp := spread{key: c.TopologyKey, maxSkew: int(c.MaxSkew), minDomains: 1,
+	sp := spread{key: apis.NormalizeLabel(c.TopologyKey), maxSkew: int(c.MaxSkew), minDomains: 1,
 		anyway:        c.WhenUnsatisfiable == corev1.ScheduleAnyway,
 		honorAffinity: c.NodeAffinityPolicy == nil || *c.NodeAffinityPolicy == corev1.NodeInclusionPolicyHonor,
 		honorTaints:   c.NodeTaintsPolicy != nil && *c.NodeTaintsPolicy == corev1.NodeInclusionPolicyHonor}
 	if c.MinDomains != nil {
 		sp.minDomains = int(*c.MinDomains)
 	}
-	sp.counter = s.counterFor(c.TopologyKey, []string{g.ns}, false, sel)
+	sp.counter = s.counterFor(sp.key, []string{g.ns}, false, sel)
 	sp.selfMatch = sel.Matches(labels.Set(g.labels))
 	g.spreads = append(g.spreads, sp)
 	return nil
@@ -440,11 +440,12 @@ func (s *solver) addAffinity(g *group, a *corev1.Affinity) error {
 			return fmt.Errorf("pod affinity term on %s: %w", t.TopologyKey, err)
 		}
 		all, ns := termNamespaces(t, g.ns)
-		tm := term{key: t.TopologyKey, preferred: preferred, weight: weight,
-			counter: s.counterFor(t.TopologyKey, ns, all, sel), selfMatch: sel.Matches(labels.Set(g.labels)) && (all || slices.Contains(ns, g.ns))}
+		key := apis.NormalizeLabel(t.TopologyKey)
+		tm := term{key: key, preferred: preferred, weight: weight,
+			counter: s.counterFor(key, ns, all, sel), selfMatch: sel.Matches(labels.Set(g.labels)) && (all || slices.Contains(ns, g.ns))}
 		*list = append(*list, tm)
 		if anti && !preferred {
-			g.owners = append(g.owners, s.ownerCounterFor(t.TopologyKey, ns, all, sel))
+			g.owners = append(g.owners, s.ownerCounterFor(key, ns, all, sel))
 		}
 		return nil
 	}

@@ -32,9 +32,9 @@ func (s *solver) buildNodes() {
 		if n == nil || n.Node == nil {
 			continue
 		}
-		nd := &node{node: n.Node, name: n.Node.Name, labels: map[string]string{}, taints: n.Node.Spec.Taints, inFlight: n.InFlight,
+		nd := &node{node: withLabelAliases(n.Node), name: n.Node.Name, labels: map[string]string{}, taints: n.Node.Spec.Taints, inFlight: n.InFlight,
 			pods: n.Pods, skip: n.Node.Spec.Unschedulable || n.Node.DeletionTimestamp != nil}
-		for k, v := range n.Node.Labels {
+		for k, v := range nd.node.Labels {
 			nd.labels[k] = v
 		}
 		if _, ok := nd.labels[apis.LabelHostname]; !ok {
@@ -173,4 +173,39 @@ func (n *node) comingUp() bool {
 		}
 	}
 	return true
+}
+
+// withLabelAliases is the node with both names of each well-known label that
+// has a deprecated alias, as the kubelet and the cloud controller label
+// nodes; a node that already has both (or neither) is returned as is.
+func withLabelAliases(n *corev1.Node) *corev1.Node {
+	var missing map[string]string
+	add := func(k, v string) {
+		if missing == nil {
+			missing = map[string]string{}
+		}
+		missing[k] = v
+	}
+	for stable, alias := range apis.LabelAliases {
+		v, hasStable := n.Labels[stable]
+		a, hasAlias := n.Labels[alias]
+		if hasStable && !hasAlias {
+			add(alias, v)
+		}
+		if hasAlias && !hasStable {
+			add(stable, a)
+		}
+	}
+	if missing == nil {
+		return n
+	}
+	c := *n
+	c.Labels = make(map[string]string, len(n.Labels)+len(missing))
+	for k, v := range n.Labels {
+		c.Labels[k] = v
+	}
+	for k, v := range missing {
+		c.Labels[k] = v
+	}
+	return &c
 }

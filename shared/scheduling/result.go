@@ -200,6 +200,9 @@ func (s *solver) nodeClaim(c *claim, opts []option) NodeClaim {
 	for _, r := range reqs {
 		if v, ok := r.Values(); ok && len(v) == 1 {
 			nc.Labels[r.Key] = v[0]
+			if alias, ok := apis.LabelAliases[r.Key]; ok {
+				nc.Labels[alias] = v[0] // nodes carry both names
+			}
 		}
 	}
 	return nc

@@ -114,9 +114,10 @@ func (s *solver) registerOwnerTerms(p *corev1.Pod) {
 			continue
 		}
 		all, ns := termNamespaces(t, p.Namespace)
-		c := s.counters[s.ownerCounterFor(t.TopologyKey, ns, all, sel)]
+		key := apis.NormalizeLabel(t.TopologyKey)
+		c := s.counters[s.ownerCounterFor(key, ns, all, sel)]
 		if n := s.nodeByName[p.Spec.NodeName]; n != nil {
-			c.add(n.domain(t.TopologyKey), 1)
+			c.add(n.domain(key), 1)
 		}
 	}
 }
