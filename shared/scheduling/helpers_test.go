@@ -614,9 +614,7 @@ func checkInvariants(t *testing.T, in scheduling.Input, r *scheduling.Result) {
 		}
 	}
 	for _, u := range r.Unschedulable {
-		if u.Reason == "" {
-			t.Errorf("%s unschedulable without a reason", u.Pod)
-		}
+		checkReason(t, in, u)
 		placed[u.Pod]++
 	}
 	for k := range pending {
@@ -930,6 +928,40 @@ func checkMinValues(t *testing.T, in scheduling.Input, i int, nc scheduling.Node
 		}
 		if n < want {
 			t.Errorf("claim %d: %d distinct %s among its instance types, minValues %d: %v", i, n, r.Key, want, nc.InstanceTypes)
+		}
+	}
+}
+
+// checkReason: an unschedulable pod's reason is words a person can act on:
+// not empty, no empty parentheses or brackets, and, unless the pod itself
+// rules out every new node (invalid constraints, a node pinned by name, a
+// resource nothing offers), naming every NodePool it failed on.
+func checkReason(t *testing.T, in scheduling.Input, u scheduling.Unschedulable) {
+	t.Helper()
+	r := u.Reason
+	if r == "" {
+		t.Errorf("%s unschedulable without a reason", u.Pod)
+		return
+	}
+	for _, bad := range []string{"()", "[]", "( ", " )", ";;", "  "} {
+		if strings.Contains(r, bad) {
+			t.Errorf("%s: reason %q contains %q", u.Pod, r, bad)
+		}
+	}
+	for _, self := range []string{"invalid scheduling constraints", "its required node affinity", "it requests "} {
+		if strings.HasPrefix(r, self) {
+			return
+		}
+	}
+	if len(in.NodePools) == 0 {
+		if !strings.Contains(r, "no NodePool") {
+			t.Errorf("%s: reason %q does not say there is no NodePool", u.Pod, r)
+		}
+		return
+	}
+	for _, np := range in.NodePools {
+		if !strings.Contains(r, "NodePool "+np.Name) {
+			t.Errorf("%s: reason %q does not name NodePool %s", u.Pod, r, np.Name)
 		}
 	}
 }

@@ -28,7 +28,7 @@ func TestScenarios(t *testing.T) {
 	for _, group := range [][]scenario{
 		resourceScenarios(), selectionScenarios(), taintScenarios(), poolScenarios(),
 		offeringScenarios(), existingScenarios(), topologyScenarios(), affinityScenarios(), claimScenarios(),
-		limitScenarios(), daemonScenarios(), minValuesScenarios(), domainScenarios(), startupScenarios(), aliasScenarios(),
+		limitScenarios(), daemonScenarios(), minValuesScenarios(), domainScenarios(), startupScenarios(), aliasScenarios(), reasonScenarios(),
 	} {
 		all = append(all, group...)
 	}
