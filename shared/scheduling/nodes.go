@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nodewright/nodewright/shared/apis"
+	"github.com/nodewright/nodewright/shared/catalog"
 	"github.com/nodewright/nodewright/shared/requirements"
 )
 
@@ -70,7 +71,7 @@ func (s *solver) buildNodes() {
 // capacity against the pool's limits, and sets the taints that count on
 // the nodes still coming up.
 func (s *solver) attachPools() {
-	defer s.settleTaints()
+	defer s.settleComingUp()
 	byName := map[string]*pool{}
 	for _, p := range s.pools {
 		byName[p.name] = p
@@ -138,20 +139,36 @@ func (s *solver) placeOnNode(g *group, n *node, k int) {
 	g.pods = g.pods[k:]
 }
 
-// settleTaints drops, on every managed node that is not initialized yet,
+// settleComingUp drops, on every managed node that is not initialized yet,
 // the taints it will lose once it is (Karpenter's known ephemeral taints
 // and its pool's startup taints), so that pending pods that tolerate
 // everything else count on it instead of causing a second launch.
-func (s *solver) settleTaints() {
+//
+// Its allocatable is taken, where the node still reports none or zero of a
+// resource, from its instance type as the catalog computes it (the kubelet
+// reports extended resources such as GPUs as zero until their device
+// plugin registers), as Karpenter takes it from the NodeClaim.
+func (s *solver) settleComingUp() {
 	for _, n := range s.nodes {
 		if !n.comingUp() {
 			continue
 		}
 		var startup []corev1.Taint
+		settings := catalog.NodeSettings{}
 		if n.pool != nil {
 			startup = n.pool.np.Spec.Template.Spec.StartupTaints
+			settings = n.pool.settings
 		}
 		n.taints = comingUpTaints(n.taints, startup)
+		if t, ok := s.u.index[n.labels[apis.LabelInstanceType]]; ok {
+			_, a := s.u.types[t].Compute(settings)
+			typed := amountsVec(a)
+			for d := range n.alloc {
+				if n.alloc[d] <= 0 && typed[d] > 0 {
+					n.alloc[d] = typed[d]
+				}
+			}
+		}
 	}
 }
 

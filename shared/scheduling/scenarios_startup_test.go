@@ -2,6 +2,7 @@ package scheduling_test
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/scheduling"
@@ -114,6 +115,19 @@ func startupScenarios() []scenario {
 			in: input(startupPool(), nodes(st.Node(st.NodeOptions{Name: "launching", InstanceType: st.SyntheticTypes(4)[3], Zone: zoneB, NodePool: "default", InFlight: true,
 				Taints: taints(st.Taint("dedicated", "db", noSched))})), web),
 			want: []check{claims(1), notOnNode("web", "launching")},
+		},
+		{
+			mirrors: []string{"scheduling:2818"},
+			name:    "a node coming up that reports its GPUs as zero still takes a GPU pod",
+			in: input(types(st.Type(st.TypeOptions{Name: "gpu.4x", VCPU: 4, GPUs: 1, Price: 0.5})),
+				nodes(func() *scheduling.Node {
+					n := st.Node(st.NodeOptions{Name: "gpu-1", InstanceType: st.Type(st.TypeOptions{Name: "gpu.4x", VCPU: 4, GPUs: 1, Price: 0.5}), Zone: zoneA, NodePool: "default", InFlight: true})
+					n.Node.Status.Allocatable["nvidia.com/gpu"] = resource.MustParse("0")
+					n.Node.Status.Capacity = n.Node.Status.Allocatable
+					return n
+				}()),
+				pods(pod(po{Name: "train", CPU: "100m", Limits: res{"nvidia.com/gpu": "1"}}))),
+			want: []check{claims(0), onNode("train", "gpu-1")},
 		},
 		{
 			name: "daemons that tolerate only what stays count on a node coming up",
