@@ -314,7 +314,7 @@ func (s *solver) chooseDomain(c *claim, g *group, rs *reqSet, key string) string
 			continue
 		}
 		pinned := s.pinned(rs, key, v)
-		if s.topologyCap(g, claimDomain(c, pinned), g.eligible) <= 0 {
+		if s.topologyCapOn(g, claimDomain(c, pinned), g.eligible, key) <= 0 {
 			continue
 		}
 		st := s.stateFor(c.pool, pinned, c.exotic)

@@ -53,11 +53,21 @@ func (s *solver) buildNodes() {
 		}
 		s.nodes = append(s.nodes, nd)
 	}
-	// Existing nodes first, then launched NodeClaims; by name within each.
+	// Initialized nodes first, then nodes still coming up, then launched
+	// NodeClaims (as Karpenter orders them); by name within each.
+	stage := func(n *node) int {
+		switch {
+		case n.inFlight:
+			return 2
+		case n.comingUp():
+			return 1
+		}
+		return 0
+	}
 	sort.SliceStable(s.nodes, func(i, j int) bool {
 		a, b := s.nodes[i], s.nodes[j]
-		if a.inFlight != b.inFlight {
-			return !a.inFlight
+		if sa, sb := stage(a), stage(b); sa != sb {
+			return sa < sb
 		}
 		return a.name < b.name
 	})

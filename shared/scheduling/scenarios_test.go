@@ -29,6 +29,7 @@ func TestScenarios(t *testing.T) {
 		resourceScenarios(), selectionScenarios(), taintScenarios(), poolScenarios(),
 		offeringScenarios(), existingScenarios(), topologyScenarios(), affinityScenarios(), claimScenarios(),
 		limitScenarios(), daemonScenarios(), minValuesScenarios(), domainScenarios(), startupScenarios(), aliasScenarios(), reasonScenarios(),
+		schedulingParity(), topologyParity(),
 	} {
 		all = append(all, group...)
 	}

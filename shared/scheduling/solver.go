@@ -425,6 +425,7 @@ func (s *solver) placeOnNewClaims(g *group) {
 			fresh = append(fresh, c)
 			for revisit && len(g.pods) > 0 {
 				before := len(g.pods)
+				s.placeOnNodes(g)
 				s.placeOn(g, fresh, modeSlack)
 				s.placeOn(g, fresh, modeGrow)
 				if len(g.pods) == before {

@@ -86,11 +86,16 @@ func (s *solver) getCounter(key string, ns []string, all, owner bool, sel labels
 func (s *solver) countExistingPods() {
 	for _, n := range s.nodes {
 		for _, p := range n.pods {
-			s.registerOwnerTerms(p)
+			if counted(p) {
+				s.registerOwnerTerms(p)
+			}
 		}
 	}
 	for _, n := range s.nodes {
 		for _, p := range n.pods {
+			if !counted(p) {
+				continue
+			}
 			for _, c := range s.counters {
 				if c.owner {
 					continue
@@ -101,6 +106,12 @@ func (s *solver) countExistingPods() {
 			}
 		}
 	}
+}
+
+// counted says whether a bound pod counts in topology: not finished and not
+// being deleted, as kube-scheduler and Karpenter count.
+func counted(p *corev1.Pod) bool {
+	return p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
 }
 
 func (s *solver) registerOwnerTerms(p *corev1.Pod) {
@@ -191,10 +202,17 @@ func (s *solver) topologyKeys(g *group) []string {
 // smallest count of the hostname domains g could also use (0 when a new node
 // is possible).
 func (s *solver) topologyCap(g *group, domain func(string) string, eligible func(sp *spread) []string) int {
+	return s.topologyCapOn(g, domain, eligible, "")
+}
+
+// topologyCapOn is topologyCap counting only the constraints on key (all
+// when key is ""), for choosing the value of one key while others are open.
+func (s *solver) topologyCapOn(g *group, domain func(string) string, eligible func(sp *spread) []string, key string) int {
+	skip := func(k string) bool { return key != "" && k != key }
 	limit := 1 << 30
 	for i := range g.spreads {
 		sp := &g.spreads[i]
-		if sp.dropped {
+		if sp.dropped || skip(sp.key) {
 			continue
 		}
 		limit = min(limit, s.spreadCap(sp, domain(sp.key), eligible(sp)))
@@ -203,7 +221,7 @@ func (s *solver) topologyCap(g *group, domain func(string) string, eligible func
 		}
 	}
 	for _, t := range g.affinity {
-		if t.dropped {
+		if t.dropped || skip(t.key) {
 			continue
 		}
 		c := s.counters[t.counter]
@@ -216,7 +234,7 @@ func (s *solver) topologyCap(g *group, domain func(string) string, eligible func
 		}
 	}
 	for _, t := range g.anti {
-		if t.dropped {
+		if t.dropped || skip(t.key) {
 			continue
 		}
 		c := s.counters[t.counter]
@@ -229,7 +247,7 @@ func (s *solver) topologyCap(g *group, domain func(string) string, eligible func
 		}
 	}
 	for _, i := range g.matches {
-		if c := s.counters[i]; c.owner {
+		if c := s.counters[i]; c.owner && !skip(c.key) {
 			if d := domain(c.key); d == "" || c.counts[d] > 0 {
 				return 0
 			}
