@@ -119,6 +119,29 @@ func (r Requirement) Values() (values []string, ok bool) {
 	return r.values, true
 }
 
+// Any returns one value r allows, deterministically: its first value when
+// it lists them (In), else the smallest non-negative integer within its
+// bounds that it does not exclude; false when it allows no value (only the
+// label's absence, or nothing).
+func (r Requirement) Any() (string, bool) {
+	if !r.complement {
+		if len(r.values) == 0 {
+			return "", false
+		}
+		return r.values[0], true
+	}
+	lo := int64(0)
+	if r.hasGt {
+		lo = max(lo, r.gt+1)
+	}
+	for n, tries := lo, 0; tries <= len(r.values) && (!r.hasLt || n < r.lt) && n >= 0; n, tries = n+1, tries+1 {
+		if v := strconv.FormatInt(n, 10); r.Has(v) {
+			return v, true
+		}
+	}
+	return "", false
+}
+
 // Len is the number of allowed values, math.MaxInt when unbounded.
 func (r Requirement) Len() int {
 	if !r.complement {

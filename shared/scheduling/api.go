@@ -45,7 +45,20 @@ type Input struct {
 	MaxInstanceTypes int
 	// MinValuesPolicy is Strict ("" too) or BestEffort.
 	MinValuesPolicy MinValuesPolicy
+	// PreferencePolicy is Respect ("" too) or Ignore: whether pods'
+	// preferences (preferred node and pod affinity and anti-affinity,
+	// ScheduleAnyway spreads) are tried before they are relaxed, or
+	// ignored, as Karpenter's --preference-policy.
+	PreferencePolicy PreferencePolicy
 }
+
+// PreferencePolicy is Karpenter's --preference-policy.
+type PreferencePolicy string
+
+const (
+	PreferencesRespect PreferencePolicy = "Respect"
+	PreferencesIgnore  PreferencePolicy = "Ignore"
+)
 
 // Node is an existing node, or a launched NodeClaim not registered yet (then
 // Node carries the labels, taints and allocatable it will register with).

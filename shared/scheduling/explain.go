@@ -267,9 +267,11 @@ func (s *solver) published(t, d int, capacity int64) int64 {
 	return capacity
 }
 
-// smallestCapacity is the capacity of the cheapest type that holds req.
+// smallestCapacity is the capacity of the cheapest type that holds req,
+// whatever the pool's limits.
 func (s *solver) smallestCapacity(p *pool, st *reqState, req vec) vec {
-	f := s.fitSet(&claim{pool: p, cur: -1}, st, req)
+	f := st.viable.clone()
+	p.fitting(f, req)
 	best, price := -1, math.Inf(1)
 	f.each(func(t int) bool {
 		if st.prices[t] < price {

@@ -356,7 +356,8 @@ func (s *solver) parseConstraints(g *group) {
 	}
 	g.required = s.avoidDaemonPorts(g, alts)
 	g.nodeAffinity = nodeaffinity.GetRequiredNodeAffinity(p)
-	if a := p.Spec.Affinity; a != nil && a.NodeAffinity != nil {
+	ignore := s.in.PreferencePolicy == PreferencesIgnore
+	if a := p.Spec.Affinity; a != nil && a.NodeAffinity != nil && !ignore {
 		for i, pt := range a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
 			r, err := requirements.FromNodeSelectorTerm(pt.Preference)
 			if err != nil {
@@ -368,12 +369,15 @@ func (s *solver) parseConstraints(g *group) {
 		sort.SliceStable(g.preferredNode, func(i, j int) bool { return g.preferredNode[i].weight > g.preferredNode[j].weight })
 	}
 	for _, c := range p.Spec.TopologySpreadConstraints {
+		if ignore && c.WhenUnsatisfiable == corev1.ScheduleAnyway {
+			continue
+		}
 		if err := s.addSpread(g, c); err != nil {
 			g.err = err
 			return
 		}
 	}
-	if err := s.addAffinity(g, p.Spec.Affinity); err != nil {
+	if err := s.addAffinity(g, p.Spec.Affinity, ignore); err != nil {
 		g.err = err
 	}
 }
@@ -430,7 +434,7 @@ func (s *solver) addSpread(g *group, c corev1.TopologySpreadConstraint) error {
 	return nil
 }
 
-func (s *solver) addAffinity(g *group, a *corev1.Affinity) error {
+func (s *solver) addAffinity(g *group, a *corev1.Affinity, ignorePreferred bool) error {
 	if a == nil {
 		return nil
 	}
@@ -467,6 +471,9 @@ func (s *solver) addAffinity(g *group, a *corev1.Affinity) error {
 			if err := add(sc.list, t, false, 0, sc.anti); err != nil {
 				return err
 			}
+		}
+		if ignorePreferred {
+			continue
 		}
 		pref := slices.Clone(sc.preferred)
 		sort.SliceStable(pref, func(i, j int) bool { return pref[i].Weight > pref[j].Weight })

@@ -59,6 +59,14 @@ func (s *solver) newPool(np *apis.NodePool, classes map[string]*apis.EC2NodeClas
 		p.nodeClass = ref.Name
 		p.settings = catalog.SettingsFor(classes[ref.Name])
 	}
+	switch {
+	case np.DeletionTimestamp != nil:
+		p.err = fmt.Errorf("it is being deleted and launches no more nodes")
+		return p
+	case np.Spec.Replicas != nil:
+		p.err = fmt.Errorf("it is a static NodePool (spec.replicas): its nodes are kept at a fixed count, not launched for pending pods")
+		return p
+	}
 	reqs, err := requirements.FromNodePool(np)
 	if err != nil {
 		p.err = err

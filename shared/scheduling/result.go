@@ -192,6 +192,7 @@ func (s *solver) nodeClaim(c *claim, opts []option) NodeClaim {
 		Add(requirements.In(apis.LabelInstanceType, nc.InstanceTypes...)).
 		Add(requirements.In(apis.LabelZone, nc.Zones...)).
 		Add(requirements.In(apis.LabelCapacityType, nc.CapacityTypes...))
+	reqs = resolveCustomLabels(reqs)
 	nc.Requirements = reqs.NodeSelectorRequirements()
 	nc.Labels = map[string]string{}
 	for k, v := range p.np.Spec.Template.ObjectMeta.Labels {
@@ -206,4 +207,26 @@ func (s *solver) nodeClaim(c *claim, opts []option) NodeClaim {
 		}
 	}
 	return nc
+}
+
+// resolveCustomLabels gives every label a NodePool defines beyond the
+// well-known ones one value, as Karpenter resolves a NodeClaim's custom
+// labels: the node must carry a label its pods may require to exist (a
+// requirement Exists, NotIn, Gt or Lt, or In several values). The value is
+// requirements.Requirement.Any (Karpenter picks an integer at random);
+// DoesNotExist gets none.
+func resolveCustomLabels(reqs requirements.Requirements) requirements.Requirements {
+	out := reqs
+	for _, r := range reqs {
+		if requirements.WellKnown(r.Key) || r.Key == apis.LabelHostname || r.Key == requirements.FieldNodeName {
+			continue
+		}
+		if values, finite := r.Values(); finite && len(values) == 1 {
+			continue
+		}
+		if v, ok := r.Any(); ok {
+			out = out.Add(requirements.In(r.Key, v))
+		}
+	}
+	return out
 }

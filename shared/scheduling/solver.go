@@ -58,6 +58,11 @@ func Solve(in Input) (res *Result, err error) {
 	default:
 		return nil, fmt.Errorf("scheduling: minValuesPolicy %q is not one of %s, %s", in.MinValuesPolicy, MinValuesStrict, MinValuesBestEffort)
 	}
+	switch in.PreferencePolicy {
+	case "", PreferencesRespect, PreferencesIgnore:
+	default:
+		return nil, fmt.Errorf("scheduling: preferencePolicy %q is not one of %s, %s", in.PreferencePolicy, PreferencesRespect, PreferencesIgnore)
+	}
 	u := newUniverse(&in)
 	best := solveWith(&in, u, false, byCPU)
 	if len(in.Pods) <= portfolioMaxPods {
