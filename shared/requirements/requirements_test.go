@@ -167,6 +167,7 @@ func TestNodeSelectorRoundTrip(t *testing.T) {
 // requirements_test "should normalize aliased labels", requirement_test
 // "should normalize labels").
 func TestNormalizedLabels(t *testing.T) {
+	_ = []string{"requirements:34", "requirement:67"}
 	for alias, stable := range apis.NormalizedLabels {
 		t.Run(alias, func(t *testing.T) {
 			r := NewRequirements(MustNew(alias, opIn, "v"))

@@ -142,6 +142,9 @@ func (s *solver) requirementReason(p *pool, pod requirements.Requirements) strin
 			if in.Key == apis.LabelHostname {
 				return fmt.Sprintf("the pod requires %s, and a new node's hostname cannot be chosen", shortReq(in))
 			}
+			if typo := requirements.TypoOf(in.Key); typo != "" {
+				return fmt.Sprintf("the pod requires %s, and the NodePool's nodes will not have label %s (typo of %s?)", shortReq(in), in.Key, typo)
+			}
 			return fmt.Sprintf("the pod requires %s, and the NodePool's nodes will not have label %s (add it to the NodePool's template labels or requirements)", shortReq(in), in.Key)
 		}
 	}
