@@ -142,5 +142,5 @@ var WellKnownLabels = map[string]bool{
 	LabelInstanceGPUName: true, LabelInstanceGPUManufacturer: true, LabelInstanceGPUCount: true,
 	LabelInstanceGPUMemory: true, LabelInstanceAcceleratorName: true,
 	LabelInstanceAcceleratorManufacturer: true, LabelInstanceAcceleratorCount: true,
-	LabelInstanceCapabilityFlex: true, LabelCapacityReservationID: true,
+	LabelInstanceCapabilityFlex: true, LabelCapacityReservationID: true, LabelInstanceTenancy: true,
 }

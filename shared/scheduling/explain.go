@@ -180,6 +180,11 @@ func (s *solver) noTypeReason(p *pool, reqs requirements.Requirements) string {
 			return fmt.Sprintf("none of its instance types has %s (they have %s %s)", shortReq(r), r.Key, valueList(s.typeLabelValues(r.Key, both, nil)))
 		}
 	}
+	for _, r := range reqs {
+		if !u.isTypeKey(r.Key) && !u.isOfferingKey(r.Key) && strings.HasPrefix(r.Key, apis.AWSGroup+"/instance-") && !r.AllowsAbsent() {
+			return fmt.Sprintf("it requires %s, and no instance type has label %s", shortReq(r), r.Key)
+		}
+	}
 	return fmt.Sprintf("no instance type satisfies the pod's and the NodePool's requirements together: %s", s.typeReqString(reqs))
 }
 

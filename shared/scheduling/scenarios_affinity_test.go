@@ -155,6 +155,7 @@ func affinityScenarios() []scenario {
 			want: []check{claims(1), notOnNode("proxy", "n1")},
 		},
 		{
+			// Karpenter provisioning:956: "should account for daemonset hostports"
 			mirrors: []string{"provisioning:956"},
 			name:    "a daemonset's host port keeps a pod off new nodes it runs on",
 			in: input(daemonSets(st.DaemonSet(st.DaemonSetOptions{Name: "node-exporter", CPU: "10m", HostPorts: []int32{9100}})),

@@ -46,6 +46,7 @@ func limitScenarios() []scenario {
 			want: []check{claims(1), firstType("init-limit", "fake-it-2")},
 		},
 		{
+			// Karpenter provisioning:1057: "should not schedule if resource requests are not defined and limits (requests) are too large"
 			mirrors: []string{"provisioning:1057"},
 			name:    "a daemonset that sets only limits requests them on every node",
 			in: input(pods(pod(po{Name: "app", CPU: "800m"})),
@@ -53,6 +54,7 @@ func limitScenarios() []scenario {
 			want: []check{claims(1), firstType("app", "fake-it-1")},
 		},
 		{
+			// Karpenter provisioning:1070: "should schedule based on the max resource requests of containers and initContainers"
 			mirrors: []string{"provisioning:1070"},
 			name:    "a daemonset's init container limit beyond its app containers sets its overhead",
 			in: input(pods(pod(po{Name: "app", CPU: "800m"})),
@@ -66,6 +68,7 @@ func limitScenarios() []scenario {
 			want: []check{claims(1), firstType("app", "fake-it-1"), custom(requestsCPU("app", "1"))},
 		},
 		{
+			// Karpenter provisioning:1098: "should not schedule if combined max resources are too large for any node"
 			mirrors: []string{"provisioning:1098"},
 			name:    "a daemonset whose limits fit no type leaves pods unschedulable and says so",
 			in: input(pods(pod(po{Name: "app", CPU: "100m"})),
@@ -97,6 +100,7 @@ func daemonScenarios() []scenario {
 	ds := agent("100m")
 	return []scenario{
 		{
+			// Karpenter provisioning:1014: "should account for overhead using daemonset pod spec instead of daemonset spec"
 			mirrors: []string{"provisioning:1014"},
 			name:    "a daemonset's running pod, not its template, sizes the overhead of new nodes",
 			in: input(daemonSets(ds), nodeWithDaemons("n1", st.DaemonPod(ds, po{Name: "agent-x1", NodeName: "n1", CPU: "1"})),
@@ -119,6 +123,7 @@ func daemonScenarios() []scenario {
 			want: []check{claims(1), firstType("app", "fake-it-0")},
 		},
 		{
+			// Karpenter scheduling:2203: "should track daemonset usage separately so we know how many DS resources are remaining to be scheduled"
 			mirrors: []string{"scheduling:2203"},
 			name:    "a daemon not yet running on an existing node holds its room there",
 			in: input(daemonSets(agent("1")), nodeWithDaemons("n1"),
@@ -126,6 +131,7 @@ func daemonScenarios() []scenario {
 			want: []check{claims(1), notOnNode("app", "n1")},
 		},
 		{
+			// Karpenter scheduling:2203: "should track daemonset usage separately so we know how many DS resources are remaining to be scheduled"
 			mirrors: []string{"scheduling:2203"},
 			name:    "a daemon already running on an existing node holds nothing more",
 			in: input(daemonSets(agent("1")), nodeWithDaemons("n1", st.DaemonPod(agent("1"), po{Name: "agent-x1", NodeName: "n1", CPU: "1"})),
@@ -133,6 +139,7 @@ func daemonScenarios() []scenario {
 			want: []check{claims(0), onNode("app", "n1")},
 		},
 		{
+			// Karpenter scheduling:2275: "should handle unexpected daemonset pods binding to the node"
 			mirrors: []string{"scheduling:2275"},
 			name:    "an unexpected daemon pod on a node never frees room for the others",
 			in: func() scheduling.Input {
@@ -144,6 +151,7 @@ func daemonScenarios() []scenario {
 			want: []check{claims(1), notOnNode("app", "n1")},
 		},
 		{
+			// Karpenter scheduling:2729: "should not subtract daemonset overhead that is not strictly compatible with an existing node"
 			mirrors: []string{"scheduling:2729"},
 			name:    "a daemon that would not run on an existing node holds no room there",
 			in: input(daemonSets(st.DaemonSet(st.DaemonSetOptions{Name: "arm-agent", CPU: "1", NodeSelector: labels(archKey, "arm64")})), nodeWithDaemons("n1"),

@@ -87,6 +87,7 @@ func domainScenarios() []scenario {
 	const spreadKey = "capacity.spread.4-1"
 	return []scenario{
 		{
+			// Karpenter topology:981: "should balance pods across NodePool requirements"
 			mirrors: []string{"topology:981"},
 			name:    "a spread over a custom key balances pods across the values two pools define",
 			in: input(pools(
@@ -114,6 +115,7 @@ func domainScenarios() []scenario {
 			want: []check{allScheduled(), keyCounts(archKey, webLabels, 2, 2)},
 		},
 		{
+			// Karpenter topology:895: "should balance pods across arch (no constraints)"
 			mirrors: []string{"topology:895"},
 			name:    "a spread over architecture counts an existing node's architecture as a domain",
 			in: input(armAndAmd(), pools(pool("default", 0, req(ctKey, opIn, onDemand), req(archKey, opIn, "arm64"))),

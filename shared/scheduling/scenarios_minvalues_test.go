@@ -73,12 +73,14 @@ func minValuesScenarios() []scenario {
 	its := []string{"instance-type-1", "instance-type-2", "instance-type-3"}
 	return []scenario{
 		{
+			// Karpenter instance_selection:621: "should schedule respecting the minValues from instance-type requirements"
 			mirrors: []string{"instance_selection:621"},
 			name:    "minValues 2 on instance types puts pods that fit only the larger type on separate claims",
 			in:      input(oneAndFour(), pools(minPool("default", 0, typeIn(2, its[:2]...))), twoPods(po{})),
 			want:    []check{claims(2), separate("web-0", "web-1"), atLeastTypes("web-0", 2), atLeastTypes("web-1", 2)},
 		},
 		{
+			// Karpenter instance_selection:1261: "schedule should fail if minimum number of InstanceTypes is not met as per the minValues in the requirement after truncation"
 			mirrors: []string{"instance_selection:1261"},
 			name:    "minValues that the cap on a claim's types would break leave the pods unschedulable",
 			in:      input(oneAndFour(), maxTypes(1), pools(minPool("default", 0, typeIn(2, its[:2]...))), twoPods(po{})),
@@ -86,6 +88,7 @@ func minValuesScenarios() []scenario {
 				unschedulable("web-1", "NodePool default", "minValues", typeKey)},
 		},
 		{
+			// Karpenter instance_selection:1234: "schedule should fail if minimum number of InstanceTypes is not met as per the minValues in the requirement"
 			mirrors: []string{"instance_selection:1234"},
 			name:    "minValues above the types there are leave the pod unschedulable",
 			in: input(types(st.SyntheticTypes(10)...), pools(minPool("default", 0, st.PoolReqMin(11, typeKey, opExists))),
@@ -115,6 +118,7 @@ func minValuesScenarios() []scenario {
 			want: []check{claims(1), atLeastTypes("web", 3)},
 		},
 		{
+			// Karpenter instance_selection:693: "should schedule respecting the minValues in Gt operator"
 			mirrors: []string{"instance_selection:693"},
 			name:    "minValues on a Gt requirement counts the values above the bound",
 			in: input(types(sized("instance-type-1", 1, 2, 0.52), sized("instance-type-2", 1, 3, 1.0), sized("instance-type-3", 4, 4, 1.2)),
@@ -122,6 +126,7 @@ func minValuesScenarios() []scenario {
 			want: []check{claims(2), separate("web-0", "web-1"), atLeastTypes("web-0", 2)},
 		},
 		{
+			// Karpenter instance_selection:784: "scheduler should fail if the minValues in Gt operator is not satisfied"
 			mirrors: []string{"instance_selection:784"},
 			name:    "minValues the pods' own Gt requirement leaves unmet make them unschedulable",
 			in: input(types(sized("instance-type-1", 1, 2, 0.52), sized("instance-type-2", 4, 3, 1.0)),
@@ -130,6 +135,7 @@ func minValuesScenarios() []scenario {
 			want: []check{claims(0), unschedulable("web-0", "minValues", genKey), unschedulable("web-1", "minValues", genKey)},
 		},
 		{
+			// Karpenter instance_selection:870: "should schedule respecting the minValues in Lt operator"
 			mirrors: []string{"instance_selection:870"},
 			name:    "minValues on an Lt requirement counts the values below the bound",
 			in: input(types(sized("instance-type-1", 1, 2, 0.52), sized("instance-type-2", 4, 3, 1.0), sized("instance-type-3", 4, 4, 1.2)),
@@ -137,6 +143,7 @@ func minValuesScenarios() []scenario {
 			want: []check{claims(2), separate("web-0", "web-1"), atLeastTypes("web-0", 2)},
 		},
 		{
+			// Karpenter instance_selection:961: "scheduler should fail if the minValues in Lt operator is not satisfied"
 			mirrors: []string{"instance_selection:961"},
 			name:    "minValues the pods' own Lt requirement leaves unmet make them unschedulable",
 			in: input(types(sized("instance-type-1", 1, 2, 0.52), sized("instance-type-2", 4, 4, 1.0)),
@@ -144,6 +151,8 @@ func minValuesScenarios() []scenario {
 			want: []check{claims(0), unschedulable("web-0", "minValues", genKey)},
 		},
 		{
+			// Karpenter instance_selection:1029: "should schedule considering the max of the minValues of In and NotIn operators in the instance-type requirements"
+			// Karpenter instance_selection:1331: "should schedule and pick the max of minValues of InstanceTypes if multiple operators are used for the same requirement."
 			mirrors: []string{"instance_selection:1029", "instance_selection:1331"},
 			name:    "requirements on one key keep the largest of their minValues",
 			in: input(types(sized("instance-type-1", 1, 2, 0.52), sized("instance-type-2", 4, 3, 1.0), sized("instance-type-3", 4, 4, 1.2)),
@@ -155,6 +164,7 @@ func minValuesScenarios() []scenario {
 			})},
 		},
 		{
+			// Karpenter instance_selection:1121: "should schedule considering the max of the minValues of Gt and Lt operators."
 			mirrors: []string{"instance_selection:1121"},
 			name:    "Gt and Lt on one key keep the larger minValues",
 			in: input(types(sized("instance-type-1", 1, 3, 0.52), sized("instance-type-2", 4, 4, 1.0), sized("instance-type-3", 4, 5, 1.2), sized("instance-type-4", 4, 2, 0.4)),
@@ -162,6 +172,7 @@ func minValuesScenarios() []scenario {
 			want: []check{claims(2), separate("web-0", "web-1"), atLeastTypes("web-0", 2)},
 		},
 		{
+			// Karpenter instance_selection:1410: "should schedule and respect multiple requirement keys with minValues"
 			mirrors: []string{"instance_selection:1410"},
 			name:    "minValues on two keys are both kept",
 			in: input(types(st.Type(st.TypeOptions{Name: "instance-type-1", VCPU: 1, Arch: "arm64", Price: 0.52}), sized("instance-type-2", 4, 1, 1.0)),
@@ -169,18 +180,21 @@ func minValuesScenarios() []scenario {
 			want: []check{claims(2), separate("web-0", "web-1"), atLeastTypes("web-0", 2)},
 		},
 		{
+			// Karpenter provisioning:2911: "should not schedule when minValues requirement is not met"
 			mirrors: []string{"provisioning:2911"},
 			name:    "Strict: minValues the types cannot meet leave the pod unschedulable",
 			in:      input(oneAndFour(), policy(scheduling.MinValuesStrict), pools(minPool("default", 100, typeIn(3, its...))), pods(pod(po{Name: "web", CPU: "900m"}))),
 			want:    []check{claims(0), unschedulable("web", "NodePool default", "minValues", typeKey, "3", "2")},
 		},
 		{
+			// Karpenter provisioning:2962: "should schedule even when minValues requirement is not met"
 			mirrors: []string{"provisioning:2962"},
 			name:    "BestEffort: minValues the types cannot meet are lowered and the plan says so",
 			in:      input(oneAndFour(), policy(scheduling.MinValuesBestEffort), pools(minPool("default", 100, typeIn(3, its...))), pods(pod(po{Name: "web", CPU: "900m"}))),
 			want:    []check{claims(1), firstType("web", "instance-type-1"), relaxed("web", map[string]int{typeKey: 2})},
 		},
 		{
+			// Karpenter provisioning:3024: "should relax minValues before falling back to other nodepools"
 			mirrors: []string{"provisioning:3024"},
 			name:    "BestEffort relaxes minValues in the heavier pool before falling back to a lighter one",
 			in: input(oneAndFour(), policy(scheduling.MinValuesBestEffort),
@@ -188,6 +202,7 @@ func minValuesScenarios() []scenario {
 			want: []check{claims(1), fromPool("web", "default"), relaxed("web", map[string]int{typeKey: 2})},
 		},
 		{
+			// Karpenter provisioning:3100: "should choose nodepool with higher weight when relaxing minValues"
 			mirrors: []string{"provisioning:3100"},
 			name:    "BestEffort relaxes minValues in the heavier of two pools that both ask too much",
 			in: input(oneAndFour(), policy(scheduling.MinValuesBestEffort),
@@ -195,6 +210,7 @@ func minValuesScenarios() []scenario {
 			want: []check{claims(1), fromPool("web", "default"), relaxed("web", map[string]int{typeKey: 2})},
 		},
 		{
+			// Karpenter provisioning:3216: "should not schedule when zone minValues requirement is not met"
 			mirrors: []string{"provisioning:3216"},
 			name:    "Strict: zone minValues the offerings cannot meet leave the pod unschedulable",
 			in: input(types(sized("instance-type-1", 4, 1, 0.52)), unavailable(func(_, zone, _ string) bool { return zone == zoneC }),
@@ -202,6 +218,7 @@ func minValuesScenarios() []scenario {
 			want: []check{claims(0), unschedulable("web", "NodePool default", "minValues", zoneKey)},
 		},
 		{
+			// Karpenter provisioning:3259: "should schedule even when zone minValues requirement is not met"
 			mirrors: []string{"provisioning:3259"},
 			name:    "BestEffort: zone minValues the offerings cannot meet are lowered",
 			in: input(types(sized("instance-type-1", 4, 1, 0.52)), unavailable(func(_, zone, _ string) bool { return zone == zoneC }), policy(scheduling.MinValuesBestEffort),
@@ -209,6 +226,7 @@ func minValuesScenarios() []scenario {
 			want: []check{claims(1), firstType("web", "instance-type-1"), relaxed("web", map[string]int{zoneKey: 2}), claimZones("web", zoneA, zoneB)},
 		},
 		{
+			// Karpenter provisioning:3353: "should schedule when minValues requirement is not met"
 			mirrors: []string{"provisioning:3353"},
 			name:    "BestEffort lowers instance type and zone minValues together",
 			in: input(types(sized("instance-type-1", 4, 1, 0.52)), unavailable(func(_, zone, _ string) bool { return zone == zoneC }), policy(scheduling.MinValuesBestEffort),

@@ -27,12 +27,14 @@ func reasonScenarios() []scenario {
 	twoPools := pools(pool("general", 0, req(ctKey, opIn, onDemand)), pool("batch", 0, req(ctKey, opIn, spot)))
 	return []scenario{
 		{
+			// Karpenter scheduling:172: "should not schedule pods that have node selectors with undefined key"
 			mirrors: []string{"scheduling:172"},
 			name:    "a label no pool defines: the reason names it and how to provide it",
 			in:      input(pods(pod(po{Name: "web", NodeSelector: labels("team", "a")}))),
 			want:    []check{unschedulable("web", "NodePool default", "team In [a]", "will not have label team", "template labels or requirements")},
 		},
 		{
+			// Karpenter scheduling:225: "should not schedule nodes with a hostname selector"
 			mirrors: []string{"scheduling:225", "scheduling:699"},
 			name:    "a hostname selector: a new node's hostname cannot be chosen",
 			in:      input(pods(pod(po{Name: "web", NodeSelector: labels(hostKey, "red-node")}))),

@@ -45,30 +45,35 @@ func startupScenarios() []scenario {
 	web := pods(pod(po{Name: "web", CPU: "1"}))
 	return []scenario{
 		{
+			// Karpenter scheduling:2040: "should assume pod will schedule to a node with ephemeral taint node.kubernetes.io/not-ready:NoExecute when the node is uninitialized"
 			mirrors: []string{"scheduling:2040"},
 			name:    "a node coming up with the not-ready NoExecute taint takes pods that tolerate nothing",
 			in:      input(startupPool(), nodes(startingNode("booting", false, notReadyExec)), web),
 			want:    []check{claims(0), onNode("web", "booting")},
 		},
 		{
+			// Karpenter scheduling:2040: "should assume pod will schedule to a node with ephemeral taint node.kubernetes.io/not-ready:NoExecute when the node is uninitialized"
 			mirrors: []string{"scheduling:2040"},
 			name:    "an initialized node's not-ready taint counts",
 			in:      input(startupPool(), nodes(startingNode("sick", true, notReadyExec)), web),
 			want:    []check{claims(1), notOnNode("web", "sick")},
 		},
 		{
+			// Karpenter scheduling:2110: "should assume pod will schedule to a tainted node with a custom startup taint"
 			mirrors: []string{"scheduling:2110"},
 			name:    "a node coming up with its pool's startup taint takes pods that do not tolerate it",
 			in:      input(startupPool(), nodes(startingNode("booting", false, agentNotReady, notReadySched)), web),
 			want:    []check{claims(0), onNode("web", "booting")},
 		},
 		{
+			// Karpenter scheduling:2143: "should not assume pod will schedule to a node with startup taints after initialization"
 			mirrors: []string{"scheduling:2143"},
 			name:    "a startup taint that comes back after initialization counts",
 			in:      input(startupPool(), nodes(startingNode("running", true, agentNotReady)), web),
 			want:    []check{claims(1), notOnNode("web", "running")},
 		},
 		{
+			// Karpenter scheduling:2174: "should consider a tainted NotReady node as in-flight even if initialized"
 			mirrors: []string{"scheduling:2174"},
 			name:    "an initialized node that went not ready, unreachable and uninitialized takes no pods",
 			in:      input(startupPool(), nodes(startingNode("lost", true, notReadySched, unreachable, uninitialized)), web),
@@ -81,6 +86,7 @@ func startupScenarios() []scenario {
 			want: []check{claims(0), onNode("web", "booting")},
 		},
 		{
+			// Karpenter scheduling:2078: "should not assume pod will schedule to a tainted node"
 			mirrors: []string{"scheduling:2078"},
 			name:    "a node coming up still repels pods with taints that are neither ephemeral nor startup taints",
 			in:      input(startupPool(), nodes(startingNode("booting", false, notReadySched, st.Taint("dedicated", "db", noSched))), web),
@@ -117,6 +123,7 @@ func startupScenarios() []scenario {
 			want: []check{claims(1), notOnNode("web", "launching")},
 		},
 		{
+			// Karpenter scheduling:2818: "should handle resource zeroing of extended resources by kubelet"
 			mirrors: []string{"scheduling:2818"},
 			name:    "a node coming up that reports its GPUs as zero still takes a GPU pod",
 			in: input(types(st.Type(st.TypeOptions{Name: "gpu.4x", VCPU: 4, GPUs: 1, Price: 0.5})),
