@@ -17,7 +17,7 @@ type daemon struct {
 	req         vec
 	tolerations []corev1.Toleration
 	alts        []requirements.Requirements
-	affinity    nodeaffinity.RequiredNodeAffinity
+	affinity    *nodeaffinity.RequiredNodeAffinity // nil: selects every node
 	hostPorts   []hostPort
 }
 
@@ -46,7 +46,7 @@ func (s *solver) buildDaemons() {
 			continue
 		}
 		s.daemons = append(s.daemons, &daemon{name: key, uid: string(ds.UID), req: req, tolerations: p.Spec.Tolerations, alts: alts,
-			affinity: nodeaffinity.GetRequiredNodeAffinity(p), hostPorts: podHostPorts(p)})
+			affinity: nodeSelection(p), hostPorts: podHostPorts(p)})
 	}
 }
 
@@ -139,7 +139,7 @@ func (s *solver) reserveDaemons() {
 			if !tolerates(ds.tolerations, n.taints, false) {
 				continue
 			}
-			if ok, err := ds.affinity.Match(n.node); err != nil || !ok {
+			if !n.selectedBy(ds.affinity) {
 				continue
 			}
 			want = want.add(ds.req)

@@ -42,8 +42,8 @@ type group struct {
 
 	preferNoScheduleOK bool
 	// nodeAffinity is the pod's nodeSelector and required node affinity as
-	// component-helpers matches them against a Node.
-	nodeAffinity nodeaffinity.RequiredNodeAffinity
+	// component-helpers matches them against a Node (nil: it has neither).
+	nodeAffinity *nodeaffinity.RequiredNodeAffinity
 
 	// Set by prepare for each placement attempt.
 	cur      *reqSet
@@ -355,7 +355,7 @@ func (s *solver) parseConstraints(g *group) {
 		return
 	}
 	g.required = s.avoidDaemonPorts(g, alts)
-	g.nodeAffinity = nodeaffinity.GetRequiredNodeAffinity(p)
+	g.nodeAffinity = nodeSelection(p)
 	ignore := s.in.PreferencePolicy == PreferencesIgnore
 	if a := p.Spec.Affinity; a != nil && a.NodeAffinity != nil && !ignore {
 		for i, pt := range a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution {

@@ -4,6 +4,7 @@ import (
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/catalog"
@@ -14,6 +15,7 @@ import (
 // taints and allocatable, with what its bound pods already use.
 type node struct {
 	node      *corev1.Node
+	aliased   *corev1.Node // node with both names of aliased labels (selectedBy builds it)
 	name      string
 	labels    map[string]string
 	taints    []corev1.Taint
@@ -33,11 +35,13 @@ func (s *solver) buildNodes() {
 		if n == nil || n.Node == nil {
 			continue
 		}
-		nd := &node{node: withLabelAliases(n.Node), name: n.Node.Name, labels: map[string]string{}, taints: n.Node.Spec.Taints, inFlight: n.InFlight,
+		nd := &node{node: n.Node, name: n.Node.Name, taints: n.Node.Spec.Taints, inFlight: n.InFlight,
 			pods: n.Pods, skip: n.Node.Spec.Unschedulable || n.Node.DeletionTimestamp != nil}
-		for k, v := range nd.node.Labels {
+		nd.labels = make(map[string]string, len(n.Node.Labels)+2)
+		for k, v := range n.Node.Labels {
 			nd.labels[k] = v
 		}
+		addLabelAliases(nd.labels)
 		if _, ok := nd.labels[apis.LabelHostname]; !ok {
 			nd.labels[apis.LabelHostname] = nd.name
 		}
@@ -132,7 +136,7 @@ func (s *solver) nodeRoom(n *node, g *group) int {
 // (component-helpers), plus the preferred term the group treats as required
 // while it does.
 func (s *solver) matchesNode(g *group, n *node) bool {
-	if ok, err := g.nodeAffinity.Match(n.node); err != nil || !ok {
+	if !n.selectedBy(g.nodeAffinity) {
 		return false
 	}
 	return g.prefNodeIdx >= len(g.preferredNode) || g.preferredNode[g.prefNodeIdx].reqs.Matches(n.labels)
@@ -202,27 +206,70 @@ func (n *node) comingUp() bool {
 	return true
 }
 
-// withLabelAliases is the node with both names of each well-known label that
-// has a deprecated alias, as the kubelet and the cloud controller label
-// nodes; a node that already has both (or neither) is returned as is.
-func withLabelAliases(n *corev1.Node) *corev1.Node {
+// nodeSelection is the pod's nodeSelector and required node affinity as
+// component-helpers matches them against a Node, or nil when it has
+// neither (it then selects every node).
+func nodeSelection(p *corev1.Pod) *nodeaffinity.RequiredNodeAffinity {
+	a := p.Spec.Affinity
+	if len(p.Spec.NodeSelector) == 0 && (a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil) {
+		return nil
+	}
+	r := nodeaffinity.GetRequiredNodeAffinity(p)
+	return &r
+}
+
+// selectedBy says whether the node passes a pod's nodeSelector and required
+// node affinity (nil passes every node). They are matched against the node
+// with both names of each aliased well-known label, as the kubelet and the
+// cloud controller label nodes.
+func (n *node) selectedBy(a *nodeaffinity.RequiredNodeAffinity) bool {
+	if a == nil {
+		return true
+	}
+	if n.aliased == nil {
+		n.aliased = withLabelAliases(n.node)
+	}
+	ok, err := a.Match(n.aliased)
+	return err == nil && ok
+}
+
+// missingAliases are the names labels lacks of the well-known labels that
+// have a deprecated alias (the alias of a stable label it has, the stable
+// name of an alias it has), with their values; nil when none.
+func missingAliases(labels map[string]string) map[string]string {
 	var missing map[string]string
-	add := func(k, v string) {
-		if missing == nil {
-			missing = map[string]string{}
-		}
-		missing[k] = v
-	}
 	for stable, alias := range apis.LabelAliases {
-		v, hasStable := n.Labels[stable]
-		a, hasAlias := n.Labels[alias]
-		if hasStable && !hasAlias {
-			add(alias, v)
-		}
-		if hasAlias && !hasStable {
-			add(stable, a)
+		v, hasStable := labels[stable]
+		a, hasAlias := labels[alias]
+		switch {
+		case hasStable && !hasAlias:
+			if missing == nil {
+				missing = map[string]string{}
+			}
+			missing[alias] = v
+		case hasAlias && !hasStable:
+			if missing == nil {
+				missing = map[string]string{}
+			}
+			missing[stable] = a
 		}
 	}
+	return missing
+}
+
+// addLabelAliases adds to labels the names it lacks of aliased well-known
+// labels.
+func addLabelAliases(labels map[string]string) {
+	for k, v := range missingAliases(labels) {
+		labels[k] = v
+	}
+}
+
+// withLabelAliases is the node with both names of each well-known label that
+// has a deprecated alias; a node that already has both (or neither) is
+// returned as is.
+func withLabelAliases(n *corev1.Node) *corev1.Node {
+	missing := missingAliases(n.Labels)
 	if missing == nil {
 		return n
 	}

@@ -232,7 +232,7 @@ func (s *solver) eligibleDomains(g *group, sp *spread) []string {
 			continue
 		}
 		if sp.honorAffinity {
-			if ok, err := g.nodeAffinity.Match(n.node); err != nil || !ok {
+			if !n.selectedBy(g.nodeAffinity) {
 				continue
 			}
 		}
