@@ -42,6 +42,8 @@ func TestHelpVersionAndUnknownCommands(t *testing.T) {
 		{args: []string{"plan", "extra.yaml"}, code: 2, stderr: `unexpected argument "extra.yaml"`},
 		{args: []string{"plan", "--spot-model", "cheap"}, code: 2, stderr: `--spot-model "cheap": want a seed`},
 		{args: []string{"plan", "--max-instance-types", "0"}, code: 2, stderr: "--max-instance-types 0: must be at least 1"},
+		{args: []string{"plan", "--min-values-policy", "Lenient"}, code: 2, stderr: `--min-values-policy "Lenient": want Strict or BestEffort`},
+		{args: []string{"plan", "--preference-policy", "Prefer"}, code: 2, stderr: `--preference-policy "Prefer": want Respect or Ignore`},
 		{args: []string{"plan", "--region", "us-west-2", "--zones", "us-east-1a"}, code: 2, stderr: "us-east-1a is not a zone of --region us-west-2"},
 		{args: []string{"plan", "--zones", "us-east-1a,,us-east-1b"}, code: 2, stderr: "empty zone name"},
 	} {
@@ -87,11 +89,15 @@ func TestFlagsMakeTheInput(t *testing.T) {
 		zones    []string
 		spot     bool
 		maxTypes int
+		policy   scheduling.MinValuesPolicy
+		prefs    scheduling.PreferencePolicy
 	}{
-		{"defaults", []string{"plan"}, []string{"us-east-1a", "us-east-1b", "us-east-1c"}, true, 60},
-		{"region", []string{"plan", "--region", "eu-west-1"}, []string{"eu-west-1a", "eu-west-1b", "eu-west-1c"}, true, 60},
-		{"zones", []string{"plan", "--zones", "us-east-1d, us-east-1a,us-east-1d"}, []string{"us-east-1d", "us-east-1a"}, true, 60},
-		{"spot off", []string{"plan", "--spot-model", "off", "--max-instance-types", "10"}, []string{"us-east-1a", "us-east-1b", "us-east-1c"}, false, 10},
+		{"defaults", []string{"plan"}, []string{"us-east-1a", "us-east-1b", "us-east-1c"}, true, 60, scheduling.MinValuesStrict, scheduling.PreferencesRespect},
+		{"region", []string{"plan", "--region", "eu-west-1"}, []string{"eu-west-1a", "eu-west-1b", "eu-west-1c"}, true, 60, scheduling.MinValuesStrict, scheduling.PreferencesRespect},
+		{"zones", []string{"plan", "--zones", "us-east-1d, us-east-1a,us-east-1d"}, []string{"us-east-1d", "us-east-1a"}, true, 60, scheduling.MinValuesStrict, scheduling.PreferencesRespect},
+		{"spot off", []string{"plan", "--spot-model", "off", "--max-instance-types", "10"}, []string{"us-east-1a", "us-east-1b", "us-east-1c"}, false, 10, scheduling.MinValuesStrict, scheduling.PreferencesRespect},
+		{"best effort", []string{"plan", "--min-values-policy", "BestEffort"}, []string{"us-east-1a", "us-east-1b", "us-east-1c"}, true, 60, scheduling.MinValuesBestEffort, scheduling.PreferencesRespect},
+		{"ignore preferences", []string{"plan", "--preference-policy", "Ignore"}, []string{"us-east-1a", "us-east-1b", "us-east-1c"}, true, 60, scheduling.MinValuesStrict, scheduling.PreferencesIgnore},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := &recorder{}
@@ -100,8 +106,8 @@ func TestFlagsMakeTheInput(t *testing.T) {
 				t.Fatalf("exit %d: %s", code, stderr)
 			}
 			in := rec.in
-			if !reflect.DeepEqual(in.Zones, tc.zones) || (in.Spot != nil) != tc.spot || in.MaxInstanceTypes != tc.maxTypes {
-				t.Errorf("zones %v spot %v max %d", in.Zones, in.Spot != nil, in.MaxInstanceTypes)
+			if !reflect.DeepEqual(in.Zones, tc.zones) || (in.Spot != nil) != tc.spot || in.MaxInstanceTypes != tc.maxTypes || in.MinValuesPolicy != tc.policy || in.PreferencePolicy != tc.prefs {
+				t.Errorf("zones %v spot %v max %d minValuesPolicy %q preferencePolicy %q", in.Zones, in.Spot != nil, in.MaxInstanceTypes, in.MinValuesPolicy, in.PreferencePolicy)
 			}
 			if len(in.InstanceTypes) != 1363 {
 				t.Errorf("catalog of %d types", len(in.InstanceTypes))

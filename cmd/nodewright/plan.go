@@ -36,14 +36,16 @@ Flags:
 
 // planFlags are the plan command's options.
 type planFlags struct {
-	files      []string
-	zones      string
-	region     string
-	spotModel  string
-	maxTypes   int
-	pretty     bool
-	regionSet  bool
-	filesGiven bool
+	files       []string
+	zones       string
+	region      string
+	spotModel   string
+	maxTypes    int
+	minValues   string
+	preferences string
+	pretty      bool
+	regionSet   bool
+	filesGiven  bool
 }
 
 // fileList is a repeatable -f flag.
@@ -75,6 +77,8 @@ func parsePlanFlags(args []string, stderr io.Writer) (*planFlags, error) {
 	fs.StringVar(&pf.region, "region", "us-east-1", "AWS `REGION`")
 	fs.StringVar(&pf.spotModel, "spot-model", "0", "`SEED` of the deterministic spot price model, or off for no spot offerings")
 	fs.IntVar(&pf.maxTypes, "max-instance-types", scheduling.DefaultMaxInstanceTypes, "instance types offered per NodeClaim at most")
+	fs.StringVar(&pf.minValues, "min-values-policy", string(scheduling.MinValuesStrict), "`POLICY` when a NodeClaim's types cannot keep a NodePool's minValues: Strict (the pods stay pending) or BestEffort (launch with fewer, and say so)")
+	fs.StringVar(&pf.preferences, "preference-policy", string(scheduling.PreferencesRespect), "`POLICY` for pods' preferred affinity and ScheduleAnyway spreads: Respect (honoured while they can be, then relaxed) or Ignore (left out)")
 	fs.BoolVar(&pf.pretty, "pretty", false, "indent the JSON")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -135,6 +139,18 @@ func (pf *planFlags) input() (scheduling.Input, error) {
 	in := scheduling.Input{InstanceTypes: catalog.Default().Types(), MaxInstanceTypes: pf.maxTypes}
 	if pf.maxTypes < 1 {
 		return in, fmt.Errorf("--max-instance-types %d: must be at least 1", pf.maxTypes)
+	}
+	switch p := scheduling.MinValuesPolicy(pf.minValues); p {
+	case scheduling.MinValuesStrict, scheduling.MinValuesBestEffort:
+		in.MinValuesPolicy = p
+	default:
+		return in, fmt.Errorf("--min-values-policy %q: want %s or %s", pf.minValues, scheduling.MinValuesStrict, scheduling.MinValuesBestEffort)
+	}
+	switch p := scheduling.PreferencePolicy(pf.preferences); p {
+	case scheduling.PreferencesRespect, scheduling.PreferencesIgnore:
+		in.PreferencePolicy = p
+	default:
+		return in, fmt.Errorf("--preference-policy %q: want %s or %s", pf.preferences, scheduling.PreferencesRespect, scheduling.PreferencesIgnore)
 	}
 	if pf.region == "" {
 		return in, errors.New("--region: must not be empty")

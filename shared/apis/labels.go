@@ -97,6 +97,36 @@ const (
 	ResourcePodENI        corev1.ResourceName = "vpc.amazonaws.com/pod-eni"
 )
 
+// NormalizedLabels maps the deprecated aliases of well-known labels to the
+// labels they mean, as Karpenter normalizes them: a selector, affinity term,
+// spread key or requirement on an alias is one on the stable label, and
+// nodes carry both (the kubelet and the cloud controller set them).
+var NormalizedLabels = map[string]string{
+	corev1.LabelFailureDomainBetaZone:   LabelZone,
+	corev1.LabelFailureDomainBetaRegion: LabelRegion,
+	"beta.kubernetes.io/arch":           LabelArch,
+	"beta.kubernetes.io/os":             LabelOS,
+	corev1.LabelInstanceType:            LabelInstanceType,
+}
+
+// LabelAliases maps each stable label that has a deprecated alias to it.
+var LabelAliases = func() map[string]string {
+	out := make(map[string]string, len(NormalizedLabels))
+	for alias, stable := range NormalizedLabels {
+		out[stable] = alias
+	}
+	return out
+}()
+
+// NormalizeLabel is the label key means: its stable name when it is a
+// deprecated alias, else key.
+func NormalizeLabel(key string) string {
+	if stable, ok := NormalizedLabels[key]; ok {
+		return stable
+	}
+	return key
+}
+
 // WellKnownLabels are the label keys a NodePool requirement or a pod's node
 // selector may constrain and that Nodewright can satisfy by choosing an instance
 // type or offering (or sets on the node it launches).
@@ -112,5 +142,5 @@ var WellKnownLabels = map[string]bool{
 	LabelInstanceGPUName: true, LabelInstanceGPUManufacturer: true, LabelInstanceGPUCount: true,
 	LabelInstanceGPUMemory: true, LabelInstanceAcceleratorName: true,
 	LabelInstanceAcceleratorManufacturer: true, LabelInstanceAcceleratorCount: true,
-	LabelInstanceCapabilityFlex: true, LabelCapacityReservationID: true,
+	LabelInstanceCapabilityFlex: true, LabelCapacityReservationID: true, LabelInstanceTenancy: true,
 }

@@ -20,23 +20,6 @@ func labelDomainExceptions() []string {
 	return []string{"kops.k8s.io", corev1.LabelNamespaceSuffixNode, corev1.LabelNamespaceNodeRestriction}
 }
 
-// normalizedLabel maps deprecated aliases to the label Karpenter uses instead.
-func normalizedLabel(key string) string {
-	switch key {
-	case corev1.LabelFailureDomainBetaZone:
-		return corev1.LabelTopologyZone
-	case corev1.LabelFailureDomainBetaRegion:
-		return corev1.LabelTopologyRegion
-	case "beta.kubernetes.io/arch":
-		return corev1.LabelArchStable
-	case "beta.kubernetes.io/os":
-		return corev1.LabelOSStable
-	case corev1.LabelInstanceType:
-		return corev1.LabelInstanceTypeStable
-	}
-	return key
-}
-
 // karpenterKnownLabel reports whether key is one of the labels in a restricted
 // domain that Karpenter (core and the AWS provider) accepts in NodePools.
 func karpenterKnownLabel(key string) bool {
@@ -73,7 +56,7 @@ func restrictedLabelReason(key string) string {
 	case LabelNodePool:
 		return fmt.Sprintf("label %q is restricted: Nodewright sets it to the NodePool's name", key)
 	}
-	if karpenterKnownLabel(normalizedLabel(key)) {
+	if karpenterKnownLabel(NormalizeLabel(key)) {
 		return ""
 	}
 	domain := labelDomain(key)

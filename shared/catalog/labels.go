@@ -27,6 +27,8 @@ func (it *InstanceType) Labels() map[string]string {
 		apis.LabelInstanceCPU:            strconv.Itoa(it.VCPU),
 		apis.LabelInstanceMemory:         strconv.FormatInt(it.MemoryMiB, 10),
 		apis.LabelInstanceCapabilityFlex: strconv.FormatBool(it.Flex),
+		// Nodewright launches shared-tenancy instances only.
+		apis.LabelInstanceTenancy: "default",
 	}
 	set := func(key, v string) {
 		if v != "" {

@@ -23,6 +23,7 @@ func TestLabels(t *testing.T) {
 			"karpenter.k8s.aws/instance-network-bandwidth": "750", "karpenter.k8s.aws/instance-ebs-bandwidth": "4750",
 			"karpenter.k8s.aws/instance-encryption-in-transit-supported": "false",
 			"karpenter.k8s.aws/instance-capability-flex":                 "false",
+			"karpenter.k8s.aws/instance-tenancy":                         "default",
 		}},
 	}
 	for _, tt := range tests {

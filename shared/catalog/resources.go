@@ -244,9 +244,17 @@ func reserved(m map[string]string, key string, def int64, milli bool) int64 {
 
 // evictionThreshold is the larger of the hard and soft thresholds for signal,
 // each an absolute quantity or a percentage of capacity; def when neither is set.
+// A hard threshold of 100% disables hard eviction for the signal (nothing is
+// reserved for it); a soft one of 100% is ignored.
 func evictionThreshold(k *apis.KubeletConfiguration, signal string, capacity, def int64) int64 {
 	hard, hardSet := threshold(k.EvictionHard, signal, capacity)
 	soft, softSet := threshold(k.EvictionSoft, signal, capacity)
+	if hardSet && hard >= capacity {
+		hard = 0
+	}
+	if softSet && soft >= capacity {
+		soft, softSet = 0, false
+	}
 	switch {
 	case hardSet && softSet:
 		return max(hard, soft)

@@ -13,29 +13,45 @@ func ptr[T any](v T) *T { return &v }
 func TestComputeWithNodeSettings(t *testing.T) {
 	m5 := mustGet(t, "m5.large") // 2 vCPU, 8192Mi, 3 ENIs x 10 IPv4 -> 29 pods
 	// Capacity memory: 8192 - ceil(8192*0.075) = 7577Mi.
+	// karpenter names the Its of Karpenter's AWS provider instancetype
+	// suite_test.go (v1.14.1) a case mirrors, "aws/instancetype:<line>".
 	tests := []struct {
-		name     string
-		settings NodeSettings
-		want     Amounts // allocatable; zero fields are not checked
+		name      string
+		settings  NodeSettings
+		want      Amounts // allocatable; zero fields are not checked
+		karpenter []string
 	}{
-		{"defaults", NodeSettings{}, Amounts{MilliCPU: 1930, MemoryBytes: (7577 - 11*29 - 255 - 100) * mi, Pods: 29, EphemeralBytes: 17 * gi}},
+		{"defaults", NodeSettings{}, Amounts{MilliCPU: 1930, MemoryBytes: (7577 - 11*29 - 255 - 100) * mi, Pods: 29, EphemeralBytes: 17 * gi},
+			[]string{"aws/instancetype:1111", "aws/instancetype:1165", "aws/instancetype:1323", "aws/instancetype:1488", "aws/instancetype:1617", "aws/instancetype:997", "aws/instancetype:2543"}},
 		{"maxPods", NodeSettings{Kubelet: &apis.KubeletConfiguration{MaxPods: ptr(int32(110))}},
-			Amounts{Pods: 110, MemoryBytes: (7577 - 11*110 - 255 - 100) * mi}},
-		{"podsPerCore caps the ENI limit", NodeSettings{Kubelet: &apis.KubeletConfiguration{PodsPerCore: ptr(int32(4))}}, Amounts{Pods: 8}},
-		{"podsPerCore ignored by Bottlerocket", NodeSettings{AMIFamily: "Bottlerocket", Kubelet: &apis.KubeletConfiguration{PodsPerCore: ptr(int32(4))}}, Amounts{Pods: 29}},
-		{"windows uses 110 pods", NodeSettings{AMIFamily: "Windows2022"}, Amounts{Pods: 110}},
-		{"reserved ENIs", NodeSettings{ReservedENIs: 1}, Amounts{Pods: 20}},
+			Amounts{Pods: 110, MemoryBytes: (7577 - 11*110 - 255 - 100) * mi}, []string{"aws/instancetype:1664", "aws/instancetype:1732", "aws/instancetype:1739", "aws/instancetype:1809"}},
+		{"podsPerCore caps the ENI limit", NodeSettings{Kubelet: &apis.KubeletConfiguration{PodsPerCore: ptr(int32(4))}}, Amounts{Pods: 8}, []string{"aws/instancetype:1854"}},
+		{"podsPerCore and maxPods: the smaller", NodeSettings{Kubelet: &apis.KubeletConfiguration{PodsPerCore: ptr(int32(4)), MaxPods: ptr(int32(6))}}, Amounts{Pods: 6}, []string{"aws/instancetype:1881"}},
+		{"podsPerCore 0 is the default density", NodeSettings{Kubelet: &apis.KubeletConfiguration{PodsPerCore: ptr(int32(0))}}, Amounts{Pods: 29}, []string{"aws/instancetype:1938"}},
+		{"podsPerCore ignored by Bottlerocket", NodeSettings{AMIFamily: "Bottlerocket", Kubelet: &apis.KubeletConfiguration{PodsPerCore: ptr(int32(4))}}, Amounts{Pods: 29}, []string{"aws/instancetype:1909"}},
+		{"windows uses 110 pods", NodeSettings{AMIFamily: "Windows2022"}, Amounts{Pods: 110}, []string{"aws/instancetype:1022"}},
+		{"reserved ENIs", NodeSettings{ReservedENIs: 1}, Amounts{Pods: 20}, []string{"aws/instancetype:1816"}},
 		{"kubeReserved overrides", NodeSettings{Kubelet: &apis.KubeletConfiguration{KubeReserved: map[string]string{"cpu": "200m", "memory": "1Gi", "ephemeral-storage": "3Gi"}}},
-			Amounts{MilliCPU: 1800, MemoryBytes: (7577 - 1024 - 100) * mi, EphemeralBytes: 15 * gi}},
+			Amounts{MilliCPU: 1800, MemoryBytes: (7577 - 1024 - 100) * mi, EphemeralBytes: 15 * gi}, []string{"aws/instancetype:1188"}},
 		{"systemReserved adds", NodeSettings{Kubelet: &apis.KubeletConfiguration{SystemReserved: map[string]string{"cpu": "100m", "memory": "100Mi"}}},
-			Amounts{MilliCPU: 1830, MemoryBytes: (7577 - 11*29 - 255 - 100 - 100) * mi}},
+			Amounts{MilliCPU: 1830, MemoryBytes: (7577 - 11*29 - 255 - 100 - 100) * mi}, []string{"aws/instancetype:1134"}},
+		{"evictionHard quantity", NodeSettings{Kubelet: &apis.KubeletConfiguration{EvictionHard: map[string]string{"memory.available": "500Mi"}}},
+			Amounts{MemoryBytes: (7577 - 11*29 - 255 - 500) * mi}, []string{"aws/instancetype:1230"}},
 		{"evictionHard percentage", NodeSettings{Kubelet: &apis.KubeletConfiguration{EvictionHard: map[string]string{"memory.available": "10%", "nodefs.available": "20%"}}},
-			Amounts{MemoryBytes: 7577*mi - (11*29+255)*mi - (7577*mi+9)/10, EphemeralBytes: 15 * gi}},
+			Amounts{MemoryBytes: 7577*mi - (11*29+255)*mi - (7577*mi+9)/10, EphemeralBytes: 15 * gi}, []string{"aws/instancetype:1261"}},
+		{"evictionHard 100% disables hard eviction", NodeSettings{Kubelet: &apis.KubeletConfiguration{EvictionHard: map[string]string{"memory.available": "100%"}}},
+			Amounts{MemoryBytes: (7577 - 11*29 - 255) * mi}, []string{"aws/instancetype:1292"}},
+		{"evictionSoft 100% is ignored", NodeSettings{Kubelet: &apis.KubeletConfiguration{EvictionSoft: map[string]string{"memory.available": "100%"}}},
+			Amounts{MemoryBytes: (7577 - 11*29 - 255 - 100) * mi}, []string{"aws/instancetype:1421"}},
+		// Nodewright reserves the larger of the hard and soft thresholds,
+		// where Karpenter reserves the hard one only (docs/karpenter-parity.md).
+		{"evictionSoft alone is reserved", NodeSettings{Kubelet: &apis.KubeletConfiguration{EvictionSoft: map[string]string{"memory.available": "500Mi"}}},
+			Amounts{MemoryBytes: (7577 - 11*29 - 255 - 500) * mi}, []string{"aws/instancetype:1356"}},
 		{"evictionSoft larger than hard wins", NodeSettings{Kubelet: &apis.KubeletConfiguration{
 			EvictionHard: map[string]string{"memory.available": "100Mi"}, EvictionSoft: map[string]string{"memory.available": "500Mi"}}},
-			Amounts{MemoryBytes: (7577 - 11*29 - 255 - 500) * mi}},
-		{"root volume", NodeSettings{RootVolumeBytes: 100 * gi}, Amounts{EphemeralBytes: 100*gi - gi - 10*gi}},
-		{"VM overhead", NodeSettings{VMMemoryOverheadPercent: 0.1}, Amounts{MemoryBytes: (8192 - 820 - 11*29 - 255 - 100) * mi}},
+			Amounts{MemoryBytes: (7577 - 11*29 - 255 - 500) * mi}, []string{"aws/instancetype:1387", "aws/instancetype:1511", "aws/instancetype:1546", "aws/instancetype:1581"}},
+		{"root volume", NodeSettings{RootVolumeBytes: 100 * gi}, Amounts{EphemeralBytes: 100*gi - gi - 10*gi}, nil},
+		{"VM overhead", NodeSettings{VMMemoryOverheadPercent: 0.1}, Amounts{MemoryBytes: (8192 - 820 - 11*29 - 255 - 100) * mi}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -164,6 +164,11 @@ func (w *world) node(name, typ, ct string, opts ...nodeOpt) *corev1.Node {
 	for _, o := range opts {
 		o(n, r)
 	}
+	// Registration labels the Node as its record moves on.
+	n.Labels[apis.LabelRegistered] = "true"
+	if r.Phase != state.Registered {
+		n.Labels[apis.LabelInitialized] = "true"
+	}
 	for _, p := range w.pools {
 		if p.Name == r.NodePool {
 			r.NodePoolHash = p.Hash()

@@ -58,13 +58,13 @@ func nodeLabels(claimLabels map[string]string, nodePool, nodeClass string) map[s
 
 // instanceDetermined reports whether the launched instance decides the
 // label's value (which of the claim's types, zones and capacity types EC2
-// picked), so the user data must not state it.
+// picked), so the user data must not state it. The kubelet and the cloud
+// controller set these labels, the deprecated aliases too
+// (apis.NormalizedLabels), so the node carries both names.
 func instanceDetermined(key string) bool {
-	switch key {
+	switch apis.NormalizeLabel(key) {
 	case apis.LabelArch, apis.LabelOS, apis.LabelInstanceType, apis.LabelZone, apis.LabelRegion, apis.LabelZoneID,
-		apis.LabelCapacityType, apis.LabelHostname, apis.LabelWindowsBuild,
-		"beta.kubernetes.io/arch", "beta.kubernetes.io/os", "beta.kubernetes.io/instance-type",
-		"failure-domain.beta.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/region":
+		apis.LabelCapacityType, apis.LabelHostname, apis.LabelWindowsBuild:
 		return true
 	}
 	return strings.HasPrefix(key, apis.AWSGroup+"/instance-")

@@ -184,10 +184,18 @@ func TestNodeLabels(t *testing.T) {
 		"karpenter.sh/capacity-type":       "spot",
 		"karpenter.k8s.aws/instance-size":  "large",
 		"node-restriction.kubernetes.io/a": "b",
+		// Aliases the plan carries beside their stable names: the kubelet
+		// and the cloud controller set both on the node.
+		"beta.kubernetes.io/arch":                  "amd64",
+		"beta.kubernetes.io/os":                    "linux",
+		"beta.kubernetes.io/instance-type":         "m5.large",
+		"failure-domain.beta.kubernetes.io/zone":   "us-east-1a",
+		"failure-domain.beta.kubernetes.io/region": "us-east-1",
+		"capacity.spread.4-1":                      "2",
 	}
 	got := nodeLabels(claim, "default", "default")
 	want := map[string]string{
-		"team": "platform", "node.kubernetes.io/role": "batch", "kubelet.kubernetes.io/x": "y",
+		"team": "platform", "node.kubernetes.io/role": "batch", "kubelet.kubernetes.io/x": "y", "capacity.spread.4-1": "2",
 		"karpenter.sh/nodepool": "default", "karpenter.k8s.aws/ec2nodeclass": "default",
 	}
 	if !reflect.DeepEqual(got, want) {

@@ -15,6 +15,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nodewright/nodewright/shared/apis"
 )
 
 // Requirement is a predicate on the value of one label key. A node either has
@@ -38,9 +40,10 @@ type Requirement struct {
 }
 
 // New builds a requirement from an operator and its values. Gt and Lt need a
-// single integer value.
+// single integer value. A deprecated alias of a well-known label is read as
+// the label it means (apis.NormalizeLabel), as Karpenter reads it.
 func New(key string, op corev1.NodeSelectorOperator, values ...string) (Requirement, error) {
-	r := Requirement{Key: key}
+	r := Requirement{Key: apis.NormalizeLabel(key)}
 	switch op {
 	case corev1.NodeSelectorOpIn:
 		r.values = sortedUnique(values)
@@ -81,7 +84,7 @@ func MustNew(key string, op corev1.NodeSelectorOperator, values ...string) Requi
 
 // In is the requirement "key In values".
 func In(key string, values ...string) Requirement {
-	return Requirement{Key: key, values: sortedUnique(values)}
+	return Requirement{Key: apis.NormalizeLabel(key), values: sortedUnique(values)}
 }
 
 // Has says whether a node whose label key has value v satisfies r.
@@ -114,6 +117,29 @@ func (r Requirement) Values() (values []string, ok bool) {
 		return nil, false
 	}
 	return r.values, true
+}
+
+// Any returns one value r allows, deterministically: its first value when
+// it lists them (In), else the smallest non-negative integer within its
+// bounds that it does not exclude; false when it allows no value (only the
+// label's absence, or nothing).
+func (r Requirement) Any() (string, bool) {
+	if !r.complement {
+		if len(r.values) == 0 {
+			return "", false
+		}
+		return r.values[0], true
+	}
+	lo := int64(0)
+	if r.hasGt {
+		lo = max(lo, r.gt+1)
+	}
+	for n, tries := lo, 0; tries <= len(r.values) && (!r.hasLt || n < r.lt) && n >= 0; n, tries = n+1, tries+1 {
+		if v := strconv.FormatInt(n, 10); r.Has(v) {
+			return v, true
+		}
+	}
+	return "", false
 }
 
 // Len is the number of allowed values, math.MaxInt when unbounded.

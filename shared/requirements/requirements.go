@@ -110,6 +110,9 @@ func (r Requirements) Compatible(o Requirements, definable func(key string) bool
 			continue
 		}
 		if !in.AllowsAbsent() && (definable == nil || !definable(in.Key)) {
+			if typo := TypoOf(in.Key); typo != "" {
+				return fmt.Errorf("label %q does not have known values (typo of %q?)", in.Key, typo)
+			}
 			return fmt.Errorf("label %q does not have known values", in.Key)
 		}
 	}
@@ -145,13 +148,18 @@ func (r Requirements) String() string {
 	return strings.Join(parts, "; ")
 }
 
-// FromLabels is "key In [value]" for every label.
+// FromLabels is "key In [value]" for every label (a label and its
+// deprecated alias are one key, so both must agree).
 func FromLabels(labels map[string]string) Requirements {
-	out := make(Requirements, 0, len(labels))
-	for k, v := range labels {
-		out = append(out, In(k, v))
+	keys := make([]string, 0, len(labels))
+	for k := range labels {
+		keys = append(keys, k)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	sort.Strings(keys)
+	out := make(Requirements, 0, len(labels))
+	for _, k := range keys {
+		out = out.Add(In(k, labels[k]))
+	}
 	return out
 }
 
@@ -237,3 +245,56 @@ func FromPod(pod *corev1.Pod) ([]Requirements, error) {
 // WellKnown reports whether the launch defines key (so a pod may constrain it
 // even if the pool does not): Karpenter's well-known labels.
 func WellKnown(key string) bool { return apis.WellKnownLabels[key] }
+
+// TypoOf names the well-known label key most likely meant when key is not
+// one: a key that is a well-known label's name without its domain
+// ("zone"), has its name under another domain ("node.io/zone"), or is
+// within two edits of it ("topology.kubernetes.io/regio"); "" when none.
+func TypoOf(key string) string {
+	if apis.WellKnownLabels[key] {
+		return ""
+	}
+	name := key[strings.LastIndexByte(key, '/')+1:]
+	best, bestDist := "", 3
+	for _, wk := range sortedWellKnown() {
+		wkName := wk[strings.LastIndexByte(wk, '/')+1:]
+		d := editDistance(key, wk)
+		if name == wkName {
+			d = 0
+		}
+		if d < bestDist {
+			best, bestDist = wk, d
+		}
+	}
+	return best
+}
+
+func sortedWellKnown() []string {
+	keys := make([]string, 0, len(apis.WellKnownLabels))
+	for k := range apis.WellKnownLabels {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// editDistance is the Levenshtein distance of a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

@@ -161,3 +161,32 @@ func TestNodeSelectorRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// TestNormalizedLabels: a deprecated alias of a well-known label is read as
+// the label it means, in every constructor (Karpenter's pkg/scheduling
+// requirements_test "should normalize aliased labels", requirement_test
+// "should normalize labels").
+func TestNormalizedLabels(t *testing.T) {
+	_ = []string{"requirements:34", "requirement:67"}
+	for alias, stable := range apis.NormalizedLabels {
+		t.Run(alias, func(t *testing.T) {
+			r := NewRequirements(MustNew(alias, opIn, "v"))
+			if _, ok := r.Get(alias); ok {
+				t.Errorf("New kept the alias %s", alias)
+			}
+			if got, ok := r.Get(stable); !ok || !got.Has("v") {
+				t.Errorf("New: %v, want %s In [v]", r, stable)
+			}
+			if got := In(alias, "v"); got.Key != stable {
+				t.Errorf("In: key %s, want %s", got.Key, stable)
+			}
+			both := FromLabels(map[string]string{alias: "v", stable: "v"})
+			if len(both) != 1 || both[0].Key != stable {
+				t.Errorf("FromLabels with both names: %v, want one requirement on %s", both, stable)
+			}
+			if err := FromLabels(map[string]string{alias: "v", stable: "w"}).Satisfiable(); err == nil {
+				t.Errorf("FromLabels with different values under both names is satisfiable")
+			}
+		})
+	}
+}

@@ -43,7 +43,22 @@ type Input struct {
 	Unavailable func(instanceType, zone, capacityType string) bool
 	// MaxInstanceTypes caps each NodeClaim's instance types (0: 60).
 	MaxInstanceTypes int
+	// MinValuesPolicy is Strict ("" too) or BestEffort.
+	MinValuesPolicy MinValuesPolicy
+	// PreferencePolicy is Respect ("" too) or Ignore: whether pods'
+	// preferences (preferred node and pod affinity and anti-affinity,
+	// ScheduleAnyway spreads) are tried before they are relaxed, or
+	// ignored, as Karpenter's --preference-policy.
+	PreferencePolicy PreferencePolicy
 }
+
+// PreferencePolicy is Karpenter's --preference-policy.
+type PreferencePolicy string
+
+const (
+	PreferencesRespect PreferencePolicy = "Respect"
+	PreferencesIgnore  PreferencePolicy = "Ignore"
+)
 
 // Node is an existing node, or a launched NodeClaim not registered yet (then
 // Node carries the labels, taints and allocatable it will register with).
@@ -95,6 +110,11 @@ type NodeClaim struct {
 	// Requests are the pods' requests plus the daemonsets' that will run
 	// on the node.
 	Requests corev1.ResourceList `json:"requests"`
+	// MinValues are the NodePool's minValues the instance types keep, by
+	// key; MinValuesRelaxed says that, under the BestEffort policy, some are
+	// lower than the NodePool asks (Karpenter's min-values-relaxed).
+	MinValues        map[string]int `json:"minValues,omitempty"`
+	MinValuesRelaxed bool           `json:"minValuesRelaxed,omitempty"`
 }
 
 // NodePlacement lists the pending pods that fit on an existing node or a

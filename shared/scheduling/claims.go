@@ -50,11 +50,6 @@ type reqState struct {
 	order    []int // viable types by price, built on first use
 }
 
-type minKey struct {
-	key string
-	min int
-}
-
 // stateFor returns the shared state of rs in pool p (exotic: GPU and other
 // exotic types included).
 func (s *solver) stateFor(p *pool, rs *reqSet, exotic bool) *reqState {
@@ -81,11 +76,7 @@ func (s *solver) stateFor(p *pool, rs *reqSet, exotic bool) *reqState {
 		return true
 	})
 	st.prices = u.prices(st.mask)
-	for _, r := range rs.reqs {
-		if r.MinValues != nil && u.isTypeKey(r.Key) {
-			st.minKeys = append(st.minKeys, minKey{r.Key, *r.MinValues})
-		}
-	}
+	st.minKeys = s.minValueKeys(rs)
 	s.states[ck] = st
 	return st
 }
@@ -100,7 +91,7 @@ func (s *solver) fitsIn(c *claim, st *reqState, need vec) bool {
 	if f.empty() {
 		return false
 	}
-	return len(st.minKeys) == 0 || s.minValuesOK(f, st.minKeys)
+	return s.minValuesOK(f, st.mask, st.minKeys)
 }
 
 // fitSet is the viable types that hold need and keep c's pool within its
@@ -110,24 +101,6 @@ func (s *solver) fitSet(c *claim, st *reqState, need vec) bitset {
 	c.pool.fitting(s.scratch, need)
 	c.pool.withinLimitsFor(c, s.scratch)
 	return s.scratch
-}
-
-// minValuesOK says whether types has at least the required number of distinct
-// values for each minValues key.
-func (s *solver) minValuesOK(types bitset, keys []minKey) bool {
-	for _, mk := range keys {
-		seen := map[string]bool{}
-		types.each(func(t int) bool {
-			if v, ok := s.u.labels[t][mk.key]; ok {
-				seen[v] = true
-			}
-			return len(seen) < mk.min
-		})
-		if len(seen) < mk.min {
-			return false
-		}
-	}
-	return true
 }
 
 // cheapest picks the expected type for need: the cheapest viable type that
@@ -327,14 +300,8 @@ func (s *solver) tryClaim(c *claim, g *group, m mode) (k int, rs *reqSet) {
 // among the values its requirements allow, one the topology accepts, the
 // least loaded by g's spread on the key, then the cheapest, then by name.
 func (s *solver) chooseDomain(c *claim, g *group, rs *reqSet, key string) string {
-	var values []string
 	r, hasReq := rs.reqs.Get(key)
-	switch key {
-	case apis.LabelZone:
-		values = s.u.zones
-	case apis.LabelCapacityType:
-		values = capacityTypes
-	}
+	values := s.keyValues(c.pool, rs, key)
 	type cand struct {
 		v     string
 		load  int
@@ -347,7 +314,7 @@ func (s *solver) chooseDomain(c *claim, g *group, rs *reqSet, key string) string
 			continue
 		}
 		pinned := s.pinned(rs, key, v)
-		if s.topologyCap(g, claimDomain(c, pinned), g.eligible) <= 0 {
+		if s.topologyCapOn(g, claimDomain(c, pinned), g.eligible, key) <= 0 {
 			continue
 		}
 		st := s.stateFor(c.pool, pinned, c.exotic)

@@ -42,8 +42,8 @@ type group struct {
 
 	preferNoScheduleOK bool
 	// nodeAffinity is the pod's nodeSelector and required node affinity as
-	// component-helpers matches them against a Node.
-	nodeAffinity nodeaffinity.RequiredNodeAffinity
+	// component-helpers matches them against a Node (nil: it has neither).
+	nodeAffinity *nodeaffinity.RequiredNodeAffinity
 
 	// Set by prepare for each placement attempt.
 	cur      *reqSet
@@ -91,15 +91,6 @@ type hostPort struct {
 	protocol corev1.Protocol
 	ip       string
 	port     int32
-}
-
-// daemon is a daemonset's pod as the solve needs it.
-type daemon struct {
-	name        string
-	req         vec
-	tolerations []corev1.Toleration
-	alts        []requirements.Requirements
-	hostPorts   []hostPort
 }
 
 // nodeReqs is the node requirements the group must satisfy now.
@@ -364,8 +355,9 @@ func (s *solver) parseConstraints(g *group) {
 		return
 	}
 	g.required = s.avoidDaemonPorts(g, alts)
-	g.nodeAffinity = nodeaffinity.GetRequiredNodeAffinity(p)
-	if a := p.Spec.Affinity; a != nil && a.NodeAffinity != nil {
+	g.nodeAffinity = nodeSelection(p)
+	ignore := s.in.PreferencePolicy == PreferencesIgnore
+	if a := p.Spec.Affinity; a != nil && a.NodeAffinity != nil && !ignore {
 		for i, pt := range a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
 			r, err := requirements.FromNodeSelectorTerm(pt.Preference)
 			if err != nil {
@@ -377,12 +369,15 @@ func (s *solver) parseConstraints(g *group) {
 		sort.SliceStable(g.preferredNode, func(i, j int) bool { return g.preferredNode[i].weight > g.preferredNode[j].weight })
 	}
 	for _, c := range p.Spec.TopologySpreadConstraints {
+		if ignore && c.WhenUnsatisfiable == corev1.ScheduleAnyway {
+			continue
+		}
 		if err := s.addSpread(g, c); err != nil {
 			g.err = err
 			return
 		}
 	}
-	if err := s.addAffinity(g, p.Spec.Affinity); err != nil {
+	if err := s.addAffinity(g, p.Spec.Affinity, ignore); err != nil {
 		g.err = err
 	}
 }
@@ -426,20 +421,20 @@ func (s *solver) addSpread(g *group, c corev1.TopologySpreadConstraint) error {
 	if err != nil {
 		return fmt.Errorf("topologySpreadConstraints on %s: %w", c.TopologyKey, err)
 	}
-	sp := spread{key: c.TopologyKey, maxSkew: int(c.MaxSkew), minDomains: 1,
+	sp := spread{key: apis.NormalizeLabel(c.TopologyKey), maxSkew: int(c.MaxSkew), minDomains: 1,
 		anyway:        c.WhenUnsatisfiable == corev1.ScheduleAnyway,
 		honorAffinity: c.NodeAffinityPolicy == nil || *c.NodeAffinityPolicy == corev1.NodeInclusionPolicyHonor,
 		honorTaints:   c.NodeTaintsPolicy != nil && *c.NodeTaintsPolicy == corev1.NodeInclusionPolicyHonor}
 	if c.MinDomains != nil {
 		sp.minDomains = int(*c.MinDomains)
 	}
-	sp.counter = s.counterFor(c.TopologyKey, []string{g.ns}, false, sel)
+	sp.counter = s.counterFor(sp.key, []string{g.ns}, false, sel)
 	sp.selfMatch = sel.Matches(labels.Set(g.labels))
 	g.spreads = append(g.spreads, sp)
 	return nil
 }
 
-func (s *solver) addAffinity(g *group, a *corev1.Affinity) error {
+func (s *solver) addAffinity(g *group, a *corev1.Affinity, ignorePreferred bool) error {
 	if a == nil {
 		return nil
 	}
@@ -449,11 +444,12 @@ func (s *solver) addAffinity(g *group, a *corev1.Affinity) error {
 			return fmt.Errorf("pod affinity term on %s: %w", t.TopologyKey, err)
 		}
 		all, ns := termNamespaces(t, g.ns)
-		tm := term{key: t.TopologyKey, preferred: preferred, weight: weight,
-			counter: s.counterFor(t.TopologyKey, ns, all, sel), selfMatch: sel.Matches(labels.Set(g.labels)) && (all || slices.Contains(ns, g.ns))}
+		key := apis.NormalizeLabel(t.TopologyKey)
+		tm := term{key: key, preferred: preferred, weight: weight,
+			counter: s.counterFor(key, ns, all, sel), selfMatch: sel.Matches(labels.Set(g.labels)) && (all || slices.Contains(ns, g.ns))}
 		*list = append(*list, tm)
 		if anti && !preferred {
-			g.owners = append(g.owners, s.ownerCounterFor(t.TopologyKey, ns, all, sel))
+			g.owners = append(g.owners, s.ownerCounterFor(key, ns, all, sel))
 		}
 		return nil
 	}
@@ -475,6 +471,9 @@ func (s *solver) addAffinity(g *group, a *corev1.Affinity) error {
 			if err := add(sc.list, t, false, 0, sc.anti); err != nil {
 				return err
 			}
+		}
+		if ignorePreferred {
+			continue
 		}
 		pref := slices.Clone(sc.preferred)
 		sort.SliceStable(pref, func(i, j int) bool { return pref[i].Weight > pref[j].Weight })

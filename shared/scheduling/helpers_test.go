@@ -45,6 +45,8 @@ const (
 	opNotIn     = corev1.NodeSelectorOpNotIn
 	opExists    = corev1.NodeSelectorOpExists
 	opGt        = corev1.NodeSelectorOpGt
+	opLt        = corev1.NodeSelectorOpLt
+	opDNE       = corev1.NodeSelectorOpDoesNotExist
 	dns         = corev1.DoNotSchedule
 	anyway      = corev1.ScheduleAnyway
 	noSched     = corev1.TaintEffectNoSchedule
@@ -612,9 +614,7 @@ func checkInvariants(t *testing.T, in scheduling.Input, r *scheduling.Result) {
 		}
 	}
 	for _, u := range r.Unschedulable {
-		if u.Reason == "" {
-			t.Errorf("%s unschedulable without a reason", u.Pod)
-		}
+		checkReason(t, in, u)
 		placed[u.Pod]++
 	}
 	for k := range pending {
@@ -664,6 +664,7 @@ func checkClaim(t *testing.T, in scheduling.Input, i int, nc scheduling.NodeClai
 		t.Fatal(err)
 	}
 	settings := catalog.SettingsFor(nodeClassOf(in, np))
+	checkMinValues(t, in, i, nc, poolReqs)
 	seen := map[string]bool{}
 	for _, name := range nc.InstanceTypes {
 		it := typeByName(in, name)
@@ -685,6 +686,11 @@ func checkTypeFits(t *testing.T, i int, it *catalog.InstanceType, np *apis.NodeP
 	lbls := it.Labels()
 	for k, v := range np.Spec.Template.ObjectMeta.Labels {
 		lbls[k] = v
+	}
+	for k, v := range nc.Labels {
+		if _, typeLabel := lbls[k]; !typeLabel {
+			lbls[k] = v
+		}
 	}
 	lbls[poolKey] = np.Name
 	matchesSome := func(reqs requirements.Requirements) bool {
@@ -887,3 +893,75 @@ func taints(ts ...corev1.Taint) []corev1.Taint { return ts }
 func tols(ts ...corev1.Toleration) []corev1.Toleration { return ts }
 
 func nsrs(rs ...corev1.NodeSelectorRequirement) []corev1.NodeSelectorRequirement { return rs }
+
+// checkMinValues: the claim's instance types (and zones, capacity types)
+// keep every minValues of its pool, or the lower ones it says it relaxed to.
+func checkMinValues(t *testing.T, in scheduling.Input, i int, nc scheduling.NodeClaim, poolReqs requirements.Requirements) {
+	t.Helper()
+	for _, r := range poolReqs {
+		if r.MinValues == nil {
+			continue
+		}
+		want := *r.MinValues
+		if got, ok := nc.MinValues[r.Key]; !ok || got != want {
+			if !nc.MinValuesRelaxed || !ok || got > want {
+				t.Errorf("claim %d: minValues %v, pool asks %s: %d (relaxed %v)", i, nc.MinValues, r.Key, want, nc.MinValuesRelaxed)
+			}
+			want = got
+		}
+		var n int
+		switch r.Key {
+		case zoneKey:
+			n = len(nc.Zones)
+		case ctKey:
+			n = len(nc.CapacityTypes)
+		default:
+			seen := map[string]bool{}
+			for _, name := range nc.InstanceTypes {
+				if it := typeByName(in, name); it != nil {
+					if v, ok := it.Labels()[r.Key]; ok {
+						seen[v] = true
+					}
+				}
+			}
+			n = len(seen)
+		}
+		if n < want {
+			t.Errorf("claim %d: %d distinct %s among its instance types, minValues %d: %v", i, n, r.Key, want, nc.InstanceTypes)
+		}
+	}
+}
+
+// checkReason: an unschedulable pod's reason is words a person can act on:
+// not empty, no empty parentheses or brackets, and, unless the pod itself
+// rules out every new node (invalid constraints, a node pinned by name, a
+// resource nothing offers), naming every NodePool it failed on.
+func checkReason(t *testing.T, in scheduling.Input, u scheduling.Unschedulable) {
+	t.Helper()
+	r := u.Reason
+	if r == "" {
+		t.Errorf("%s unschedulable without a reason", u.Pod)
+		return
+	}
+	for _, bad := range []string{"()", "[]", "( ", " )", ";;", "  "} {
+		if strings.Contains(r, bad) {
+			t.Errorf("%s: reason %q contains %q", u.Pod, r, bad)
+		}
+	}
+	for _, self := range []string{"invalid scheduling constraints", "its required node affinity", "it requests "} {
+		if strings.HasPrefix(r, self) {
+			return
+		}
+	}
+	if len(in.NodePools) == 0 {
+		if !strings.Contains(r, "no NodePool") {
+			t.Errorf("%s: reason %q does not say there is no NodePool", u.Pod, r)
+		}
+		return
+	}
+	for _, np := range in.NodePools {
+		if !strings.Contains(r, "NodePool "+np.Name) {
+			t.Errorf("%s: reason %q does not name NodePool %s", u.Pod, r, np.Name)
+		}
+	}
+}

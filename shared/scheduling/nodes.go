@@ -4,8 +4,10 @@ import (
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
 	"github.com/nodewright/nodewright/shared/apis"
+	"github.com/nodewright/nodewright/shared/catalog"
 	"github.com/nodewright/nodewright/shared/requirements"
 )
 
@@ -13,6 +15,7 @@ import (
 // taints and allocatable, with what its bound pods already use.
 type node struct {
 	node      *corev1.Node
+	aliased   *corev1.Node // node with both names of aliased labels (selectedBy builds it)
 	name      string
 	labels    map[string]string
 	taints    []corev1.Taint
@@ -32,11 +35,13 @@ func (s *solver) buildNodes() {
 		if n == nil || n.Node == nil {
 			continue
 		}
-		nd := &node{node: n.Node, name: n.Node.Name, labels: map[string]string{}, taints: n.Node.Spec.Taints, inFlight: n.InFlight,
+		nd := &node{node: n.Node, name: n.Node.Name, taints: n.Node.Spec.Taints, inFlight: n.InFlight,
 			pods: n.Pods, skip: n.Node.Spec.Unschedulable || n.Node.DeletionTimestamp != nil}
+		nd.labels = make(map[string]string, len(n.Node.Labels)+2)
 		for k, v := range n.Node.Labels {
 			nd.labels[k] = v
 		}
+		addLabelAliases(nd.labels)
 		if _, ok := nd.labels[apis.LabelHostname]; !ok {
 			nd.labels[apis.LabelHostname] = nd.name
 		}
@@ -52,11 +57,21 @@ func (s *solver) buildNodes() {
 		}
 		s.nodes = append(s.nodes, nd)
 	}
-	// Existing nodes first, then launched NodeClaims; by name within each.
+	// Initialized nodes first, then nodes still coming up, then launched
+	// NodeClaims (as Karpenter orders them); by name within each.
+	stage := func(n *node) int {
+		switch {
+		case n.inFlight:
+			return 2
+		case n.comingUp():
+			return 1
+		}
+		return 0
+	}
 	sort.SliceStable(s.nodes, func(i, j int) bool {
 		a, b := s.nodes[i], s.nodes[j]
-		if a.inFlight != b.inFlight {
-			return !a.inFlight
+		if sa, sb := stage(a), stage(b); sa != sb {
+			return sa < sb
 		}
 		return a.name < b.name
 	})
@@ -66,9 +81,11 @@ func (s *solver) buildNodes() {
 	}
 }
 
-// attachPools links nodes to their NodePool (by label) and counts their
-// capacity against the pool's limits.
+// attachPools links nodes to their NodePool (by label), counts their
+// capacity against the pool's limits, and sets the taints that count on
+// the nodes still coming up.
 func (s *solver) attachPools() {
+	defer s.settleComingUp()
 	byName := map[string]*pool{}
 	for _, p := range s.pools {
 		byName[p.name] = p
@@ -119,7 +136,7 @@ func (s *solver) nodeRoom(n *node, g *group) int {
 // (component-helpers), plus the preferred term the group treats as required
 // while it does.
 func (s *solver) matchesNode(g *group, n *node) bool {
-	if ok, err := g.nodeAffinity.Match(n.node); err != nil || !ok {
+	if !n.selectedBy(g.nodeAffinity) {
 		return false
 	}
 	return g.prefNodeIdx >= len(g.preferredNode) || g.preferredNode[g.prefNodeIdx].reqs.Matches(n.labels)
@@ -134,4 +151,135 @@ func (s *solver) placeOnNode(g *group, n *node, k int) {
 	n.hostPorts = append(n.hostPorts, g.hostPorts...)
 	s.record(g, n.domain, k)
 	g.pods = g.pods[k:]
+}
+
+// settleComingUp drops, on every managed node that is not initialized yet,
+// the taints it will lose once it is (Karpenter's known ephemeral taints
+// and its pool's startup taints), so that pending pods that tolerate
+// everything else count on it instead of causing a second launch.
+//
+// Its allocatable is taken, where the node still reports none or zero of a
+// resource, from its instance type as the catalog computes it (the kubelet
+// reports extended resources such as GPUs as zero until their device
+// plugin registers), as Karpenter takes it from the NodeClaim.
+func (s *solver) settleComingUp() {
+	for _, n := range s.nodes {
+		if !n.comingUp() {
+			continue
+		}
+		var startup []corev1.Taint
+		settings := catalog.NodeSettings{}
+		if n.pool != nil {
+			startup = n.pool.np.Spec.Template.Spec.StartupTaints
+			settings = n.pool.settings
+		}
+		n.taints = comingUpTaints(n.taints, startup)
+		if t, ok := s.u.index[n.labels[apis.LabelInstanceType]]; ok {
+			_, a := s.u.types[t].Compute(settings)
+			typed := amountsVec(a)
+			for d := range n.alloc {
+				if n.alloc[d] <= 0 && typed[d] > 0 {
+					n.alloc[d] = typed[d]
+				}
+			}
+		}
+	}
+}
+
+// comingUp says whether the node is one Nodewright or Karpenter launched
+// (it carries a NodePool label, or is a NodeClaim in flight) that has not
+// been initialized: no karpenter.sh/initialized=true label. A node whose
+// Ready condition is Unknown has a kubelet that stopped reporting: it is
+// going down, not coming up.
+func (n *node) comingUp() bool {
+	if n.inFlight {
+		return true
+	}
+	if _, managed := n.node.Labels[apis.LabelNodePool]; !managed || n.node.Labels[apis.LabelInitialized] == "true" {
+		return false
+	}
+	for _, c := range n.node.Status.Conditions {
+		if c.Type == corev1.NodeReady && c.Status == corev1.ConditionUnknown {
+			return false
+		}
+	}
+	return true
+}
+
+// nodeSelection is the pod's nodeSelector and required node affinity as
+// component-helpers matches them against a Node, or nil when it has
+// neither (it then selects every node).
+func nodeSelection(p *corev1.Pod) *nodeaffinity.RequiredNodeAffinity {
+	a := p.Spec.Affinity
+	if len(p.Spec.NodeSelector) == 0 && (a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil) {
+		return nil
+	}
+	r := nodeaffinity.GetRequiredNodeAffinity(p)
+	return &r
+}
+
+// selectedBy says whether the node passes a pod's nodeSelector and required
+// node affinity (nil passes every node). They are matched against the node
+// with both names of each aliased well-known label, as the kubelet and the
+// cloud controller label nodes.
+func (n *node) selectedBy(a *nodeaffinity.RequiredNodeAffinity) bool {
+	if a == nil {
+		return true
+	}
+	if n.aliased == nil {
+		n.aliased = withLabelAliases(n.node)
+	}
+	ok, err := a.Match(n.aliased)
+	return err == nil && ok
+}
+
+// missingAliases are the names labels lacks of the well-known labels that
+// have a deprecated alias (the alias of a stable label it has, the stable
+// name of an alias it has), with their values; nil when none.
+func missingAliases(labels map[string]string) map[string]string {
+	var missing map[string]string
+	for stable, alias := range apis.LabelAliases {
+		v, hasStable := labels[stable]
+		a, hasAlias := labels[alias]
+		switch {
+		case hasStable && !hasAlias:
+			if missing == nil {
+				missing = map[string]string{}
+			}
+			missing[alias] = v
+		case hasAlias && !hasStable:
+			if missing == nil {
+				missing = map[string]string{}
+			}
+			missing[stable] = a
+		}
+	}
+	return missing
+}
+
+// addLabelAliases adds to labels the names it lacks of aliased well-known
+// labels.
+func addLabelAliases(labels map[string]string) {
+	for k, v := range missingAliases(labels) {
+		labels[k] = v
+	}
+}
+
+// withLabelAliases is the node with both names of each well-known label that
+// has a deprecated alias; a node that already has both (or neither) is
+// returned as is.
+func withLabelAliases(n *corev1.Node) *corev1.Node {
+	missing := missingAliases(n.Labels)
+	if missing == nil {
+		return n
+	}
+	c := *n
+	c.Labels = make(map[string]string, len(n.Labels)+len(missing))
+	for k, v := range n.Labels {
+		c.Labels[k] = v
+	}
+	for k, v := range missing {
+		c.Labels[k] = v
+	}
+	return &c
 }

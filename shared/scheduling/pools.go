@@ -19,6 +19,7 @@ type pool struct {
 	name      string
 	weight    int32
 	reqs      requirements.Requirements
+	nodeReqs  requirements.Requirements // reqs and the labels every running node has
 	rs        *reqSet
 	nodeClass string
 	settings  catalog.NodeSettings
@@ -58,12 +59,23 @@ func (s *solver) newPool(np *apis.NodePool, classes map[string]*apis.EC2NodeClas
 		p.nodeClass = ref.Name
 		p.settings = catalog.SettingsFor(classes[ref.Name])
 	}
+	switch {
+	case np.DeletionTimestamp != nil:
+		p.err = fmt.Errorf("it is being deleted and launches no more nodes")
+		return p
+	case np.Spec.Replicas != nil:
+		p.err = fmt.Errorf("it is a static NodePool (spec.replicas): its nodes are kept at a fixed count, not launched for pending pods")
+		return p
+	}
 	reqs, err := requirements.FromNodePool(np)
 	if err != nil {
 		p.err = err
 		return p
 	}
 	p.reqs, p.rs = reqs, s.intern(reqs)
+	// Its nodes also get karpenter.sh/registered and initialized once up,
+	// which DaemonSets may select.
+	p.nodeReqs = reqs.Add(requirements.In(apis.LabelRegistered, "true")).Add(requirements.In(apis.LabelInitialized, "true"))
 	for _, r := range reqs {
 		if r.MinValues != nil {
 			p.minValueOn = append(p.minValueOn, r.Key)
@@ -122,10 +134,10 @@ func (p *pool) daemonTypes(s *solver, ds *daemon) bitset {
 	}
 	for _, alt := range ds.alts {
 		typeReqs, nodeReqs := s.u.split(alt)
-		if p.reqs.Compatible(nodeReqs, requirements.WellKnown) != nil {
+		if p.nodeReqs.Compatible(nodeReqs, requirements.WellKnown) != nil {
 			continue
 		}
-		merged := p.reqs.Intersect(nodeReqs)
+		merged := p.nodeReqs.Intersect(nodeReqs)
 		b := s.u.typeRequirementBits(typeReqs, s.u.all)
 		b.and(s.u.offeredIn(s.u.offeringMask(merged)))
 		out.or(b)

@@ -156,11 +156,79 @@ func (r *registry) toList(v vec) corev1.ResourceList {
 // podRequests is what the kubelet admits a pod against: the larger of the
 // init containers' and the app containers' (with restartable init
 // containers, i.e. sidecars, running alongside) requests, plus pod overhead,
-// plus one pod slot.
+// plus one pod slot. Requests are read as the API server defaults them
+// (withDefaultRequests), so a template or a manifest that sets only limits
+// counts as the pod it becomes.
 func (r *registry) podRequests(pod *corev1.Pod) (vec, []corev1.ResourceName) {
-	v, unknown := r.fromList(resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{}), false)
+	v, unknown := r.fromList(resourcehelper.PodRequests(withDefaultRequests(pod), resourcehelper.PodResourcesOptions{}), false)
 	v[rPods] = 1
 	return v, unknown
+}
+
+// withDefaultRequests returns the pod as the API server admits it: a
+// container that limits a resource it does not request requests the limit,
+// and pod-level resources (spec.resources) with limits request, for each
+// resource they leave out, the containers' aggregate request or else the
+// limit. Pods read from the API server already are so (then, and for pods
+// without limits, the pod itself is returned); templates (DaemonSets,
+// Deployments turned into pods) and hand-written manifests are not.
+func withDefaultRequests(pod *corev1.Pod) *corev1.Pod {
+	if !needsDefaultRequests(pod) {
+		return pod
+	}
+	p := &corev1.Pod{ObjectMeta: pod.ObjectMeta, Spec: *pod.Spec.DeepCopy(), Status: pod.Status}
+	for _, cs := range [][]corev1.Container{p.Spec.InitContainers, p.Spec.Containers} {
+		for i := range cs {
+			requestLimits(&cs[i].Resources)
+		}
+	}
+	if pr := p.Spec.Resources; pr != nil && len(pr.Limits) > 0 {
+		aggregate := resourcehelper.AggregateContainerRequests(p, resourcehelper.PodResourcesOptions{})
+		if pr.Requests == nil {
+			pr.Requests = corev1.ResourceList{}
+		}
+		for _, from := range []corev1.ResourceList{aggregate, pr.Limits} {
+			for name, q := range from {
+				if _, set := pr.Requests[name]; !set && resourcehelper.IsSupportedPodLevelResource(name) {
+					pr.Requests[name] = q.DeepCopy()
+				}
+			}
+		}
+	}
+	return p
+}
+
+// needsDefaultRequests says whether some limit of the pod lacks its request.
+func needsDefaultRequests(pod *corev1.Pod) bool {
+	lacks := func(rr *corev1.ResourceRequirements) bool {
+		for name := range rr.Limits {
+			if _, ok := rr.Requests[name]; !ok {
+				return true
+			}
+		}
+		return false
+	}
+	for _, cs := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range cs {
+			if lacks(&cs[i].Resources) {
+				return true
+			}
+		}
+	}
+	return pod.Spec.Resources != nil && lacks(pod.Spec.Resources)
+}
+
+// requestLimits sets each request the requirements leave out to its limit.
+func requestLimits(rr *corev1.ResourceRequirements) {
+	for name, q := range rr.Limits {
+		if _, ok := rr.Requests[name]; ok {
+			continue
+		}
+		if rr.Requests == nil {
+			rr.Requests = corev1.ResourceList{}
+		}
+		rr.Requests[name] = q.DeepCopy()
+	}
 }
 
 // amountsVec converts the catalog's node amounts.

@@ -5,19 +5,11 @@ import (
 	"slices"
 	"sort"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/requirements"
 )
-
-// podFromTemplate is the pod a daemonset runs on every node it selects.
-func podFromTemplate(ds *appsv1.DaemonSet) *corev1.Pod {
-	p := &corev1.Pod{ObjectMeta: ds.Spec.Template.ObjectMeta, Spec: ds.Spec.Template.Spec}
-	p.Namespace = ds.Namespace
-	return p
-}
 
 func (s *solver) result() *Result {
 	res := &Result{NodeClaims: []NodeClaim{}, ExistingNodes: []NodePlacement{}, Unschedulable: []Unschedulable{}}
@@ -28,7 +20,13 @@ func (s *solver) result() *Result {
 	}
 	headroom := s.limitHeadroom()
 	for _, c := range s.claims {
-		nc := s.finalize(c, headroom[c.pool])
+		nc, reason := s.finalize(c, headroom[c.pool])
+		if reason != "" {
+			for _, p := range c.pods {
+				res.Unschedulable = append(res.Unschedulable, Unschedulable{Pod: podKey(p), Reason: reason})
+			}
+			continue
+		}
 		res.NodeClaims = append(res.NodeClaims, nc)
 		res.PricePerHour += nc.PricePerHour
 	}
@@ -86,8 +84,8 @@ func (s *solver) limitHeadroom() map[*pool]*vec {
 // a pool with limits a type may exceed the expected type's size in a limited
 // resource only by what is left of the pool's headroom, which the claim then
 // uses up, so that whatever EC2 launches keeps the pool within its limits.
-func (s *solver) finalize(c *claim, headroom *vec) NodeClaim {
-	u, st, p := s.u, c.state, c.pool
+func (s *solver) finalize(c *claim, headroom *vec) (NodeClaim, string) {
+	st, p := c.state, c.pool
 	fit := s.fitSet(c, st, c.total).clone()
 	if headroom != nil {
 		fit.each(func(t int) bool {
@@ -100,21 +98,55 @@ func (s *solver) finalize(c *claim, headroom *vec) NodeClaim {
 			return true
 		})
 	}
-	odMin := math.Inf(1)
-	fit.each(func(t int) bool {
-		for slot := 0; slot < u.slots; slot++ {
-			if st.mask&(1<<uint(slot)) != 0 && capacityTypes[slot%len(capacityTypes)] == apis.CapacityTypeOnDemand {
-				odMin = min(odMin, u.price[t*u.slots+slot])
+	opts := s.priced(fit, st.mask, true)
+	if len(st.minKeys) > 0 && !s.bestEffort {
+		// Dropping dear spot offerings may drop types that minValues needs.
+		if _, short := s.minValuesKept(p, s.truncate(opts, st.minKeys), st.minKeys); short != "" {
+			opts = s.priced(fit, st.mask, false)
+		}
+	}
+	opts = s.truncate(opts, st.minKeys)
+	minValues, short := s.minValuesKept(p, opts, st.minKeys)
+	if short != "" && !s.bestEffort {
+		return NodeClaim{}, short
+	}
+	if headroom != nil {
+		var largest vec
+		for _, o := range opts {
+			for i := range largest {
+				largest[i] = max(largest[i], p.capacity[o.t][i]-c.capacity[i])
 			}
 		}
-		return true
-	})
+		*headroom = headroom.sub(largest)
+	}
+	nc := s.nodeClaim(c, opts)
+	nc.MinValues = minValues
+	nc.MinValuesRelaxed = short != ""
+	return nc, ""
+}
+
+// priced lists the types of fit with their offerings in mask, cheapest
+// first; with dropDearSpot, spot offerings dearer than the cheapest
+// on-demand offering of any of them are left out (and types left with none).
+func (s *solver) priced(fit bitset, mask uint64, dropDearSpot bool) []option {
+	u := s.u
+	odMin := math.Inf(1)
+	if dropDearSpot {
+		fit.each(func(t int) bool {
+			for slot := 0; slot < u.slots; slot++ {
+				if mask&(1<<uint(slot)) != 0 && capacityTypes[slot%len(capacityTypes)] == apis.CapacityTypeOnDemand {
+					odMin = min(odMin, u.price[t*u.slots+slot])
+				}
+			}
+			return true
+		})
+	}
 	var opts []option
 	fit.each(func(t int) bool {
 		o := option{t: t, price: math.Inf(1)}
 		for slot := 0; slot < u.slots; slot++ {
 			pr := u.price[t*u.slots+slot]
-			if st.mask&(1<<uint(slot)) == 0 || math.IsInf(pr, 1) {
+			if mask&(1<<uint(slot)) == 0 || math.IsInf(pr, 1) {
 				continue
 			}
 			if capacityTypes[slot%len(capacityTypes)] == apis.CapacityTypeSpot && pr > odMin {
@@ -129,62 +161,7 @@ func (s *solver) finalize(c *claim, headroom *vec) NodeClaim {
 		return true
 	})
 	sort.SliceStable(opts, func(i, j int) bool { return opts[i].price < opts[j].price })
-	opts = s.truncate(opts, st.minKeys)
-	if headroom != nil {
-		var largest vec
-		for _, o := range opts {
-			for i := range largest {
-				largest[i] = max(largest[i], p.capacity[o.t][i]-c.capacity[i])
-			}
-		}
-		*headroom = headroom.sub(largest)
-	}
-	return s.nodeClaim(c, opts)
-}
-
-// truncate keeps the cheapest MaxInstanceTypes options, first taking, in
-// price order, the types that bring a value a minValues key still lacks.
-func (s *solver) truncate(opts []option, keys []minKey) []option {
-	limit := s.in.MaxInstanceTypes
-	if len(opts) <= limit {
-		return opts
-	}
-	keep := make([]bool, len(opts))
-	n := 0
-	for _, mk := range keys {
-		seen := map[string]bool{}
-		for i, o := range opts {
-			if keep[i] {
-				seen[s.u.labels[o.t][mk.key]] = true
-			}
-		}
-		for i, o := range opts {
-			if len(seen) >= mk.min || n == limit {
-				break
-			}
-			v, ok := s.u.labels[o.t][mk.key]
-			if ok && !seen[v] && !keep[i] {
-				keep[i], seen[v] = true, true
-				n++
-			}
-		}
-	}
-	for i := range opts {
-		if n == limit {
-			break
-		}
-		if !keep[i] {
-			keep[i] = true
-			n++
-		}
-	}
-	var out []option
-	for i, o := range opts {
-		if keep[i] {
-			out = append(out, o)
-		}
-	}
-	return out
+	return opts
 }
 
 func (s *solver) nodeClaim(c *claim, opts []option) NodeClaim {
@@ -215,6 +192,7 @@ func (s *solver) nodeClaim(c *claim, opts []option) NodeClaim {
 		Add(requirements.In(apis.LabelInstanceType, nc.InstanceTypes...)).
 		Add(requirements.In(apis.LabelZone, nc.Zones...)).
 		Add(requirements.In(apis.LabelCapacityType, nc.CapacityTypes...))
+	reqs = resolveCustomLabels(reqs)
 	nc.Requirements = reqs.NodeSelectorRequirements()
 	nc.Labels = map[string]string{}
 	for k, v := range p.np.Spec.Template.ObjectMeta.Labels {
@@ -223,7 +201,32 @@ func (s *solver) nodeClaim(c *claim, opts []option) NodeClaim {
 	for _, r := range reqs {
 		if v, ok := r.Values(); ok && len(v) == 1 {
 			nc.Labels[r.Key] = v[0]
+			if alias, ok := apis.LabelAliases[r.Key]; ok {
+				nc.Labels[alias] = v[0] // nodes carry both names
+			}
 		}
 	}
 	return nc
+}
+
+// resolveCustomLabels gives every label a NodePool defines beyond the
+// well-known ones one value, as Karpenter resolves a NodeClaim's custom
+// labels: the node must carry a label its pods may require to exist (a
+// requirement Exists, NotIn, Gt or Lt, or In several values). The value is
+// requirements.Requirement.Any (Karpenter picks an integer at random);
+// DoesNotExist gets none.
+func resolveCustomLabels(reqs requirements.Requirements) requirements.Requirements {
+	out := reqs
+	for _, r := range reqs {
+		if requirements.WellKnown(r.Key) || r.Key == apis.LabelHostname || r.Key == requirements.FieldNodeName {
+			continue
+		}
+		if values, finite := r.Values(); finite && len(values) == 1 {
+			continue
+		}
+		if v, ok := r.Any(); ok {
+			out = out.Add(requirements.In(r.Key, v))
+		}
+	}
+	return out
 }

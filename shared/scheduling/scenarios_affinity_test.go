@@ -155,7 +155,9 @@ func affinityScenarios() []scenario {
 			want: []check{claims(1), notOnNode("proxy", "n1")},
 		},
 		{
-			name: "a daemonset's host port keeps a pod off new nodes it runs on",
+			// Karpenter provisioning:956: "should account for daemonset hostports"
+			mirrors: []string{"provisioning:956"},
+			name:    "a daemonset's host port keeps a pod off new nodes it runs on",
 			in: input(daemonSets(st.DaemonSet(st.DaemonSetOptions{Name: "node-exporter", CPU: "10m", HostPorts: []int32{9100}})),
 				pods(pod(po{Name: "exporter", CPU: "100m", HostPorts: []int32{9100}}))),
 			want: []check{claims(0), unschedulable("exporter", "port")},

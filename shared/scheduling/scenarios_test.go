@@ -2,6 +2,7 @@ package scheduling_test
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 
 	"github.com/nodewright/nodewright/shared/scheduling"
@@ -9,9 +10,14 @@ import (
 
 // scenario is a small cluster and the facts its plan must show.
 type scenario struct {
-	name string
-	in   scheduling.Input
-	want []check
+	// mirrors names the Karpenter Its the scenario mirrors, as
+	// "<suite>:<line>" at the version docs/karpenter-parity.md pins.
+	mirrors []string
+	name    string
+	in      scheduling.Input
+	want    []check
+	// err, when set, is what Solve's error must say.
+	err string
 }
 
 // TestScenarios solves every scenario twice: the plan must show the
@@ -22,6 +28,8 @@ func TestScenarios(t *testing.T) {
 	for _, group := range [][]scenario{
 		resourceScenarios(), selectionScenarios(), taintScenarios(), poolScenarios(),
 		offeringScenarios(), existingScenarios(), topologyScenarios(), affinityScenarios(), claimScenarios(),
+		limitScenarios(), daemonScenarios(), minValuesScenarios(), domainScenarios(), startupScenarios(), aliasScenarios(), reasonScenarios(),
+		schedulingParity(), topologyParity(), affinityParity(), selectionParity(), provisioningParity(), awsParity(),
 	} {
 		all = append(all, group...)
 	}
@@ -36,6 +44,12 @@ func TestScenarios(t *testing.T) {
 		names[sc.name] = true
 		t.Run(sc.name, func(t *testing.T) {
 			r, err := scheduling.Solve(sc.in)
+			if sc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), sc.err) {
+					t.Fatalf("Solve: error %v, want one saying %q", err, sc.err)
+				}
+				return
+			}
 			if err != nil {
 				t.Fatalf("Solve: %v", err)
 			}

@@ -38,6 +38,8 @@ type solver struct {
 	later    map[*group]vec
 	laterMin map[*group]vec
 	prices   []float64
+
+	bestEffort bool // MinValuesPolicy BestEffort
 }
 
 // Solve plans where in.Pods go. It returns an error only for input it cannot
@@ -50,6 +52,16 @@ func Solve(in Input) (res *Result, err error) {
 	}()
 	if in.MaxInstanceTypes <= 0 {
 		in.MaxInstanceTypes = DefaultMaxInstanceTypes
+	}
+	switch in.MinValuesPolicy {
+	case "", MinValuesStrict, MinValuesBestEffort:
+	default:
+		return nil, fmt.Errorf("scheduling: minValuesPolicy %q is not one of %s, %s", in.MinValuesPolicy, MinValuesStrict, MinValuesBestEffort)
+	}
+	switch in.PreferencePolicy {
+	case "", PreferencesRespect, PreferencesIgnore:
+	default:
+		return nil, fmt.Errorf("scheduling: preferencePolicy %q is not one of %s, %s", in.PreferencePolicy, PreferencesRespect, PreferencesIgnore)
 	}
 	u := newUniverse(&in)
 	best := solveWith(&in, u, false, byCPU)
@@ -98,12 +110,14 @@ func (s *solver) unplaced() int {
 func solveWith(in *Input, u *universe, residual bool, order groupOrder) *solver {
 	s := &solver{in: in, reg: newRegistry(), counterIdx: map[string]int{}, states: map[stateKey]*reqState{},
 		sets: map[string]*reqSet{}, merges: map[setPair]*reqSet{}, pins: map[pinOp]*reqSet{}, residual: residual}
+	s.bestEffort = in.MinValuesPolicy == MinValuesBestEffort
 	s.u = u
 	s.scratch = newBitset(s.u.n)
 	s.buildNodes()
 	s.buildDaemons()
 	s.buildPools()
 	s.attachPools()
+	s.reserveDaemons()
 	s.buildGroups(in.Pods)
 	s.countExistingPods()
 	s.matchCounters()
@@ -140,21 +154,6 @@ func weight(np *apis.NodePool) int32 {
 		return 0
 	}
 	return *np.Spec.Weight
-}
-
-func (s *solver) buildDaemons() {
-	for _, ds := range s.in.DaemonSets {
-		if ds == nil {
-			continue
-		}
-		p := podFromTemplate(ds)
-		req, _ := s.reg.podRequests(p)
-		alts, err := requirements.FromPod(p)
-		if err != nil {
-			continue
-		}
-		s.daemons = append(s.daemons, &daemon{name: ds.Namespace + "/" + ds.Name, req: req, tolerations: p.Spec.Tolerations, alts: alts, hostPorts: podHostPorts(p)})
-	}
 }
 
 // run places every group: on each round, each group goes to existing nodes,
@@ -233,7 +232,7 @@ func (s *solver) eligibleDomains(g *group, sp *spread) []string {
 			continue
 		}
 		if sp.honorAffinity {
-			if ok, err := g.nodeAffinity.Match(n.node); err != nil || !ok {
+			if !n.selectedBy(g.nodeAffinity) {
 				continue
 			}
 		}
@@ -268,33 +267,75 @@ func (s *solver) eligibleDomains(g *group, sp *spread) []string {
 	return out
 }
 
-// poolDomains lists the values a pool's nodes may take for key under reqs.
+// poolDomains lists the values a pool's nodes may take for key under reqs,
+// as Karpenter's topology discovers domains: the zones and capacity types
+// its offerings allow, the values its instance types have of a type label,
+// and the values its requirements and template labels list (In) of any
+// other key.
 func (s *solver) poolDomains(p *pool, reqs requirements.Requirements, key string) []string {
-	var candidates []string
-	switch key {
-	case apis.LabelZone:
-		candidates = s.u.zones
-	case apis.LabelCapacityType:
-		candidates = capacityTypes
-	default:
-		if r, ok := reqs.Get(key); ok {
-			v, _ := r.Values()
-			return v
+	switch {
+	case key == apis.LabelZone || key == apis.LabelCapacityType:
+		var out []string
+		for _, v := range s.offeringValues(key) {
+			m := s.u.offeringMask(reqs.Add(requirements.In(key, v)))
+			if m != 0 && (s.u.offeredIn(m).intersects(p.types) || s.u.offeredIn(m).intersects(p.exotic)) {
+				out = append(out, v)
+			}
 		}
-		return nil
+		return out
+	case s.u.isTypeKey(key):
+		both := p.types.clone()
+		both.or(p.exotic)
+		allowed := s.u.typeRequirementBits(reqs, both)
+		allowed.and(s.u.offeredIn(s.u.offeringMask(reqs)))
+		return s.typeLabelValues(key, allowed, reqs)
 	}
-	mask := s.u.offeringMask(reqs)
-	offered := s.u.offeredIn(mask)
+	if r, ok := reqs.Get(key); ok {
+		v, _ := r.Values()
+		return v
+	}
+	return nil
+}
+
+// offeringValues is every value of an offering key (zone, capacity type).
+func (s *solver) offeringValues(key string) []string {
+	if key == apis.LabelZone {
+		return s.u.zones
+	}
+	return capacityTypes
+}
+
+// typeLabelValues is the values of type label key among the types of set
+// that reqs' requirement on key (if any) allows, sorted.
+func (s *solver) typeLabelValues(key string, set bitset, reqs requirements.Requirements) []string {
+	ki := s.u.keys[key]
+	r, has := reqs.Get(key)
 	var out []string
-	for _, v := range candidates {
-		m := s.u.offeringMask(reqs.Add(requirements.In(key, v)))
-		if m == 0 || !s.u.offeredIn(m).intersects(p.types) && !s.u.offeredIn(m).intersects(p.exotic) {
-			continue
+	for i, v := range ki.values {
+		if (!has || r.Has(v)) && ki.sets[i].intersects(set) {
+			out = append(out, v)
 		}
-		_ = offered
-		out = append(out, v)
 	}
 	return out
+}
+
+// keyValues is the values a claim of pool p under rs may be pinned to for
+// a topology key: what the pool's offerings or types allow, or the values
+// rs lists.
+func (s *solver) keyValues(p *pool, rs *reqSet, key string) []string {
+	switch {
+	case key == apis.LabelZone || key == apis.LabelCapacityType:
+		return s.offeringValues(key)
+	case s.u.isTypeKey(key):
+		both := p.types.clone()
+		both.or(p.exotic)
+		return s.typeLabelValues(key, s.u.typeRequirementBits(rs.reqs, both), rs.reqs)
+	}
+	if r, ok := rs.reqs.Get(key); ok {
+		v, _ := r.Values()
+		return v
+	}
+	return nil
 }
 
 func (s *solver) placeOnNodes(g *group) {
@@ -389,6 +430,7 @@ func (s *solver) placeOnNewClaims(g *group) {
 			fresh = append(fresh, c)
 			for revisit && len(g.pods) > 0 {
 				before := len(g.pods)
+				s.placeOnNodes(g)
 				s.placeOn(g, fresh, modeSlack)
 				s.placeOn(g, fresh, modeGrow)
 				if len(g.pods) == before {

@@ -86,11 +86,16 @@ func (s *solver) getCounter(key string, ns []string, all, owner bool, sel labels
 func (s *solver) countExistingPods() {
 	for _, n := range s.nodes {
 		for _, p := range n.pods {
-			s.registerOwnerTerms(p)
+			if counted(p) {
+				s.registerOwnerTerms(p)
+			}
 		}
 	}
 	for _, n := range s.nodes {
 		for _, p := range n.pods {
+			if !counted(p) {
+				continue
+			}
 			for _, c := range s.counters {
 				if c.owner {
 					continue
@@ -101,6 +106,12 @@ func (s *solver) countExistingPods() {
 			}
 		}
 	}
+}
+
+// counted says whether a bound pod counts in topology: not finished and not
+// being deleted, as kube-scheduler and Karpenter count.
+func counted(p *corev1.Pod) bool {
+	return p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
 }
 
 func (s *solver) registerOwnerTerms(p *corev1.Pod) {
@@ -114,9 +125,10 @@ func (s *solver) registerOwnerTerms(p *corev1.Pod) {
 			continue
 		}
 		all, ns := termNamespaces(t, p.Namespace)
-		c := s.counters[s.ownerCounterFor(t.TopologyKey, ns, all, sel)]
+		key := apis.NormalizeLabel(t.TopologyKey)
+		c := s.counters[s.ownerCounterFor(key, ns, all, sel)]
 		if n := s.nodeByName[p.Spec.NodeName]; n != nil {
-			c.add(n.domain(t.TopologyKey), 1)
+			c.add(n.domain(key), 1)
 		}
 	}
 }
@@ -146,31 +158,40 @@ func (s *solver) record(g *group, domain func(key string) string, k int) {
 }
 
 // topologyKeys is the keys whose domain must be known when g is placed on a
-// new NodeClaim (so zone and capacity type get pinned).
+// new NodeClaim, which then gets pinned to one value of each: every key of
+// g's own spreads and pod (anti-)affinity terms and of the anti-affinity of
+// other pods that repel g (whatever the key: zone, capacity type, an
+// instance-type label, a label a NodePool defines), and the zone and
+// capacity type of other pods' constraints that count g's pods (so that
+// they are counted where they land). The hostname needs no pin: a new
+// claim is its own hostname domain.
 func (s *solver) topologyKeys(g *group) []string {
 	var keys []string
-	add := func(k string) {
-		if (k == apis.LabelZone || k == apis.LabelCapacityType) && !slices.Contains(keys, k) {
+	add := func(k string, any bool) {
+		if k == apis.LabelHostname || slices.Contains(keys, k) {
+			return
+		}
+		if any || k == apis.LabelZone || k == apis.LabelCapacityType {
 			keys = append(keys, k)
 		}
 	}
 	for _, sp := range g.spreads {
 		if !sp.dropped {
-			add(sp.key)
+			add(sp.key, true)
 		}
 	}
 	for _, ts := range [][]term{g.affinity, g.anti} {
 		for _, t := range ts {
 			if !t.dropped {
-				add(t.key)
+				add(t.key, true)
 			}
 		}
 	}
 	for _, i := range g.matches {
-		add(s.counters[i].key)
+		add(s.counters[i].key, s.counters[i].owner)
 	}
 	for _, i := range g.owners {
-		add(s.counters[i].key)
+		add(s.counters[i].key, true)
 	}
 	slices.Sort(keys)
 	return keys
@@ -181,10 +202,17 @@ func (s *solver) topologyKeys(g *group) []string {
 // smallest count of the hostname domains g could also use (0 when a new node
 // is possible).
 func (s *solver) topologyCap(g *group, domain func(string) string, eligible func(sp *spread) []string) int {
+	return s.topologyCapOn(g, domain, eligible, "")
+}
+
+// topologyCapOn is topologyCap counting only the constraints on key (all
+// when key is ""), for choosing the value of one key while others are open.
+func (s *solver) topologyCapOn(g *group, domain func(string) string, eligible func(sp *spread) []string, key string) int {
+	skip := func(k string) bool { return key != "" && k != key }
 	limit := 1 << 30
 	for i := range g.spreads {
 		sp := &g.spreads[i]
-		if sp.dropped {
+		if sp.dropped || skip(sp.key) {
 			continue
 		}
 		limit = min(limit, s.spreadCap(sp, domain(sp.key), eligible(sp)))
@@ -193,7 +221,7 @@ func (s *solver) topologyCap(g *group, domain func(string) string, eligible func
 		}
 	}
 	for _, t := range g.affinity {
-		if t.dropped {
+		if t.dropped || skip(t.key) {
 			continue
 		}
 		c := s.counters[t.counter]
@@ -206,7 +234,7 @@ func (s *solver) topologyCap(g *group, domain func(string) string, eligible func
 		}
 	}
 	for _, t := range g.anti {
-		if t.dropped {
+		if t.dropped || skip(t.key) {
 			continue
 		}
 		c := s.counters[t.counter]
@@ -219,7 +247,7 @@ func (s *solver) topologyCap(g *group, domain func(string) string, eligible func
 		}
 	}
 	for _, i := range g.matches {
-		if c := s.counters[i]; c.owner {
+		if c := s.counters[i]; c.owner && !skip(c.key) {
 			if d := domain(c.key); d == "" || c.counts[d] > 0 {
 				return 0
 			}

@@ -20,6 +20,7 @@ var capacityTypes = []string{apis.CapacityTypeOnDemand, apis.CapacityTypeSpot}
 // with prices, so requirement and offering checks are bitset operations.
 type universe struct {
 	types  []*catalog.InstanceType
+	index  map[string]int // by name
 	labels []map[string]string
 	n      int
 	all    bitset
@@ -62,7 +63,9 @@ func newUniverse(in *Input) *universe {
 	sort.Strings(u.zones)
 	u.zones = slices.Compact(u.zones)
 	u.labels = make([]map[string]string, u.n)
+	u.index = make(map[string]int, u.n)
 	for i, it := range u.types {
+		u.index[it.Name] = i
 		u.all.set(i)
 		if it.Exotic() {
 			u.exotic.set(i)

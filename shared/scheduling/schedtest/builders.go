@@ -52,6 +52,7 @@ func (r Resources) with(cpu, memory string) Resources {
 type Container struct {
 	CPU, Memory string
 	Requests    Resources
+	Limits      Resources
 	HostPorts   []int32
 }
 
@@ -164,7 +165,7 @@ func container(name string, c Container) corev1.Container {
 	return corev1.Container{
 		Name:      name,
 		Image:     "public.ecr.aws/eks-distro/kubernetes/pause:3.7",
-		Resources: corev1.ResourceRequirements{Requests: c.Requests.with(c.CPU, c.Memory).List()},
+		Resources: corev1.ResourceRequirements{Requests: c.Requests.with(c.CPU, c.Memory).List(), Limits: c.Limits.List()},
 		Ports:     ports(c.HostPorts),
 	}
 }
@@ -415,29 +416,74 @@ type DaemonSetOptions struct {
 	CPU       string
 	Memory    string
 	Requests  Resources
-	// NodeSelector and NodeRequirements limit the nodes it runs on.
+	// Limits are the first container's limits (a template that sets only
+	// limits requests them, as the API server defaults its pods).
+	Limits         Resources
+	InitContainers []Container
+	Sidecars       []Container
+	Overhead       Resources
+	// NodeSelector, NodeRequirements and NodeTerms limit the nodes it runs
+	// on; NodePreferences never do.
 	NodeSelector     map[string]string
 	NodeRequirements []corev1.NodeSelectorRequirement
+	NodeTerms        [][]corev1.NodeSelectorRequirement
+	NodePreferences  []corev1.PreferredSchedulingTerm
 	Tolerations      []corev1.Toleration
 	HostPorts        []int32
 }
 
-// DaemonSet builds a DaemonSet.
+// DaemonSet builds a DaemonSet (UID "DaemonSet/<name>", as Pod's Owner
+// "DaemonSet/<name>" refers to it).
 func DaemonSet(o DaemonSetOptions) *appsv1.DaemonSet {
 	if o.Namespace == "" {
 		o.Namespace = "kube-system"
 	}
 	labels := map[string]string{"app.kubernetes.io/name": o.Name}
 	tmpl := Pod(PodOptions{
-		Name: o.Name, Namespace: o.Namespace, Labels: labels, CPU: o.CPU, Memory: o.Memory, Requests: o.Requests,
-		NodeSelector: o.NodeSelector, NodeRequirements: o.NodeRequirements, Tolerations: o.Tolerations, HostPorts: o.HostPorts,
+		Name: o.Name, Namespace: o.Namespace, Labels: labels, CPU: o.CPU, Memory: o.Memory, Requests: o.Requests, Limits: o.Limits,
+		InitContainers: o.InitContainers, Sidecars: o.Sidecars, Overhead: o.Overhead,
+		NodeSelector: o.NodeSelector, NodeRequirements: o.NodeRequirements, NodeTerms: o.NodeTerms, NodePreferences: o.NodePreferences,
+		Tolerations: o.Tolerations, HostPorts: o.HostPorts,
 	})
 	return &appsv1.DaemonSet{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "DaemonSet"},
-		ObjectMeta: metav1.ObjectMeta{Name: o.Name, Namespace: o.Namespace},
+		ObjectMeta: metav1.ObjectMeta{Name: o.Name, Namespace: o.Namespace, UID: types.UID("DaemonSet/" + o.Name)},
 		Spec: appsv1.DaemonSetSpec{
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: tmpl.Spec},
 		},
 	}
+}
+
+// DaemonPod is a running pod of the DaemonSet, as its controller made it and
+// admission changed it: o describes the pod (its requests, limits, ...); it
+// gets the DaemonSet's namespace, labels and controller reference, the
+// template's node selection and tolerations unless o sets its own, and the
+// node affinity the DaemonSet controller adds (metadata.name of o.NodeName,
+// which is required). Bind it with NodeOptions.Pods of that node.
+func DaemonPod(ds *appsv1.DaemonSet, o PodOptions) *corev1.Pod {
+	o.Namespace = ds.Namespace
+	o.Owner = "DaemonSet/" + ds.Name
+	if o.Labels == nil {
+		o.Labels = ds.Spec.Template.Labels
+	}
+	if o.Tolerations == nil {
+		o.Tolerations = ds.Spec.Template.Spec.Tolerations
+	}
+	if o.NodeSelector == nil {
+		o.NodeSelector = ds.Spec.Template.Spec.NodeSelector
+	}
+	p := Pod(o)
+	p.Spec.Affinity = ds.Spec.Template.Spec.Affinity.DeepCopy()
+	if p.Spec.Affinity == nil {
+		p.Spec.Affinity = &corev1.Affinity{}
+	}
+	if p.Spec.Affinity.NodeAffinity == nil {
+		p.Spec.Affinity.NodeAffinity = &corev1.NodeAffinity{}
+	}
+	// The controller pins each pod to its node with matchFields.
+	p.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution = &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+		MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{o.NodeName}}},
+	}}}
+	return p
 }

@@ -28,6 +28,16 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
+// deprecatedAliases maps the stable labels a real node also carries under
+// their deprecated names to those names.
+var deprecatedAliases = map[string]string{
+	corev1.LabelArchStable:         "beta.kubernetes.io/arch",
+	corev1.LabelOSStable:           "beta.kubernetes.io/os",
+	corev1.LabelInstanceTypeStable: corev1.LabelInstanceType,
+	corev1.LabelTopologyZone:       corev1.LabelFailureDomainBetaZone,
+	corev1.LabelTopologyRegion:     corev1.LabelFailureDomainBetaRegion,
+}
+
 // Well-known names the bridge reads and writes.
 const (
 	// KwokAnnotation marks nodes kwok manages (kwok runs with
@@ -251,6 +261,13 @@ func (b *Bridge) node(in ec2types.Instance, ks KubeletSettings) (*corev1.Node, e
 	labels[LabelCapacity] = capType
 	if zid := zoneID(zone); zid != "" {
 		labels[LabelZoneID] = zid
+	}
+	// The kubelet (arch, os) and the cloud controller (instance type, zone,
+	// region) also set the deprecated aliases, which selectors still use.
+	for stable, alias := range deprecatedAliases {
+		if v, ok := labels[stable]; ok {
+			labels[alias] = v
+		}
 	}
 	for k, v := range ks.Labels {
 		labels[k] = v

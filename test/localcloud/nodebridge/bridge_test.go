@@ -92,6 +92,9 @@ func TestReconcileRegistersAfterBootDelayAndRemoves(t *testing.T) {
 		"karpenter.sh/capacity-type": "spot", "topology.kubernetes.io/zone": "us-east-1b", "topology.kubernetes.io/region": "us-east-1",
 		"topology.k8s.aws/zone-id": "use1-az2", "karpenter.sh/nodepool": "default", "kubernetes.io/arch": "amd64",
 		"kubernetes.io/hostname": "ip-10-0-2-9.ec2.internal",
+		// and the deprecated aliases a real kubelet and cloud controller set
+		"beta.kubernetes.io/arch": "amd64", "failure-domain.beta.kubernetes.io/zone": "us-east-1b",
+		"failure-domain.beta.kubernetes.io/region": "us-east-1",
 	}
 	for k, v := range wantLabels {
 		if n.Labels[k] != v {
