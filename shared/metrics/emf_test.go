@@ -15,7 +15,7 @@ func fixedClock() time.Time { return time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
 func TestEmitWritesEMF(t *testing.T) {
 	var buf bytes.Buffer
 	e := NewEmitter(&buf, "", "prod", fixedClock)
-	if err := e.Emit(NodeClaimsLaunched, 3, Dims{DimNodePool: "default", DimCapacityType: "spot"}); err != nil {
+	if err := e.Emit(NodeClaimsLaunched, 3, Dims{DimNodePool: "default", DimCapacityType: "spot", DimInstanceType: "m7g.large"}); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.HasSuffix(buf.String(), "\n") || strings.Count(buf.String(), "\n") != 1 {
@@ -43,7 +43,7 @@ func TestEmitWritesEMF(t *testing.T) {
 	if len(d) != 1 || d[0].Namespace != Namespace {
 		t.Fatalf("directive %+v", d)
 	}
-	wantDims := [][]string{{DimCluster}, {DimCluster, DimNodePool, DimCapacityType}}
+	wantDims := [][]string{{DimCluster}, {DimCluster, DimNodePool, DimCapacityType, DimInstanceType}}
 	if got, _ := json.Marshal(d[0].Dimensions); string(got) != mustJSON(wantDims) {
 		t.Errorf("dimensions %s", got)
 	}

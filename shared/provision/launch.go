@@ -19,10 +19,10 @@ import (
 
 // group is a set of identical NodeClaims launched by one fleet.
 type group struct {
-	token string
-	claim scheduling.NodeClaim
-	class *apis.EC2NodeClass
-	recs  []*state.NodeClaim // sorted by name; recs[0].Name == token
+	token   string
+	claim   scheduling.NodeClaim
+	class   *apis.EC2NodeClass
+	recs    []*state.NodeClaim // sorted by name; recs[0].Name == token
 	insts   []*fleet.Instance
 	err     error
 	crashed error

@@ -147,7 +147,7 @@ func PDB(ctx context.Context, lc *localcloud.Cloud, namespace, app string, maxUn
 	mu := intstr.FromInt32(int32(maxUnavailable))
 	_, err := lc.Kube.PolicyV1().PodDisruptionBudgets(namespace).Create(ctx, &policyv1.PodDisruptionBudget{
 		ObjectMeta: metav1.ObjectMeta{Name: app, Namespace: namespace},
-		Spec: policyv1.PodDisruptionBudgetSpec{MaxUnavailable: &mu, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}}},
+		Spec:       policyv1.PodDisruptionBudgetSpec{MaxUnavailable: &mu, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}}},
 	}, metav1.CreateOptions{})
 	return err
 }

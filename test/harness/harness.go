@@ -273,9 +273,9 @@ func AuditBatch(cluster, namespace string, pods []string, t time.Time) (json.Raw
 		ev := map[string]any{
 			"kind": "Event", "apiVersion": "audit.k8s.io/v1", "level": "Request", "auditID": fmt.Sprintf("audit-%d-%d", t.UnixNano(), i),
 			"stage": "ResponseComplete", "verb": "patch",
-			"requestURI": "/api/v1/namespaces/" + namespace + "/pods/" + p + "/status",
-			"user":       map[string]any{"username": "system:kube-scheduler"},
-			"objectRef":  map[string]any{"resource": "pods", "namespace": namespace, "name": p, "apiVersion": "v1", "subresource": "status"},
+			"requestURI":     "/api/v1/namespaces/" + namespace + "/pods/" + p + "/status",
+			"user":           map[string]any{"username": "system:kube-scheduler"},
+			"objectRef":      map[string]any{"resource": "pods", "namespace": namespace, "name": p, "apiVersion": "v1", "subresource": "status"},
 			"responseStatus": map[string]any{"code": 200},
 			"requestObject": map[string]any{"status": map[string]any{"conditions": []map[string]any{{
 				"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "lastTransitionTime": t.UTC().Format(time.RFC3339),
