@@ -35,6 +35,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
+	nwevents "github.com/nodewright/nodewright/events"
 	"github.com/nodewright/nodewright/infra/stack"
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/disruption"
@@ -423,4 +424,58 @@ func (r *Recorder) Names() map[string]bool {
 		}
 	}
 	return out
+}
+
+// Event is an EventBridge event as the interruption rules deliver it: the
+// sample of its kind (package events) with its ID, time and instances.
+// For a Health event every instance is an affected entity; for the EC2
+// kinds the first is the event's instance. state is the new state of a
+// state-change notification.
+func Event(sample, id string, at time.Time, state string, instances ...string) ([]byte, error) {
+	raw, err := nwevents.Sample(sample)
+	if err != nil {
+		return nil, err
+	}
+	var ev map[string]any
+	if err := json.Unmarshal(raw, &ev); err != nil {
+		return nil, err
+	}
+	ev["id"], ev["time"] = id, at.UTC().Format(time.RFC3339)
+	detail, _ := ev["detail"].(map[string]any)
+	if _, ok := detail["instance-id"]; ok && len(instances) > 0 {
+		detail["instance-id"] = instances[0]
+	}
+	if state != "" {
+		detail["state"] = state
+	}
+	if _, ok := detail["affectedEntities"]; ok {
+		var ents []map[string]any
+		for _, i := range instances {
+			ents = append(ents, map[string]any{"entityValue": i})
+		}
+		detail["affectedEntities"] = ents
+		detail["startTime"] = at.Add(10 * time.Minute).UTC().Format(time.RFC1123)
+	}
+	return json.Marshal(ev)
+}
+
+// Send puts a message on the interruption queue, as EventBridge does.
+func (h *Harness) Send(ctx context.Context, body []byte) error {
+	_, err := sqs.NewFromConfig(h.LC.AWSConfig()).SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(h.LC.Seeded.QueueURL), MessageBody: aws.String(string(body))})
+	return err
+}
+
+// DLQ returns the bodies of the messages in the dead-letter queue.
+func (h *Harness) DLQ(ctx context.Context) ([]string, error) {
+	out, err := sqs.NewFromConfig(h.LC.AWSConfig()).ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+		QueueUrl: aws.String(h.LC.Seeded.DLQURL), MaxNumberOfMessages: 10, VisibilityTimeout: 0,
+	})
+	if err != nil {
+		return nil, err
+	}
+	var bodies []string
+	for _, m := range out.Messages {
+		bodies = append(bodies, aws.ToString(m.Body))
+	}
+	return bodies, nil
 }

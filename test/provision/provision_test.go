@@ -1,7 +1,6 @@
 package provision_test
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	appsv1 "k8s.io/api/apps/v1"
@@ -57,28 +56,14 @@ func createInflate(t *testing.T, replicas int) {
 // nodesOf returns the Nodes of the pods of app, by name.
 func nodesOf(t *testing.T, app, ns string) map[string]*corev1.Node {
 	t.Helper()
-	pods, err := harness.Pods(ctx(t), lc, ns, app)
+	out, err := harness.NodesOf(ctx(t), lc, ns, app)
 	if err != nil {
 		t.Fatal(err)
-	}
-	out := map[string]*corev1.Node{}
-	for _, p := range pods {
-		if p.Spec.NodeName == "" {
-			continue
-		}
-		n, err := lc.Kube.CoreV1().Nodes().Get(ctx(t), p.Spec.NodeName, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[n.Name] = n
 	}
 	return out
 }
 
-func instanceOf(n *corev1.Node) string {
-	i := strings.LastIndexByte(n.Spec.ProviderID, '/')
-	return n.Spec.ProviderID[i+1:]
-}
+var instanceOf = harness.InstanceOf
 
 // TestSeedScenario: the users' production NodePool and EC2NodeClass,
 // unchanged; inflate scaled 0 -> 8 -> 40, driven by the Lambda handler with
@@ -221,33 +206,17 @@ func TestGarbageTriggerLaunchesNothing(t *testing.T) {
 	}
 }
 
-// testPool is a NodePool of the test's own, applied to the cluster as an
-// object: the production pool's requirements (or reqs), a taint and label
-// of its own so only the test's pods land there.
+// testPool applies a pool of the test's own (see harness.TestPool).
 func testPool(t *testing.T, name string, mutate func(*apis.NodePool)) *apis.NodePool {
 	t.Helper()
-	np := copyPool(t, deploy.NodePools[0])
-	np.ObjectMeta = metav1.ObjectMeta{Name: name}
-	np.Spec.Template.Spec.Taints = []corev1.Taint{{Key: "test", Value: name, Effect: corev1.TaintEffectNoSchedule}}
-	np.Spec.Limits = nil
-	np.Spec.Weight = nil
-	if mutate != nil {
-		mutate(np)
-	}
-	if err := harness.ApplyKarpenter(ctx(t), lc, np); err != nil {
+	np, err := harness.TestPool(ctx(t), lc, deploy.NodePools[0], name, mutate)
+	if err != nil {
 		t.Fatal(err)
 	}
 	return np
 }
 
-// onPool is a workload pinned to a test pool.
-func onPool(pool, app string, replicas int, cpu, memory string) harness.Workload {
-	return harness.Workload{
-		Namespace: "default", Name: app, Replicas: replicas, CPU: cpu, Memory: memory,
-		NodeSelector: map[string]string{apis.LabelNodePool: pool},
-		Tolerations:  []corev1.Toleration{{Key: "test", Operator: corev1.TolerationOpEqual, Value: pool, Effect: corev1.TaintEffectNoSchedule}},
-	}
-}
+var onPool = harness.OnPool
 
 // TestCrashAfterCreateFleetIsAdopted: the process dies after CreateFleet
 // answered and before the records were updated. The next invocation
@@ -327,21 +296,11 @@ func TestCrashAfterCreateFleetIsAdopted(t *testing.T) {
 // poolInstances lists the running instances tagged with the pool.
 func poolInstances(t *testing.T, h *harness.Harness, pool string) []string {
 	t.Helper()
-	r, err := h.Reconciler(ctx(t), "provision")
+	ids, err := h.PoolInstances(ctx(t), pool)
 	if err != nil {
 		t.Fatal(err)
 	}
-	all, err := r.Fleet.Instances(ctx(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, in := range all {
-		if in.NodePool == pool && (in.State == "running" || in.State == "pending") {
-			out = append(out, in.InstanceID)
-		}
-	}
-	return out
+	return ids
 }
 
 // TestOrphansAndUnregisteredInstancesAreTerminated: an instance with
@@ -707,18 +666,4 @@ func orphanRequest(t *testing.T) fleet.Request {
 		NodePool: "orphan", NodeClass: deploy.NodeClasses[0].Name, InstanceTypes: []string{"m6g.large"}, Zones: []string{"us-east-1a"},
 		CapacityType: apis.CapacityTypeOnDemand, CapacityTypes: []string{apis.CapacityTypeOnDemand},
 	}}
-}
-
-// copyPool is a deep copy of a NodePool.
-func copyPool(t *testing.T, np *apis.NodePool) *apis.NodePool {
-	t.Helper()
-	b, err := json.Marshal(np)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out apis.NodePool
-	if err := json.Unmarshal(b, &out); err != nil {
-		t.Fatal(err)
-	}
-	return &out
 }

@@ -1,0 +1,311 @@
+// Package interruption_test proves the interruption function end to end on
+// the local cloud: EventBridge events reach the queue, the handler gets them
+// in SQS batch form, and interrupted nodes are replaced, drained under
+// their PodDisruptionBudgets and terminated, once per instance however
+// often a message comes.
+package interruption_test
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodewright/nodewright/events"
+	"github.com/nodewright/nodewright/shared/apis"
+	"github.com/nodewright/nodewright/shared/state"
+	"github.com/nodewright/nodewright/test/harness"
+	"github.com/nodewright/nodewright/test/localcloud"
+	"github.com/nodewright/nodewright/test/localcloud/awsfront"
+)
+
+var suite *harness.Suite
+
+func TestMain(m *testing.M) {
+	os.Exit(harness.Main(m, localcloud.Options{BootDelay: time.Second, InstallCRDs: true},
+		func(s *harness.Suite) { suite = s }, "nodepool-default.yaml", "ec2nodeclass-default.yaml"))
+}
+
+// oneNodePool is a test pool whose nodes hold many small pods: one spot
+// type, so a Deployment lands on one node.
+func oneNodePool(t *testing.T, name string) *apis.NodePool {
+	return suite.Pool(t, name, func(np *apis.NodePool) {
+		np.Spec.Template.Spec.Requirements = []apis.NodeSelectorRequirementWithMinValues{
+			{Key: apis.LabelInstanceType, Operator: corev1.NodeSelectorOpIn, Values: []string{"c6g.2xlarge"}},
+			{Key: apis.LabelCapacityType, Operator: corev1.NodeSelectorOpIn, Values: []string{"spot"}},
+		}
+	})
+}
+
+// running deploys app on pool with n pods and waits for them on one node,
+// returning it.
+func running(t *testing.T, h *harness.Harness, pool, app string, n int) *corev1.Node {
+	t.Helper()
+	c := harness.Ctx(t)
+	if err := harness.Deploy(c, suite.LC, harness.OnPool(pool, app, n, "500m", "256Mi")); err != nil {
+		t.Fatal(err)
+	}
+	if err := harness.WaitUnschedulable(c, suite.LC, "default", app, n, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Hint(c, "default", app); err != nil {
+		t.Fatal(err)
+	}
+	if err := harness.WaitRunning(c, suite.LC, "default", app, n, 2*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	nodes, err := harness.NodesOf(c, suite.LC, "default", app)
+	if err != nil || len(nodes) != 1 {
+		t.Fatalf("%s runs on %d nodes (%v), want one", app, len(nodes), err)
+	}
+	for _, n := range nodes {
+		return n
+	}
+	return nil
+}
+
+// TestSpotInterruptionWithPDB: a spot interruption on a node running 10
+// pods under a PDB allowing 1 unavailable, delivered as AWS does
+// (EventBridge event, SQS, the handler in batch form): the replacement is
+// launched before the first eviction, the PDB is never violated, every pod
+// runs again within the two-minute notice, the Node is gone and the
+// instance terminated.
+func TestSpotInterruptionWithPDB(t *testing.T) {
+	c := harness.Ctx(t)
+	oneNodePool(t, "spot")
+	h := suite.Harness(t, harness.Options{})
+	node := running(t, h, "spot", "spotapp", 10)
+	if err := harness.PDB(c, suite.LC, "default", "spotapp", 1); err != nil {
+		t.Fatal(err)
+	}
+	watch, err := harness.WatchPDB(c, suite.LC, "default", "spotapp", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer watch.Stop()
+	firstGone := firstEviction(t, "spotapp")
+	instance := harness.InstanceOf(node)
+	start := time.Now()
+	if err := suite.LC.AWS.Interrupt(c, instance, awsfront.SpotInterruption, 2*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	handled, failed, err := h.DrainQueue(c, 30*time.Second)
+	if err != nil || handled == 0 || failed != 0 {
+		t.Fatalf("queue: %d handled, %d failed, %v", handled, failed, err)
+	}
+	if err := harness.WaitRunning(c, suite.LC, "default", "spotapp", 10, 2*time.Minute-time.Since(start)); err != nil {
+		t.Fatalf("within the notice: %v", err)
+	}
+	took := time.Since(start)
+	st, _ := harness.Store(suite.LC)
+	a, err := st.GetAction(c, "interruption-"+instance)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Step != state.StepDone || len(a.Replacements) == 0 || len(a.Stranded) != 0 {
+		t.Errorf("action %+v: want done, with replacements, nothing stranded", a)
+	}
+	rep, err := st.GetNodeClaim(c, a.Replacements[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first := firstGone(); first.IsZero() || !rep.CreatedAt.Before(first) {
+		t.Errorf("replacement %s recorded at %v, first eviction at %v: want the replacement first", rep.Name, rep.CreatedAt, first)
+	}
+	if m := watch.Max(); m > 1 {
+		t.Errorf("the PDB allows 1 unavailable; %d were at once", m)
+	}
+	if _, err := suite.LC.Kube.CoreV1().Nodes().Get(c, node.Name, metav1.GetOptions{}); err == nil {
+		t.Errorf("node %s still exists", node.Name)
+	}
+	ids, _ := h.PoolInstances(c, "spot")
+	for _, id := range ids {
+		if id == instance {
+			t.Errorf("instance %s still runs", instance)
+		}
+	}
+	t.Logf("spot interruption: all 10 pods Running again %s after the message (replacement launched %s after it)",
+		took.Round(100*time.Millisecond), rep.CreatedAt.Sub(start).Round(100*time.Millisecond))
+}
+
+// firstEviction watches app's pods and returns a function that tells when
+// the first of them began terminating.
+func firstEviction(t *testing.T, app string) func() time.Time {
+	t.Helper()
+	c := harness.Ctx(t)
+	w, err := suite.LC.Kube.CoreV1().Pods("default").Watch(c, metav1.ListOptions{LabelSelector: "app=" + app})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var first time.Time
+	go func() {
+		for ev := range w.ResultChan() {
+			if p, ok := ev.Object.(*corev1.Pod); ok && p.DeletionTimestamp != nil {
+				mu.Lock()
+				if first.IsZero() {
+					first = time.Now()
+				}
+				mu.Unlock()
+			}
+		}
+	}()
+	t.Cleanup(w.Stop)
+	return func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return first
+	}
+}
+
+// TestDuplicatesDoNothingNew: the same message delivered three times, and
+// two different messages for one instance: one replacement, one drain.
+func TestDuplicatesDoNothingNew(t *testing.T) {
+	c := harness.Ctx(t)
+	oneNodePool(t, "dup")
+	h := suite.Harness(t, harness.Options{})
+	node := running(t, h, "dup", "dupapp", 4)
+	instance := harness.InstanceOf(node)
+	now := time.Now()
+	spot, _ := harness.Event(events.SpotInterruptionWarning, "evt-dup-1", now, "", instance)
+	cr, _ := harness.Event(events.CapacityReservationInterrupted, "evt-dup-2", now, "", instance)
+	for _, b := range [][]byte{spot, spot, spot, cr} {
+		if err := h.Send(c, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	handled, failed, err := h.DrainQueue(c, 30*time.Second)
+	if err != nil || handled < 4 || failed != 0 {
+		t.Fatalf("queue: %d handled, %d failed, %v; want our 4 handled (and any state changes other tests' terminations sent)", handled, failed, err)
+	}
+	if err := harness.WaitRunning(c, suite.LC, "default", "dupapp", 4, 2*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := harness.Store(suite.LC)
+	acts, _ := st.Actions(c)
+	var ours []*state.Action
+	for _, a := range acts {
+		if strings.HasSuffix(a.ID, instance) {
+			ours = append(ours, a)
+		}
+	}
+	if len(ours) != 1 || len(ours[0].Replacements) != 1 || len(ours[0].Messages) == 0 {
+		for _, a := range ours {
+			t.Logf("action %+v", *a)
+		}
+		t.Fatalf("%d actions for %s: want one, with one replacement", len(ours), instance)
+	}
+	recs, _ := harness.PoolRecords(c, st, "dup")
+	if len(recs) != 1 || recs[0].Name != ours[0].Replacements[0] {
+		t.Errorf("records %d: want only the one replacement left", len(recs))
+	}
+}
+
+// TestMalformedMessageReachesTheDLQ: a batch with one malformed body and
+// two valid ones: the valid ones are handled, the malformed one comes back
+// as a batch item failure, again at each delivery, and rests in the DLQ
+// after the queue's receive limit.
+func TestMalformedMessageReachesTheDLQ(t *testing.T) {
+	c := harness.Ctx(t)
+	h := suite.Harness(t, harness.Options{})
+	bad := `{"version":"0","id":"evt-bad","detail-type":"EC2 Spot Instance Interruption Warning","source":"aws.ec2","detail":{"instance-id":"not-an-instance"}}`
+	foreign, _ := harness.Event(events.SpotInterruptionWarning, "evt-foreign", time.Now(), "", "i-0fedcba9876543210")
+	unknown := `{"version":"0","id":"evt-unknown","detail-type":"EC2 AMI State Change","source":"aws.ec2","detail":{}}`
+	for _, b := range []string{bad, string(foreign), unknown} {
+		if err := h.Send(c, []byte(b)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var handled, failed int
+	if err := harness.Poll(c, 2*time.Minute, "the malformed message in the DLQ", func() (bool, string, error) {
+		hd, f, err := h.DrainQueue(c, time.Second)
+		handled, failed = handled+hd, failed+f
+		if err != nil {
+			return false, "", err
+		}
+		dlq, err := h.DLQ(c)
+		return err == nil && len(dlq) == 1 && dlq[0] == bad, fmt.Sprintf("%d handled, %d failed, DLQ %d", handled, failed, len(dlq)), err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if handled != 2 || failed != 3 {
+		t.Errorf("%d handled, %d failures; want the two valid messages handled once and the malformed one failed at each of its 3 receives", handled, failed)
+	}
+}
+
+// TestIgnoredEvents: a state change to running for one of our instances,
+// and a spot warning for an instance that is not ours: acknowledged,
+// nothing done.
+func TestIgnoredEvents(t *testing.T) {
+	c := harness.Ctx(t)
+	oneNodePool(t, "ign")
+	h := suite.Harness(t, harness.Options{})
+	node := running(t, h, "ign", "ignapp", 2)
+	instance := harness.InstanceOf(node)
+	run, _ := harness.Event(events.InstanceStateChange, "evt-running", time.Now(), "running", instance)
+	other, _ := harness.Event(events.SpotInterruptionWarning, "evt-other", time.Now(), "", "i-0aaaabbbbccccdddd")
+	for _, b := range [][]byte{run, other} {
+		if err := h.Send(c, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	handled, failed, err := h.DrainQueue(c, 30*time.Second)
+	if err != nil || handled != 2 || failed != 0 {
+		t.Fatalf("queue: %d handled, %d failed, %v", handled, failed, err)
+	}
+	st, _ := harness.Store(suite.LC)
+	if _, err := st.GetAction(c, "interruption-"+instance); err == nil {
+		t.Error("a state change to running started an interruption")
+	}
+	recs, _ := harness.PoolRecords(c, st, "ign")
+	if len(recs) != 1 || recs[0].Disruption != nil {
+		t.Errorf("records %+v: want the node untouched", recs)
+	}
+	n, err := suite.LC.Kube.CoreV1().Nodes().Get(c, node.Name, metav1.GetOptions{})
+	if err != nil || n.Spec.Unschedulable {
+		t.Errorf("node %s: %v, cordoned %v", node.Name, err, n != nil && n.Spec.Unschedulable)
+	}
+}
+
+// TestScheduledChangeOnTwoInstances: an AWS Health scheduled change that
+// lists two of our instances: both are replaced and drained.
+func TestScheduledChangeOnTwoInstances(t *testing.T) {
+	c := harness.Ctx(t)
+	oneNodePool(t, "health-a")
+	oneNodePool(t, "health-b")
+	h := suite.Harness(t, harness.Options{})
+	a := running(t, h, "health-a", "healtha", 2)
+	b := running(t, h, "health-b", "healthb", 2)
+	if a.Name == b.Name {
+		t.Fatal("both workloads on one node")
+	}
+	ev, _ := harness.Event(events.HealthScheduledChange, "evt-health", time.Now(), "", harness.InstanceOf(a), harness.InstanceOf(b))
+	if err := h.Send(c, ev); err != nil {
+		t.Fatal(err)
+	}
+	handled, failed, err := h.DrainQueue(c, 30*time.Second)
+	if err != nil || handled < 1 || failed != 0 {
+		t.Fatalf("queue: %d handled, %d failed, %v", handled, failed, err)
+	}
+	for _, app := range []string{"healtha", "healthb"} {
+		if err := harness.WaitRunning(c, suite.LC, "default", app, 2, 2*time.Minute); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, _ := harness.Store(suite.LC)
+	for _, n := range []*corev1.Node{a, b} {
+		act, err := st.GetAction(c, "interruption-"+harness.InstanceOf(n))
+		if err != nil || act.Step != state.StepDone || len(act.Replacements) != 1 {
+			t.Errorf("node %s: action %+v %v; want done with one replacement", n.Name, act, err)
+		}
+		if _, err := suite.LC.Kube.CoreV1().Nodes().Get(c, n.Name, metav1.GetOptions{}); err == nil {
+			t.Errorf("node %s still exists", n.Name)
+		}
+	}
+}
+
