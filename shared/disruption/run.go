@@ -100,6 +100,9 @@ func (r *Run) Tick(ctx context.Context) (*TickReport, error) {
 	if waiting {
 		return rep, nil
 	}
+	if _, err := e.R.Register(ctx); err != nil {
+		return rep, err
+	}
 	in, err := r.Inputs(ctx)
 	if err != nil {
 		return rep, err
@@ -109,6 +112,9 @@ func (r *Run) Tick(ctx context.Context) (*TickReport, error) {
 	}
 	cmds, drep := r.Decide(in)
 	rep.Candidates, rep.Skipped = drep.Candidates, drep.Skipped
+	if len(cmds) == 0 {
+		e.Log.Info("nothing to consolidate", "candidates", drep.Candidates, "skipped", summarize(drep.Skipped), "rejected", summarize(drep.Rejected))
+	}
 	_ = e.R.Metrics.Emit(metrics.ConsolidationCandidates, float64(drep.Candidates), nil)
 	if len(cmds) == 0 {
 		return rep, nil
@@ -266,4 +272,29 @@ func (r *Run) fingerprint(ctx context.Context, in consolidation.Inputs) error {
 		}
 	}
 	return nil
+}
+
+// summarize is a bounded one-line account of why nodes were left alone.
+func summarize(m map[string]string) string {
+	var b strings.Builder
+	for i, k := range sortedKeys(m) {
+		if i == 10 {
+			fmt.Fprintf(&b, " and %d more", len(m)-10)
+			break
+		}
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		fmt.Fprintf(&b, "%s: %s", k, m[k])
+	}
+	return b.String()
+}
+
+func sortedKeys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }

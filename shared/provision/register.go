@@ -181,3 +181,25 @@ func (r *Reconciler) register(ctx context.Context, w *world, rep *Report) {
 		}
 	}
 }
+
+// Register brings the records up to date with the Nodes (registered,
+// initialized, finalizer and labels) outside a round: consolidation calls
+// it before it decides, so that a node that came up since the last round
+// is a candidate.
+func (r *Reconciler) Register(ctx context.Context) (*Report, error) {
+	if err := r.init(); err != nil {
+		return nil, err
+	}
+	rep := &Report{}
+	view, err := r.Source.View(ctx)
+	if err != nil {
+		return rep, err
+	}
+	records, err := r.Store.NodeClaims(ctx)
+	if err != nil {
+		return rep, err
+	}
+	pools, classes, _ := MergeConfig(r.NodePools, r.NodeClasses, view)
+	r.register(ctx, &world{view: view, pools: pools, classes: classes, records: records}, rep)
+	return rep, nil
+}

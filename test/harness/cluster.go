@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -359,4 +360,57 @@ func SortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// PodOf is the i-th pod a workload's Deployment makes, pending.
+func PodOf(w Workload, i int) *corev1.Pod {
+	req := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(w.CPU), corev1.ResourceMemory: resource.MustParse(w.Memory)}
+	for k, v := range w.ExtraRequests {
+		req[k] = v
+	}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", w.Name, i), Namespace: w.Namespace, Labels: map[string]string{"app": w.Name}},
+		Spec: corev1.PodSpec{NodeSelector: w.NodeSelector, Tolerations: w.Tolerations,
+			Containers: []corev1.Container{{Name: "app", Resources: corev1.ResourceRequirements{Requests: req}}}},
+	}
+}
+
+// GetPool reads a NodePool object from the cluster.
+func GetPool(ctx context.Context, lc *localcloud.Cloud, name string) (*apis.NodePool, error) {
+	dc, err := dynamic.NewForConfig(lc.REST)
+	if err != nil {
+		return nil, err
+	}
+	u, err := dc.Resource(nodePoolGVR).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	b, err := u.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	var np apis.NodePool
+	if err := json.Unmarshal(b, &np); err != nil {
+		return nil, err
+	}
+	return &np, nil
+}
+
+// UpdatePool writes a NodePool object back to the cluster.
+func UpdatePool(ctx context.Context, lc *localcloud.Cloud, np *apis.NodePool) error {
+	dc, err := dynamic.NewForConfig(lc.REST)
+	if err != nil {
+		return err
+	}
+	b, err := json.Marshal(np)
+	if err != nil {
+		return err
+	}
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON(b); err != nil {
+		return err
+	}
+	unstructured.RemoveNestedField(u.Object, "status")
+	_, err = dc.Resource(nodePoolGVR).Update(ctx, u, metav1.UpdateOptions{})
+	return err
 }
