@@ -13,13 +13,13 @@ import (
 	awslambda "github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
-	"github.com/nodewright/nodewright/shared/handlers"
+	"github.com/nodewright/nodewright/shared/logging"
 	"github.com/nodewright/nodewright/shared/names"
 	"github.com/nodewright/nodewright/shared/webhook"
 )
 
 func main() {
-	log := handlers.NewLogger(os.Stdout, "webhook", os.Getenv(names.EnvLogLevel))
+	log := logging.New(os.Stdout, "webhook", os.Getenv(names.EnvLogLevel))
 	cfg, err := config.LoadDefaultConfig(context.Background())
 	if err != nil {
 		log.Error("load AWS configuration", "error", err)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
+	"github.com/nodewright/nodewright/shared/logging"
 	"github.com/nodewright/nodewright/shared/provision"
 	"github.com/nodewright/nodewright/shared/state"
 	"github.com/nodewright/nodewright/shared/trigger"
@@ -88,7 +89,7 @@ func (h *Provision) Handle(ctx context.Context, raw json.RawMessage) (err error)
 		return nil
 	}
 	if p.Cluster != "" && p.Cluster != h.Env.Cluster {
-		h.Log.Warn("provision hint for another cluster: ignored", "hintCluster", quote(p.Cluster), "cluster", h.Env.Cluster)
+		h.Log.Warn("provision hint for another cluster: ignored", "hintCluster", logging.Quote(p.Cluster), "cluster", h.Env.Cluster)
 		return nil
 	}
 	log := h.Log.With("requestId", requestID(ctx), "source", p.Source)
@@ -230,12 +231,4 @@ func requestID(ctx context.Context) string {
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
 	return "local-" + hex.EncodeToString(b)
-}
-
-// quote bounds a value from a request for a log line.
-func quote(s string) string {
-	if len(s) > 128 {
-		return fmt.Sprintf("%q... (%d bytes)", s[:128], len(s))
-	}
-	return fmt.Sprintf("%q", s)
 }
