@@ -367,7 +367,7 @@ func TestControllerPolicy(t *testing.T) {
 		!strings.Contains(js(pass["Resource"]), `"NodeRole`) {
 		t.Errorf("pass role %s", js(pass))
 	}
-	if ssm := js(st["AllowSSMReadActions"]["Resource"]); st["AllowSSMReadActions"]["Action"] != "ssm:GetParameter" ||
+	if ssm := js(st["AllowSSMReadActions"]["Resource"]); st["AllowSSMReadActions"]["Action"] != "ssm:GetParameters" ||
 		!strings.Contains(ssm, `":ssm:"`) || !strings.Contains(ssm, `"::parameter/aws/service/*"`) {
 		t.Errorf("ssm %s", js(st["AllowSSMReadActions"]))
 	}
@@ -610,9 +610,7 @@ func TestNagSuppressionsHaveReasons(t *testing.T) {
 }
 
 func TestConfigWarningsBecomeAnnotations(t *testing.T) {
-	s := variant(t, "warned", func(p *Props) {
-		p.ConfigWarnings = []string{"x.yaml: document 2 (v1 Pod p) is not a NodePool or EC2NodeClass: ignored"}
-	})
+	s := namedVariant(t, "warned")
 	got := s.annotations.FindWarning(jsii.String("*"), assertions.Match_StringLikeRegexp(jsii.String("is not a NodePool")))
 	if len(*got) != 1 {
 		t.Fatalf("%d warnings", len(*got))

@@ -7,9 +7,45 @@ import (
 	"github.com/aws/jsii-runtime-go"
 )
 
+// variantEdits are every stack variant the tests synthesize, by name, as
+// edits of the base props; cfn-lint checks each of them.
+var variantEdits = map[string]func(*Props){
+	"default": nil,
+	// Alarms to an encrypted topic created for an email address.
+	"email": func(p *Props) { p.AlarmEmail = "oncall@example.com" },
+	// An existing node role (say Karpenter's), no access entries, no audit
+	// log, no reserved concurrency, custom schedules and thresholds.
+	"minimal": func(p *Props) {
+		p.ImportNodeRole = true
+		p.SkipAccessEntries = true
+		p.SkipAuditLogTrigger = true
+		p.SkipReservedConcurrency = true
+		p.SweepSchedule = "rate(2 minutes)"
+		p.AlarmTopicArn = "arn:aws:sns:us-east-1:123456789012:ops"
+	},
+	// Controllers in a VPC (private cluster endpoint).
+	"vpc": func(p *Props) {
+		p.Network = &Network{SubnetIDs: []string{"subnet-0123456789abcdef0", "subnet-0fedcba9876543210"}, SecurityGroupIDs: []string{"sg-0123456789abcdef0"}}
+	},
+	// A configuration warning becomes an annotation.
+	"warned": func(p *Props) {
+		p.ConfigWarnings = []string{"x.yaml: document 2 (v1 Pod p) is not a NodePool or EC2NodeClass: ignored"}
+	},
+}
+
+// namedVariant synthesizes (once) the variant of variantEdits named name.
+func namedVariant(t *testing.T, name string) *synthesized {
+	t.Helper()
+	edit, ok := variantEdits[name]
+	if !ok {
+		t.Fatalf("no variant %q", name)
+	}
+	return variant(t, name, edit)
+}
+
 // Alarms to an encrypted topic created for an email address.
 func TestAlarmEmailVariant(t *testing.T) {
-	s := variant(t, "email", func(p *Props) { p.AlarmEmail = "oncall@example.com" })
+	s := namedVariant(t, "email")
 	if f := nagFindings(s); f != "" {
 		t.Fatalf("cdk-nag findings:\n%s", f)
 	}
@@ -35,14 +71,7 @@ func TestAlarmEmailVariant(t *testing.T) {
 // An existing node role (say Karpenter's), no access entries, no audit log,
 // no reserved concurrency, custom schedules and thresholds.
 func TestMinimalVariant(t *testing.T) {
-	s := variant(t, "minimal", func(p *Props) {
-		p.ImportNodeRole = true
-		p.SkipAccessEntries = true
-		p.SkipAuditLogTrigger = true
-		p.SkipReservedConcurrency = true
-		p.SweepSchedule = "rate(2 minutes)"
-		p.AlarmTopicArn = "arn:aws:sns:us-east-1:123456789012:ops"
-	})
+	s := namedVariant(t, "minimal")
 	if f := nagFindings(s); f != "" {
 		t.Fatalf("cdk-nag findings:\n%s", f)
 	}
@@ -75,9 +104,7 @@ func TestMinimalVariant(t *testing.T) {
 
 // Controllers in a VPC (private cluster endpoint); the webhook stays out.
 func TestNetworkVariant(t *testing.T) {
-	s := variant(t, "vpc", func(p *Props) {
-		p.Network = &Network{SubnetIDs: []string{"subnet-0123456789abcdef0", "subnet-0fedcba9876543210"}, SecurityGroupIDs: []string{"sg-0123456789abcdef0"}}
-	})
+	s := namedVariant(t, "vpc")
 	if f := nagFindings(s); f != "" {
 		t.Fatalf("cdk-nag findings:\n%s", f)
 	}
