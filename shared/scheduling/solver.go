@@ -119,6 +119,7 @@ func solveWith(in *Input, u *universe, residual bool, order groupOrder) *solver 
 	s.attachPools()
 	s.reserveDaemons()
 	s.buildGroups(in.Pods)
+	s.screenOversized()
 	s.countExistingPods()
 	s.matchCounters()
 	sortGroups(s.groups, order)
@@ -186,7 +187,7 @@ func (s *solver) run() {
 
 // placeGroup places as many pods of g as it can, relaxing preferences.
 func (s *solver) placeGroup(g *group) {
-	if g.err != nil {
+	if g.err != nil || g.oversized {
 		return
 	}
 	for {
