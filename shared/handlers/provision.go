@@ -33,6 +33,10 @@ const (
 	// finishMargin is the time left before the function's deadline below
 	// which no new round starts.
 	finishMargin = 20 * time.Second
+	// maxDeferredRounds bounds the rounds one invocation runs for pods a
+	// solve's budget deferred (each round launches what it placed, so the
+	// next one starts further on).
+	maxDeferredRounds = 10
 )
 
 // Provision handles every trigger of the provision function: the schedule
@@ -164,6 +168,11 @@ func (h *Provision) rounds(ctx context.Context, r *provision.Reconciler, lease *
 		if h.AfterRound != nil {
 			h.AfterRound(rep, srep)
 		}
+		if rep != nil && rep.Deferred > 0 && round < maxDeferredRounds && !ending(ctx) {
+			// The solve's budget left pods: keep the lease and take them.
+			log.Info("the solve's budget left pods for another round: running again", "deferred", rep.Deferred)
+			continue
+		}
 		rerun, err := r.Store.Release(ctx, lease)
 		if err != nil {
 			log.Error("release the provision lease", "error", err)
@@ -175,7 +184,7 @@ func (h *Provision) rounds(ctx context.Context, r *provision.Reconciler, lease *
 		if slices.Contains(lease.Asks, askSweep) {
 			sweep = true // a schedule trigger came during the round: its sweep is ours to run
 		}
-		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < finishMargin {
+		if ending(ctx) {
 			// No time for another round: let go; the next trigger or the
 			// sweep within a minute picks the work up.
 			if _, err := r.Store.Release(ctx, lease); err != nil {
@@ -186,6 +195,13 @@ func (h *Provision) rounds(ctx context.Context, r *provision.Reconciler, lease *
 		}
 		log.Info("another trigger arrived during the round: running again")
 	}
+}
+
+// ending says whether the invocation is too close to its deadline to start
+// another round.
+func ending(ctx context.Context) bool {
+	dl, ok := ctx.Deadline()
+	return ok && time.Until(dl) < finishMargin
 }
 
 // renewing renews the lease every third of ttl until stop; if it is lost,

@@ -618,6 +618,12 @@ func checkInvariants(t *testing.T, in scheduling.Input, r *scheduling.Result) {
 		checkReason(t, in, u)
 		placed[u.Pod]++
 	}
+	for _, d := range r.Deferred {
+		placed[d]++
+	}
+	if (len(r.Deferred) > 0) != (r.BudgetSpent != "") {
+		t.Errorf("%d pods deferred, budget spent on %q", len(r.Deferred), r.BudgetSpent)
+	}
 	for k := range pending {
 		if placed[k] != 1 {
 			t.Errorf("pod %s appears %d times in the plan", k, placed[k])
