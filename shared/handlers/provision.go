@@ -85,7 +85,7 @@ func (h *Provision) Handle(ctx context.Context, raw json.RawMessage) (err error)
 	defer recovered(h.Log, &err)
 	p, err := trigger.DecodeProvision(raw)
 	if err != nil {
-		h.Log.Error("unreadable provision trigger", "error", err, "bytes", len(raw))
+		h.Log.Error("unreadable provision trigger", "error", logging.Err(err), "bytes", len(raw))
 		return err
 	}
 	if p.Control {

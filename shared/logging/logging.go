@@ -51,3 +51,23 @@ func Quote(s string) string {
 
 // utf8Start reports whether b can begin a UTF-8 sequence.
 func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
+
+// MaxError is how many bytes of an error's text Err keeps.
+const MaxError = 1024
+
+// Err is err's text for a log line, at most MaxError bytes: decoding errors
+// can carry a request's value (encoding/json quotes a number literal whole).
+func Err(err error) string {
+	if err == nil {
+		return ""
+	}
+	s := err.Error()
+	if len(s) <= MaxError {
+		return s
+	}
+	cut := MaxError
+	for cut > 0 && !utf8Start(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "... (" + strconv.Itoa(len(s)) + " bytes)"
+}

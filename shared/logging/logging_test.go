@@ -3,6 +3,7 @@ package logging
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 )
@@ -37,5 +38,20 @@ func TestNewLevels(t *testing.T) {
 	var m map[string]any
 	if err := json.Unmarshal(buf.Bytes(), &m); err != nil || m["function"] != "webhook" || m["msg"] != "w" {
 		t.Fatalf("line %s: %v", buf.String(), err)
+	}
+}
+
+func TestErr(t *testing.T) {
+	if Err(nil) != "" || Err(errors.New("short")) != "short" {
+		t.Fatal("short errors are kept")
+	}
+	var v struct{ N int }
+	err := json.Unmarshal([]byte(`{"N":1`+strings.Repeat("0", 2<<20)+`}`), &v)
+	if err == nil || len(err.Error()) < 2<<20 {
+		t.Fatalf("premise: encoding/json quotes the literal whole (%d bytes)", len(err.Error()))
+	}
+	got := Err(err)
+	if len(got) > MaxError+40 || !strings.HasSuffix(got, " bytes)") {
+		t.Fatalf("Err kept %d bytes: %.80s...", len(got), got)
 	}
 }
