@@ -75,7 +75,7 @@ func TestMinimalVariant(t *testing.T) {
 	if f := nagFindings(s); f != "" {
 		t.Fatalf("cdk-nag findings:\n%s", f)
 	}
-	for typ, n := range map[string]int{"AWS::EKS::AccessEntry": 0, "AWS::Logs::SubscriptionFilter": 0, "AWS::IAM::Role": 4,
+	for typ, n := range map[string]int{"AWS::EKS::AccessEntry": 0, "AWS::Logs::SubscriptionFilter": 0, "AWS::IAM::Role": 5,
 		"AWS::IAM::InstanceProfile": 1, "AWS::SNS::Topic": 0} {
 		s.template.ResourceCountIs(jsii.String(typ), jsii.Number(float64(n)))
 	}
@@ -111,9 +111,9 @@ func TestNetworkVariant(t *testing.T) {
 	for _, fn := range FunctionNames() {
 		p := s.one(t, "AWS::Lambda::Function", title(fn))
 		vpc := js(p["VpcConfig"])
-		if fn == FnWebhook {
+		if fn == FnWebhook || fn == FnRotation {
 			if p["VpcConfig"] != nil {
-				t.Errorf("webhook in a VPC: %s", vpc)
+				t.Errorf("%s in a VPC: %s", fn, vpc)
 			}
 			continue
 		}
@@ -124,9 +124,9 @@ func TestNetworkVariant(t *testing.T) {
 	for id, pol := range s.resources("AWS::IAM::Policy") {
 		props := pol["Properties"].(map[string]any)
 		eni := statements(t, props["PolicyDocument"])["ManageVpcNetworkInterfaces"]
-		if strings.Contains(js(props["Roles"]), "WebhookRole") {
+		if strings.Contains(js(props["Roles"]), "WebhookRole") || strings.Contains(js(props["Roles"]), "RotationRole") {
 			if eni != nil {
-				t.Errorf("%s: webhook may manage ENIs", id)
+				t.Errorf("%s: the webhook or rotation may manage ENIs", id)
 			}
 			continue
 		}
@@ -137,7 +137,7 @@ func TestNetworkVariant(t *testing.T) {
 	// The function waits for its role's policy (else Lambda cannot create
 	// the network interfaces).
 	for id, f := range s.resources("AWS::Lambda::Function") {
-		if strings.HasPrefix(id, "Webhook") {
+		if strings.HasPrefix(id, "Webhook") || strings.HasPrefix(id, "Rotation") {
 			continue
 		}
 		if !strings.Contains(js(f["DependsOn"]), "RoleDefaultPolicy") {
