@@ -28,6 +28,11 @@ func overflowScenarios() []scenario {
 			want: []check{claims(0), unschedulableCount(5000, "more than any existing node or instance type of any NodePool offers")},
 		},
 		{
+			name: "a negative request is unschedulable, not room for others",
+			in:   input(pods(pod(po{Name: "minus", CPU: "-1E"}), pod(po{Name: "web", CPU: "1"}))),
+			want: []check{claims(1), unschedulable("minus", "it requests -1E cpu, a negative amount"), unschedulableCount(1)},
+		},
+		{
 			name: "a NodePool limit too large to count never binds",
 			in: input(pools(poolWith(st.NodePoolOptions{Requirements: reqs(req(ctKey, opIn, onDemand)),
 				Limits: res{"cpu": "9223372036854776", "memory": "9223372036854775807"}})),

@@ -41,7 +41,7 @@ func (s *solver) largest() (most vec, where [numRes]string) {
 }
 
 // screenOversized marks the groups whose pods ask for more of a resource than
-// any instance type or node offers: they are unschedulable at once and never
+// any instance type or node offers, or for a negative amount: they are unschedulable at once and never
 // enter placement (whose sums an amount too large to count, saturated at
 // quantity.Max inside the solve, could otherwise overflow). explain gives
 // the per-pool reason; for a saturated amount, the request as the pod wrote
@@ -53,6 +53,13 @@ func (s *solver) screenOversized() {
 			continue
 		}
 		for d := range g.req {
+			if g.req[d] < 0 {
+				// The API server and the loaders refuse these; a solve
+				// must not place them either (they would make room).
+				g.oversized = true
+				g.tooLarge = fmt.Sprintf("it requests %s, a negative amount", s.asked(g, d))
+				break
+			}
 			saturated := g.req[d] >= qty.Max
 			if d == rPods || !saturated && (g.req[d] <= most[d] || most[d] <= 0) {
 				continue
@@ -61,10 +68,7 @@ func (s *solver) screenOversized() {
 			if !saturated {
 				break
 			}
-			asked := s.reg.describe(d, g.req[d])
-			if q, ok := resourcehelper.PodRequests(g.rep, resourcehelper.PodResourcesOptions{})[s.reg.names[d]]; ok {
-				asked = q.String() + " " + string(s.reg.names[d])
-			}
+			asked := s.asked(g, d)
 			if most[d] <= 0 {
 				g.tooLarge = fmt.Sprintf("it requests %s, which no existing node and no instance type of any NodePool offers", asked)
 			} else {
@@ -74,4 +78,12 @@ func (s *solver) screenOversized() {
 			break
 		}
 	}
+}
+
+// asked is g's request of dimension d as the pod wrote it ("1E cpu").
+func (s *solver) asked(g *group, d int) string {
+	if q, ok := resourcehelper.PodRequests(g.rep, resourcehelper.PodResourcesOptions{})[s.reg.names[d]]; ok {
+		return q.String() + " " + string(s.reg.names[d])
+	}
+	return s.reg.describe(d, g.req[d])
 }
