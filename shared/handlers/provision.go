@@ -146,7 +146,7 @@ func (h *Provision) rounds(ctx context.Context, r *provision.Reconciler, lease *
 			log.Info("round", "round", round, "batchWait", waited.String(), "pending", rep.Pending, "reschedulable", rep.Reschedulable,
 				"inFlight", rep.InFlight, "solves", rep.Solves, "launched", len(rep.Launched()), "failed", len(rep.Failed()),
 				"recovered", len(rep.Recovered), "registered", len(rep.Registered), "read", rep.Read.String(), "solve", rep.Solve.String(),
-				"launch", rep.Launch.String(), "warnings", len(rep.Warnings))
+				"launch", rep.Launch.String(), "deferred", rep.Deferred, "warnings", len(rep.Warnings))
 		}
 		failed = err
 		if err != nil {
