@@ -34,6 +34,7 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzDecodeProvision$$' -fuzztime=5s ./shared/trigger
 	$(GO) test -run='^$$' -fuzz='^FuzzHandle$$' -fuzztime=5s ./shared/webhook
 	$(GO) test -run='^$$' -fuzz=FuzzRead -fuzztime=15s ./shared/snapshot
+	$(GO) test -run='^$$' -fuzz=FuzzSolveQuantities -fuzztime=10s ./shared/scheduling
 
 ## synth: the CDK app's cloud assembly in cdk.out, offline (no AWS credentials, no npm);
 ## CLUSTER and CONFIG choose the cluster name and the configuration directory

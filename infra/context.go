@@ -148,6 +148,11 @@ func (c appContext) props() (stack.Props, error) {
 		return p, err
 	}
 	p.WebhookTimeoutSeconds = int(timeout)
+	days, err := c.number("webhookTokenRotationDays")
+	if err != nil {
+		return p, err
+	}
+	p.WebhookTokenRotationDays = int(days)
 	if days, err := c.number("logRetentionDays"); err != nil {
 		return p, err
 	} else if days != 0 {

@@ -31,7 +31,7 @@ func TestContextProps(t *testing.T) {
 		"cluster": "prod", "config": "cfg", "nodeRole": "R", "importNodeRole": "true", "skipAccessEntries": true,
 		"skipAuditLogTrigger": "false", "skipReservedConcurrency": "1", "sweepSchedule": "rate(2 minutes)",
 		"launchFailureThreshold": "7", "functionErrorThreshold": 2.0, "webhookTimeoutSeconds": "3",
-		"logRetentionDays": "90", "pendingPodAgeThreshold": "10m", "alarmEmail": "a@b.c", "region": "eu-west-1",
+		"webhookTokenRotationDays": "7", "logRetentionDays": "90", "pendingPodAgeThreshold": "10m", "alarmEmail": "a@b.c", "region": "eu-west-1",
 		"subnetIds": "subnet-0123456789abcdef0, subnet-0fedcba9876543210", "securityGroupIds": []any{"sg-0123456789abcdef0"},
 	}).props()
 	if err != nil {
@@ -39,7 +39,7 @@ func TestContextProps(t *testing.T) {
 	}
 	if p.ClusterName != "prod" || p.NodeRoleName != "R" || !p.ImportNodeRole || !p.SkipAccessEntries || p.SkipAuditLogTrigger ||
 		!p.SkipReservedConcurrency || p.SweepSchedule != "rate(2 minutes)" || p.LaunchFailureThreshold != 7 ||
-		p.FunctionErrorThreshold != 2 || p.WebhookTimeoutSeconds != 3 || p.LogRetention != awslogs.RetentionDays_THREE_MONTHS ||
+		p.FunctionErrorThreshold != 2 || p.WebhookTimeoutSeconds != 3 || p.WebhookTokenRotationDays != 7 || p.LogRetention != awslogs.RetentionDays_THREE_MONTHS ||
 		p.PendingPodAgeThreshold != 10*time.Minute || p.AlarmEmail != "a@b.c" || *p.Env.Region != "eu-west-1" || p.Env.Account != nil ||
 		strings.Join(p.Network.SubnetIDs, " ") != "subnet-0123456789abcdef0 subnet-0fedcba9876543210" ||
 		strings.Join(p.Network.SecurityGroupIDs, " ") != "sg-0123456789abcdef0" {
@@ -132,7 +132,7 @@ func TestRunSynthesizes(t *testing.T) {
 			fns++
 		}
 	}
-	if fns != 4 {
+	if fns != len(stack.FunctionNames()) {
 		t.Errorf("%d functions in the template", fns)
 	}
 	for _, f := range []string{stack.WebhookManifestFile, stack.RBACManifestFile} {
@@ -141,7 +141,7 @@ func TestRunSynthesizes(t *testing.T) {
 		}
 	}
 	assets, err := filepath.Glob(filepath.Join(out, "asset.*", "bootstrap"))
-	if err != nil || len(assets) != 4 {
+	if err != nil || len(assets) != len(stack.FunctionNames()) {
 		t.Fatalf("bootstrap assets %v %v", assets, err)
 	}
 	for _, a := range assets {

@@ -23,16 +23,19 @@ const usage = `nodewright: the operator CLI of Nodewright, the node autoscaler f
 
 Usage:
   nodewright plan [-f FILE]... [flags]   print the nodes Nodewright would launch for a cluster snapshot
+  nodewright webhook apply [flags]       register the pending-pod webhook in the cluster (token read from Secrets Manager)
   nodewright version                     print the version
-  nodewright help [plan]                 print this help, or the plan command's
+  nodewright help [plan|webhook]         print this help, or a command's
 
-Run 'nodewright help plan' for the plan command's flags.
+Run 'nodewright help plan' or 'nodewright help webhook' for a command's flags.
 `
 
-// cli runs commands; solve is the scheduler (a stand-in in tests of the
-// command line itself).
+// cli runs commands; solve is the scheduler and webhook reaches AWS and the
+// cluster (stand-ins in tests of the command line itself; zero: the real
+// ones).
 type cli struct {
-	solve func(scheduling.Input) (*scheduling.Result, error)
+	solve   func(scheduling.Input) (*scheduling.Result, error)
+	webhook webhookDeps
 }
 
 // run executes the command line args and returns the process exit code.
@@ -48,12 +51,17 @@ func (c cli) run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "plan":
 		return c.plan(args[1:], stdin, stdout, stderr)
+	case "webhook":
+		return c.webhookCmd(args[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintf(stdout, "nodewright %s\n", versionString())
 		return exitOK
 	case "help", "-h", "-help", "--help":
 		if len(args) > 1 && args[1] == "plan" {
 			return c.plan([]string{"-h"}, stdin, stdout, stderr)
+		}
+		if len(args) > 1 && args[1] == "webhook" {
+			return c.webhookCmd([]string{"-h"}, stdout, stderr)
 		}
 		fmt.Fprint(stdout, usage)
 		return exitOK

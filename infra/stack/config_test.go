@@ -244,7 +244,7 @@ func TestStagedConfigRoundTrip(t *testing.T) {
 func TestPropsDefaultsAndErrors(t *testing.T) {
 	base := func() Props {
 		return Props{ClusterName: "c1", Config: &apis.Config{}, StagingDir: "/tmp/x",
-			FunctionAssets: map[string]string{FnProvision: "a", FnInterruption: "b", FnConsolidation: "c", FnWebhook: "d"}}
+			FunctionAssets: map[string]string{FnProvision: "a", FnInterruption: "b", FnConsolidation: "c", FnWebhook: "d", FnRotation: "e"}}
 	}
 	p, err := base().withDefaults()
 	if err != nil {
@@ -252,7 +252,7 @@ func TestPropsDefaultsAndErrors(t *testing.T) {
 	}
 	if p.NodeRoleName != "KarpenterNodeRole-c1" || p.SweepSchedule != "rate(1 minute)" || p.ConsolidationSchedule != "rate(5 minutes)" ||
 		p.PendingPodAgeThreshold != 5*time.Minute || p.LaunchFailureThreshold != 5 || p.FunctionErrorThreshold != 1 ||
-		p.WebhookTimeoutSeconds != 2 || p.LogLevel != "info" || p.LogRetention == "" {
+		p.WebhookTimeoutSeconds != 2 || p.WebhookTokenRotationDays != 30 || p.LogLevel != "info" || p.LogRetention == "" {
 		t.Fatalf("defaults %+v", p)
 	}
 	cases := []struct {
@@ -268,6 +268,7 @@ func TestPropsDefaultsAndErrors(t *testing.T) {
 		{"short pending threshold", func(p *Props) { p.PendingPodAgeThreshold = time.Second }, "at least 1m"},
 		{"negative threshold", func(p *Props) { p.LaunchFailureThreshold = -1 }, "positive"},
 		{"webhook timeout", func(p *Props) { p.WebhookTimeoutSeconds = 31 }, "1-30"},
+		{"token rotation", func(p *Props) { p.WebhookTokenRotationDays = 1001 }, "1-1000"},
 		{"network without groups", func(p *Props) { p.Network = &Network{SubnetIDs: []string{"subnet-0123456789abcdef0"}} }, "both subnet IDs"},
 		{"bad subnet", func(p *Props) {
 			p.Network = &Network{SubnetIDs: []string{"vpc-0123456789abcdef0"}, SecurityGroupIDs: []string{"sg-0123456789abcdef0"}}

@@ -50,12 +50,16 @@ const interruptionTimeout = 5 * time.Minute
 //     256 MB (a faster cold start than 128 MB, since CPU scales with
 //     memory), 5 s timeout (the API server gives up after 2 s and ignores
 //     the call), reserved 10 so it can never eat the account's concurrency.
+//   - rotation: Secrets Manager calls it four times per rotation of the
+//     webhook's token (once a month by default): 128 MB, 30 s, no reserved
+//     concurrency.
 func Settings() map[string]FunctionSettings {
 	return map[string]FunctionSettings{
 		FnProvision:     {2048, 5 * time.Minute, 2, "pending pods to EC2 CreateFleet"},
 		FnInterruption:  {512, interruptionTimeout, 5, "spot interruptions, rebalance, scheduled changes"},
 		FnConsolidation: {2048, 15 * time.Minute, 1, "removes or replaces underused, expired and drifted nodes"},
 		FnWebhook:       {256, 5 * time.Second, 10, "pending-pod webhook behind a Function URL"},
+		FnRotation:      {128, 30 * time.Second, 0, "rotates the webhook's token in Secrets Manager"},
 	}
 }
 
@@ -124,7 +128,7 @@ func (s *Stack) newFunction(fn string, env map[string]*string, layers []awslambd
 		Resources: &[]*string{logs.LogGroupArn()},
 	}))
 	var reserved *float64
-	if !s.props.SkipReservedConcurrency {
+	if !s.props.SkipReservedConcurrency && set.Reserved > 0 {
 		reserved = jsii.Number(float64(set.Reserved))
 	}
 	f := awslambda.NewFunction(s.Stack, jsii.String(title(fn)), &awslambda.FunctionProps{

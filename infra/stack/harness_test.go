@@ -193,7 +193,7 @@ func variant(t *testing.T, name string, edit func(*Props)) *synthesized {
 }
 
 // defaultStack is the stack with default props.
-func defaultStack(t *testing.T) *synthesized { return variant(t, "default", nil) }
+func defaultStack(t *testing.T) *synthesized { return namedVariant(t, "default") }
 
 // messages formats annotation messages for a failure report.
 func messages(list *[]*cxapi.SynthesisMessage) string {

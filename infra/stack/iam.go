@@ -129,7 +129,9 @@ func (s *Stack) addControllerPolicy() {
 		}, []*string{jsii.String("*")}, map[string]any{
 			"StringEquals": map[string]any{"aws:RequestedRegion": s.Region()},
 		}),
-		stmt("AllowSSMReadActions", []string{"ssm:GetParameter"},
+		// shared/fleet resolves AMI aliases with one GetParameters call
+		// (the plural action: GetParameter would not cover it).
+		stmt("AllowSSMReadActions", []string{"ssm:GetParameters"},
 			[]*string{jsii.String(s.arn("ssm", "", "parameter/aws/service/*"))}, nil),
 		stmt("AllowPricingReadActions", []string{"pricing:GetProducts"}, []*string{jsii.String("*")}, nil),
 		stmt("AllowPassingInstanceRole", []string{"iam:PassRole"}, []*string{s.nodeRole.RoleArn()}, map[string]any{

@@ -3,12 +3,12 @@ package stack
 import (
 	"fmt"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/nodewright/nodewright/shared/names"
+	"github.com/nodewright/nodewright/shared/webhookconfig"
 )
 
 // Where the app writes the Kubernetes manifests, relative to the repository
@@ -19,71 +19,20 @@ const (
 	RBACManifestFile    = "rbac.yaml"
 )
 
-// WebhookURLPlaceholder stands in the webhook manifest for the Function URL
-// with its token, which only exist after deploy (and the token must not be
-// written to disk by the app). The ApplyWebhookCommand output replaces it.
-const WebhookURLPlaceholder = "__NODEWRIGHT_WEBHOOK_URL__"
-
-// WebhookConfigurationName is the ValidatingWebhookConfiguration's name.
-const WebhookConfigurationName = "nodewright-pending-pods"
-
-// CEL match conditions: the API server calls the webhook only for a pod that
-// kube-scheduler has just marked Unschedulable and that is not bound, which
-// cuts the calls from every pod status write in the cluster to the few that
-// matter. (GA since Kubernetes 1.30, on by default since 1.28; the handler
-// checks the same conditions itself for older clusters.)
+// The webhook registration's names and match conditions (package
+// webhookconfig holds the registration; the stack writes it with the URL
+// placeholder, and `nodewright webhook apply` fills it in).
 const (
-	celUnschedulable = `c.type == 'PodScheduled' && c.status == 'False' && c.reason == 'Unschedulable'`
-	// MatchUnschedulable: the new pod status says Unschedulable.
-	MatchUnschedulable = `has(object.status) && has(object.status.conditions) && object.status.conditions.exists(c, ` + celUnschedulable + `)`
-	// MatchNewlyUnschedulable: the old status did not (the transition only).
-	MatchNewlyUnschedulable = `oldObject == null || !has(oldObject.status) || !has(oldObject.status.conditions) || !oldObject.status.conditions.exists(c, ` + celUnschedulable + `)`
-	// MatchNotBound: the pod has no node yet.
-	MatchNotBound = `!has(object.spec.nodeName) || object.spec.nodeName == ''`
+	WebhookURLPlaceholder    = webhookconfig.URLPlaceholder
+	WebhookConfigurationName = webhookconfig.Name
+	MatchUnschedulable       = webhookconfig.MatchUnschedulable
+	MatchNewlyUnschedulable  = webhookconfig.MatchNewlyUnschedulable
+	MatchNotBound            = webhookconfig.MatchNotBound
 )
 
 // WebhookManifest renders the ValidatingWebhookConfiguration for url.
-//
-// failurePolicy Ignore: the webhook must never block a pod. sideEffects
-// NoneOnDryRun: the call may invoke the provision function, which the
-// handler skips for dry runs. No namespaceSelector: kube-system pods (CoreDNS
-// on a fresh cluster, for instance) need nodes too, and Ignore plus a short
-// timeout means the webhook cannot wedge the control plane. matchPolicy
-// Equivalent: a pods/status write through another API version is seen too.
 func WebhookManifest(url string, timeoutSeconds int) ([]byte, error) {
-	ignore := admissionregistrationv1.Ignore
-	sideEffects := admissionregistrationv1.SideEffectClassNoneOnDryRun
-	equivalent := admissionregistrationv1.Equivalent
-	scope := admissionregistrationv1.NamespacedScope
-	timeout := int32(timeoutSeconds)
-	cfg := admissionregistrationv1.ValidatingWebhookConfiguration{
-		TypeMeta: metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingWebhookConfiguration"},
-		ObjectMeta: metav1.ObjectMeta{
-			Name:   WebhookConfigurationName,
-			Labels: map[string]string{"app.kubernetes.io/name": "nodewright", "app.kubernetes.io/component": "pending-pod-webhook"},
-		},
-		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
-			Name:                    "pending-pods.nodewright.io",
-			ClientConfig:            admissionregistrationv1.WebhookClientConfig{URL: &url},
-			AdmissionReviewVersions: []string{"v1"},
-			SideEffects:             &sideEffects,
-			FailurePolicy:           &ignore,
-			MatchPolicy:             &equivalent,
-			TimeoutSeconds:          &timeout,
-			Rules: []admissionregistrationv1.RuleWithOperations{{
-				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
-				Rule: admissionregistrationv1.Rule{
-					APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods/status"}, Scope: &scope,
-				},
-			}},
-			MatchConditions: []admissionregistrationv1.MatchCondition{
-				{Name: "unschedulable", Expression: MatchUnschedulable},
-				{Name: "newly-unschedulable", Expression: MatchNewlyUnschedulable},
-				{Name: "not-bound", Expression: MatchNotBound},
-			},
-		}},
-	}
-	return marshalManifest("webhook", cfg)
+	return marshalManifest("webhook", webhookconfig.Configuration(url, timeoutSeconds))
 }
 
 // ClusterRoleRules is what the functions may do in the cluster: read the

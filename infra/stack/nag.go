@@ -66,10 +66,4 @@ func (s *Stack) addNagSuppressions() {
 				[]any{"Resource::*"}})
 		}
 	}
-	add(s.secret,
-		suppression{"AwsSolutions-SMG4",
-			"the webhook token is shared with the cluster's ValidatingWebhookConfiguration, which a rotation Lambda cannot update; " +
-				"rotate by generating a new value and re-running the ApplyWebhookCommand output (the function picks the new value up within a minute); see README",
-			nil},
-	)
 }

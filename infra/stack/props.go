@@ -23,11 +23,12 @@ const (
 	FnInterruption  = "interruption"
 	FnConsolidation = "consolidation"
 	FnWebhook       = "webhook"
+	FnRotation      = "rotation"
 )
 
 // FunctionNames lists every function, in a fixed order.
 func FunctionNames() []string {
-	return []string{FnProvision, FnInterruption, FnConsolidation, FnWebhook}
+	return []string{FnProvision, FnInterruption, FnConsolidation, FnWebhook, FnRotation}
 }
 
 // Props is what a user sets. Only ClusterName, Config and FunctionAssets are
@@ -114,6 +115,12 @@ type Props struct {
 	// (1-30). Default 2: failurePolicy Ignore means a slow call only delays a
 	// pod status write by this much.
 	WebhookTimeoutSeconds int
+	// WebhookTokenRotationDays is how often Secrets Manager rotates the
+	// webhook's token (1-1000). Default 30. The webhook accepts the current
+	// and the previous token, so the cluster's registration keeps working
+	// for this long after a rotation: run `nodewright webhook apply` within
+	// it.
+	WebhookTokenRotationDays int
 }
 
 // Network is where the controller functions run when the cluster's
@@ -199,6 +206,12 @@ func (p Props) withDefaults() (Props, error) {
 	}
 	if p.WebhookTimeoutSeconds < 1 || p.WebhookTimeoutSeconds > 30 {
 		return p, fmt.Errorf("webhook timeout %ds: the API server allows 1-30", p.WebhookTimeoutSeconds)
+	}
+	if p.WebhookTokenRotationDays == 0 {
+		p.WebhookTokenRotationDays = 30
+	}
+	if p.WebhookTokenRotationDays < 1 || p.WebhookTokenRotationDays > 1000 {
+		return p, fmt.Errorf("webhook token rotation every %d days: Secrets Manager allows 1-1000", p.WebhookTokenRotationDays)
 	}
 	if p.Network != nil {
 		if err := p.Network.validate(); err != nil {

@@ -61,26 +61,27 @@ func statements(t *testing.T, doc any) map[string]map[string]any {
 func TestResourceCounts(t *testing.T) {
 	s := defaultStack(t)
 	want := map[string]int{
-		"AWS::Lambda::Function":           4,
-		"AWS::Lambda::LayerVersion":       1,
-		"AWS::Lambda::Url":                1,
-		"AWS::Lambda::EventSourceMapping": 1,
-		"AWS::Lambda::EventInvokeConfig":  2,
-		"AWS::Logs::LogGroup":             4,
-		"AWS::Logs::SubscriptionFilter":   1,
-		"AWS::DynamoDB::Table":            1,
-		"AWS::SQS::Queue":                 2,
-		"AWS::SQS::QueuePolicy":           2,
-		"AWS::Events::Rule":               7,
-		"AWS::IAM::Role":                  5,
-		"AWS::IAM::ManagedPolicy":         1,
-		"AWS::IAM::InstanceProfile":       1,
-		"AWS::EKS::AccessEntry":           4,
-		"AWS::SecretsManager::Secret":     1,
-		"AWS::CloudWatch::Dashboard":      1,
-		"AWS::CloudWatch::Alarm":          11,
-		"AWS::SNS::Topic":                 0,
-		"AWS::KMS::Key":                   0,
+		"AWS::Lambda::Function":                 5,
+		"AWS::Lambda::LayerVersion":             1,
+		"AWS::Lambda::Url":                      1,
+		"AWS::Lambda::EventSourceMapping":       1,
+		"AWS::Lambda::EventInvokeConfig":        2,
+		"AWS::Logs::LogGroup":                   5,
+		"AWS::Logs::SubscriptionFilter":         1,
+		"AWS::DynamoDB::Table":                  1,
+		"AWS::SQS::Queue":                       2,
+		"AWS::SQS::QueuePolicy":                 2,
+		"AWS::Events::Rule":                     7,
+		"AWS::IAM::Role":                        6,
+		"AWS::IAM::ManagedPolicy":               1,
+		"AWS::IAM::InstanceProfile":             1,
+		"AWS::EKS::AccessEntry":                 4,
+		"AWS::SecretsManager::Secret":           1,
+		"AWS::SecretsManager::RotationSchedule": 1,
+		"AWS::CloudWatch::Dashboard":            1,
+		"AWS::CloudWatch::Alarm":                13,
+		"AWS::SNS::Topic":                       0,
+		"AWS::KMS::Key":                         0,
 	}
 	for typ, n := range want {
 		s.template.ResourceCountIs(jsii.String(typ), jsii.Number(float64(n)))
@@ -96,7 +97,11 @@ func TestFunctionSettings(t *testing.T) {
 			if p["Runtime"] != "provided.al2023" || p["Handler"] != "bootstrap" || js(p["Architectures"]) != `["arm64"]` {
 				t.Errorf("runtime %v handler %v arch %v", p["Runtime"], p["Handler"], p["Architectures"])
 			}
-			if p["MemorySize"] != float64(set.MemoryMB) || p["Timeout"] != set.Timeout.Seconds() || p["ReservedConcurrentExecutions"] != float64(set.Reserved) {
+			var reserved any
+			if set.Reserved > 0 {
+				reserved = float64(set.Reserved)
+			}
+			if p["MemorySize"] != float64(set.MemoryMB) || p["Timeout"] != set.Timeout.Seconds() || p["ReservedConcurrentExecutions"] != reserved {
 				t.Errorf("memory %v timeout %v reserved %v", p["MemorySize"], p["Timeout"], p["ReservedConcurrentExecutions"])
 			}
 			if lc := p["LoggingConfig"].(map[string]any); lc["LogFormat"] != "JSON" || !strings.Contains(js(lc["LogGroup"]), title(fn)+"Logs") {
@@ -107,13 +112,19 @@ func TestFunctionSettings(t *testing.T) {
 				t.Errorf("env %v", env)
 			}
 			if fn == FnWebhook {
-				for _, k := range []string{names.EnvProvisionFunction, names.EnvWebhookSecretARN} {
+				for _, k := range []string{names.EnvProvisionFunction, names.EnvWebhookSecretARN, names.EnvTableName} {
 					if env[k] == nil {
 						t.Errorf("webhook env lacks %s", k)
 					}
 				}
-				if p["Layers"] != nil || env[names.EnvTableName] != nil {
-					t.Errorf("webhook has the configuration layer or the table")
+				if p["Layers"] != nil || env[names.EnvConfigDir] != nil {
+					t.Errorf("webhook has the configuration layer")
+				}
+				return
+			}
+			if fn == FnRotation {
+				if p["Layers"] != nil || len(env) != 2 {
+					t.Errorf("rotation: layers %v, env %v", p["Layers"], env)
 				}
 				return
 			}
@@ -367,7 +378,7 @@ func TestControllerPolicy(t *testing.T) {
 		!strings.Contains(js(pass["Resource"]), `"NodeRole`) {
 		t.Errorf("pass role %s", js(pass))
 	}
-	if ssm := js(st["AllowSSMReadActions"]["Resource"]); st["AllowSSMReadActions"]["Action"] != "ssm:GetParameter" ||
+	if ssm := js(st["AllowSSMReadActions"]["Resource"]); st["AllowSSMReadActions"]["Action"] != "ssm:GetParameters" ||
 		!strings.Contains(ssm, `":ssm:"`) || !strings.Contains(ssm, `"::parameter/aws/service/*"`) {
 		t.Errorf("ssm %s", js(st["AllowSSMReadActions"]))
 	}
@@ -434,7 +445,7 @@ func TestFunctionRoles(t *testing.T) {
 		}
 	}
 	wh := byRole[FnWebhook]
-	if len(wh) != 3 {
+	if len(wh) != 4 {
 		t.Errorf("webhook role has %d statements: %s", len(wh), js(wh))
 	}
 	if r := wh["ReadWebhookToken"]; r["Action"] != "secretsmanager:GetSecretValue" || !strings.Contains(js(r["Resource"]), `"Ref":"WebhookToken`) {
@@ -442,6 +453,20 @@ func TestFunctionRoles(t *testing.T) {
 	}
 	if r := wh["InvokeProvision"]; r["Action"] != "lambda:InvokeFunction" || js(r["Resource"]) != `{"Fn::GetAtt":["`+provisionID(t, s)+`","Arn"]}` {
 		t.Errorf("invoke statement %s", js(r))
+	}
+	// The hint gate: PutItem on the table only, of this cluster's
+	// partition, naming only the hint item's attributes.
+	if r := wh["RecordHint"]; r["Action"] != "dynamodb:PutItem" || !strings.Contains(js(r["Resource"]), `"State`) || strings.Contains(js(r["Resource"]), "index") ||
+		js(r["Condition"]) != `{"ForAllValues:StringEquals":{"dynamodb:Attributes":["pk","sk","expiresAt","data"],"dynamodb:LeadingKeys":["demo-cluster"]},"StringEqualsIfExists":{"dynamodb:ReturnValues":"NONE"}}` {
+		t.Errorf("hint statement %s", js(r))
+	}
+	rot := byRole[FnRotation]
+	if len(rot) != 2 {
+		t.Errorf("rotation role has %d statements: %s", len(rot), js(rot))
+	}
+	if r := rot["RotateWebhookToken"]; js(strs(r["Action"])) != `["secretsmanager:DescribeSecret","secretsmanager:GetSecretValue","secretsmanager:PutSecretValue","secretsmanager:UpdateSecretVersionStage"]` ||
+		!strings.Contains(js(r["Resource"]), `"Ref":"WebhookToken`) {
+		t.Errorf("rotation statement %s", js(r))
 	}
 	for _, fn := range FunctionNames() {
 		role := s.one(t, "AWS::IAM::Role", title(fn)+"Role")
@@ -489,6 +514,27 @@ func TestNodeRoleAndAccessEntries(t *testing.T) {
 	}
 }
 
+// The token rotates on a schedule through the rotation function, which
+// only Secrets Manager, for this secret, may invoke.
+func TestWebhookTokenRotation(t *testing.T) {
+	s := defaultStack(t)
+	rs := s.one(t, "AWS::SecretsManager::RotationSchedule", "WebhookTokenRotation")
+	if !strings.Contains(js(rs["SecretId"]), `"Ref":"WebhookToken`) || !strings.Contains(js(rs["RotationLambdaARN"]), "Rotation") ||
+		js(rs["RotationRules"]) != `{"ScheduleExpression":"rate(30 days)"}` || rs["RotateImmediatelyOnUpdate"] != false {
+		t.Errorf("rotation schedule %s", js(rs))
+	}
+	perm := s.one(t, "AWS::Lambda::Permission", "RotationInvokedBySecretsManager")
+	if perm["Principal"] != "secretsmanager.amazonaws.com" || !strings.Contains(js(perm["SourceArn"]), `"Ref":"WebhookToken`) ||
+		perm["SourceAccount"] == nil || !strings.Contains(js(perm["FunctionName"]), "Rotation") {
+		t.Errorf("permission %s", js(perm))
+	}
+	for id, r := range s.resources("AWS::SecretsManager::RotationSchedule") {
+		if deps := js(r["DependsOn"]); !strings.Contains(deps, "RotationInvokedBySecretsManager") || !strings.Contains(deps, "RotationRole") {
+			t.Errorf("%s depends on %s", id, deps)
+		}
+	}
+}
+
 func TestWebhookURLAndSecret(t *testing.T) {
 	s := defaultStack(t)
 	if u := s.one(t, "AWS::Lambda::Url", "Webhook"); u["AuthType"] != "NONE" || u["InvokeMode"] != "BUFFERED" {
@@ -516,11 +562,18 @@ func TestOutputs(t *testing.T) {
 			t.Errorf("output %s exposes the secret: %s", k, js(v))
 		}
 	}
+	// The apply command puts no token on a command line: the CLI reads it
+	// through the SDK and applies server-side.
 	cmd := js(outs["ApplyWebhookCommand"])
-	for _, want := range []string{WebhookURLPlaceholder, "aws secretsmanager get-secret-value", "--query SecretString --output text",
-		"kubectl apply -f -", ManifestDir + "/Nodewright-default/" + WebhookManifestFile} {
+	for _, want := range []string{"go run ./cmd/nodewright webhook apply -f " + ManifestDir + "/Nodewright-default/" + WebhookManifestFile,
+		" -url ", `{"Fn::GetAtt":["WebhookFunctionUrl`, " -secret ", `{"Ref":"WebhookToken`, " -region "} {
 		if !strings.Contains(cmd, want) {
 			t.Errorf("apply command lacks %q: %s", want, cmd)
+		}
+	}
+	for _, bad := range []string{"get-secret-value", "kubectl apply", "$("} {
+		if strings.Contains(cmd, bad) {
+			t.Errorf("apply command has %q: %s", bad, cmd)
 		}
 	}
 }
@@ -604,15 +657,13 @@ func TestNagSuppressionsHaveReasons(t *testing.T) {
 			}
 		}
 	}
-	if count < 6 {
+	if count < 5 { // the secret needs none since it rotates
 		t.Errorf("%d suppressions recorded", count)
 	}
 }
 
 func TestConfigWarningsBecomeAnnotations(t *testing.T) {
-	s := variant(t, "warned", func(p *Props) {
-		p.ConfigWarnings = []string{"x.yaml: document 2 (v1 Pod p) is not a NodePool or EC2NodeClass: ignored"}
-	})
+	s := namedVariant(t, "warned")
 	got := s.annotations.FindWarning(jsii.String("*"), assertions.Match_StringLikeRegexp(jsii.String("is not a NodePool")))
 	if len(*got) != 1 {
 		t.Fatalf("%d warnings", len(*got))

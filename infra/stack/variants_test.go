@@ -7,9 +7,45 @@ import (
 	"github.com/aws/jsii-runtime-go"
 )
 
+// variantEdits are every stack variant the tests synthesize, by name, as
+// edits of the base props; cfn-lint checks each of them.
+var variantEdits = map[string]func(*Props){
+	"default": nil,
+	// Alarms to an encrypted topic created for an email address.
+	"email": func(p *Props) { p.AlarmEmail = "oncall@example.com" },
+	// An existing node role (say Karpenter's), no access entries, no audit
+	// log, no reserved concurrency, custom schedules and thresholds.
+	"minimal": func(p *Props) {
+		p.ImportNodeRole = true
+		p.SkipAccessEntries = true
+		p.SkipAuditLogTrigger = true
+		p.SkipReservedConcurrency = true
+		p.SweepSchedule = "rate(2 minutes)"
+		p.AlarmTopicArn = "arn:aws:sns:us-east-1:123456789012:ops"
+	},
+	// Controllers in a VPC (private cluster endpoint).
+	"vpc": func(p *Props) {
+		p.Network = &Network{SubnetIDs: []string{"subnet-0123456789abcdef0", "subnet-0fedcba9876543210"}, SecurityGroupIDs: []string{"sg-0123456789abcdef0"}}
+	},
+	// A configuration warning becomes an annotation.
+	"warned": func(p *Props) {
+		p.ConfigWarnings = []string{"x.yaml: document 2 (v1 Pod p) is not a NodePool or EC2NodeClass: ignored"}
+	},
+}
+
+// namedVariant synthesizes (once) the variant of variantEdits named name.
+func namedVariant(t *testing.T, name string) *synthesized {
+	t.Helper()
+	edit, ok := variantEdits[name]
+	if !ok {
+		t.Fatalf("no variant %q", name)
+	}
+	return variant(t, name, edit)
+}
+
 // Alarms to an encrypted topic created for an email address.
 func TestAlarmEmailVariant(t *testing.T) {
-	s := variant(t, "email", func(p *Props) { p.AlarmEmail = "oncall@example.com" })
+	s := namedVariant(t, "email")
 	if f := nagFindings(s); f != "" {
 		t.Fatalf("cdk-nag findings:\n%s", f)
 	}
@@ -35,18 +71,11 @@ func TestAlarmEmailVariant(t *testing.T) {
 // An existing node role (say Karpenter's), no access entries, no audit log,
 // no reserved concurrency, custom schedules and thresholds.
 func TestMinimalVariant(t *testing.T) {
-	s := variant(t, "minimal", func(p *Props) {
-		p.ImportNodeRole = true
-		p.SkipAccessEntries = true
-		p.SkipAuditLogTrigger = true
-		p.SkipReservedConcurrency = true
-		p.SweepSchedule = "rate(2 minutes)"
-		p.AlarmTopicArn = "arn:aws:sns:us-east-1:123456789012:ops"
-	})
+	s := namedVariant(t, "minimal")
 	if f := nagFindings(s); f != "" {
 		t.Fatalf("cdk-nag findings:\n%s", f)
 	}
-	for typ, n := range map[string]int{"AWS::EKS::AccessEntry": 0, "AWS::Logs::SubscriptionFilter": 0, "AWS::IAM::Role": 4,
+	for typ, n := range map[string]int{"AWS::EKS::AccessEntry": 0, "AWS::Logs::SubscriptionFilter": 0, "AWS::IAM::Role": 5,
 		"AWS::IAM::InstanceProfile": 1, "AWS::SNS::Topic": 0} {
 		s.template.ResourceCountIs(jsii.String(typ), jsii.Number(float64(n)))
 	}
@@ -75,18 +104,16 @@ func TestMinimalVariant(t *testing.T) {
 
 // Controllers in a VPC (private cluster endpoint); the webhook stays out.
 func TestNetworkVariant(t *testing.T) {
-	s := variant(t, "vpc", func(p *Props) {
-		p.Network = &Network{SubnetIDs: []string{"subnet-0123456789abcdef0", "subnet-0fedcba9876543210"}, SecurityGroupIDs: []string{"sg-0123456789abcdef0"}}
-	})
+	s := namedVariant(t, "vpc")
 	if f := nagFindings(s); f != "" {
 		t.Fatalf("cdk-nag findings:\n%s", f)
 	}
 	for _, fn := range FunctionNames() {
 		p := s.one(t, "AWS::Lambda::Function", title(fn))
 		vpc := js(p["VpcConfig"])
-		if fn == FnWebhook {
+		if fn == FnWebhook || fn == FnRotation {
 			if p["VpcConfig"] != nil {
-				t.Errorf("webhook in a VPC: %s", vpc)
+				t.Errorf("%s in a VPC: %s", fn, vpc)
 			}
 			continue
 		}
@@ -97,9 +124,9 @@ func TestNetworkVariant(t *testing.T) {
 	for id, pol := range s.resources("AWS::IAM::Policy") {
 		props := pol["Properties"].(map[string]any)
 		eni := statements(t, props["PolicyDocument"])["ManageVpcNetworkInterfaces"]
-		if strings.Contains(js(props["Roles"]), "WebhookRole") {
+		if strings.Contains(js(props["Roles"]), "WebhookRole") || strings.Contains(js(props["Roles"]), "RotationRole") {
 			if eni != nil {
-				t.Errorf("%s: webhook may manage ENIs", id)
+				t.Errorf("%s: the webhook or rotation may manage ENIs", id)
 			}
 			continue
 		}
@@ -110,7 +137,7 @@ func TestNetworkVariant(t *testing.T) {
 	// The function waits for its role's policy (else Lambda cannot create
 	// the network interfaces).
 	for id, f := range s.resources("AWS::Lambda::Function") {
-		if strings.HasPrefix(id, "Webhook") {
+		if strings.HasPrefix(id, "Webhook") || strings.HasPrefix(id, "Rotation") {
 			continue
 		}
 		if !strings.Contains(js(f["DependsOn"]), "RoleDefaultPolicy") {

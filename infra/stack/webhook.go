@@ -1,6 +1,8 @@
 package stack
 
 import (
+	"fmt"
+
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
@@ -8,6 +10,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/nodewright/nodewright/shared/names"
+	"github.com/nodewright/nodewright/shared/webhook"
 )
 
 // WebhookTokenLength is the length of the generated webhook token: 64
@@ -34,6 +37,7 @@ func (s *Stack) addWebhook() {
 		names.EnvClusterName:       jsii.String(s.props.ClusterName),
 		names.EnvProvisionFunction: provision.FunctionName(),
 		names.EnvWebhookSecretARN:  s.secret.SecretArn(),
+		names.EnvTableName:         s.table.TableName(),
 		names.EnvLogLevel:          jsii.String(s.props.LogLevel),
 	}, nil)
 	role := s.roles[FnWebhook]
@@ -47,10 +51,62 @@ func (s *Stack) addWebhook() {
 		Actions:   jsii.Strings("lambda:InvokeFunction"),
 		Resources: &[]*string{provision.FunctionArn()},
 	}))
+	// The hint gate: one PutItem of this cluster's partition, naming only
+	// the hint item's attributes and asking nothing back.
+	role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:       jsii.String("RecordHint"),
+		Actions:   jsii.Strings("dynamodb:PutItem"),
+		Resources: &[]*string{s.table.TableArn()},
+		Conditions: &map[string]any{
+			"ForAllValues:StringEquals": map[string]any{
+				"dynamodb:LeadingKeys": []string{s.props.ClusterName},
+				"dynamodb:Attributes":  webhook.HintAttributes(),
+			},
+			"StringEqualsIfExists": map[string]any{"dynamodb:ReturnValues": "NONE"},
+		},
+	}))
 	s.url = fn.AddFunctionUrl(&awslambda.FunctionUrlOptions{
 		AuthType:   awslambda.FunctionUrlAuthType_NONE,
 		InvokeMode: awslambda.InvokeMode_BUFFERED,
 	})
+	s.addRotation()
+}
+
+// addRotation rotates the token every WebhookTokenRotationDays with the
+// rotation function (shared/rotation). Its role may read and write this
+// secret's versions and nothing else; Secrets Manager may invoke it for
+// this secret only. The schedule does not rotate at deploy: the first
+// rotation comes a period after the secret is created.
+func (s *Stack) addRotation() {
+	fn := s.newFunction(FnRotation, map[string]*string{
+		names.EnvClusterName: jsii.String(s.props.ClusterName),
+		names.EnvLogLevel:    jsii.String(s.props.LogLevel),
+	}, nil)
+	s.roles[FnRotation].AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid: jsii.String("RotateWebhookToken"),
+		Actions: jsii.Strings("secretsmanager:DescribeSecret", "secretsmanager:GetSecretValue",
+			"secretsmanager:PutSecretValue", "secretsmanager:UpdateSecretVersionStage"),
+		Resources: &[]*string{s.secret.SecretArn()},
+	}))
+	perm := awslambda.NewCfnPermission(s.Stack, jsii.String("RotationInvokedBySecretsManager"), &awslambda.CfnPermissionProps{
+		Action:        jsii.String("lambda:InvokeFunction"),
+		FunctionName:  fn.FunctionArn(),
+		Principal:     jsii.String("secretsmanager.amazonaws.com"),
+		SourceArn:     s.secret.SecretArn(),
+		SourceAccount: s.Account(),
+	})
+	schedule := awssecretsmanager.NewCfnRotationSchedule(s.Stack, jsii.String("WebhookTokenRotation"), &awssecretsmanager.CfnRotationScheduleProps{
+		SecretId:                  s.secret.SecretArn(),
+		RotationLambdaArn:         fn.FunctionArn(),
+		RotateImmediatelyOnUpdate: jsii.Bool(false),
+		RotationRules: &awssecretsmanager.CfnRotationSchedule_RotationRulesProperty{
+			ScheduleExpression: jsii.String(fmt.Sprintf("rate(%d days)", s.props.WebhookTokenRotationDays)),
+		},
+	})
+	schedule.AddDependency(perm)
+	// The function must be able to act on the secret before Secrets
+	// Manager first calls it.
+	schedule.Node().AddDependency(s.roles[FnRotation])
 }
 
 // addOutputs exports what operators need after a deploy. None of it is
@@ -70,24 +126,24 @@ func (s *Stack) addOutputs() {
 	outTok("WebhookFunctionUrl", s.url.Url(), "Function URL of the webhook (the token is appended as the path)")
 	outTok("WebhookSecretArn", s.secret.SecretArn(), "Secrets Manager secret holding the webhook token")
 	out("ConfigHash", s.staged.Hash, "SHA-256 of the configuration the functions run with")
-	outTok("ApplyWebhookCommand", s.applyWebhookCommand(), "builds the ValidatingWebhookConfiguration with the token and applies it (run from the repository root after cdk synth)")
+	outTok("ApplyWebhookCommand", s.applyWebhookCommand(), "registers the webhook in the cluster with the token read from Secrets Manager (run from the repository root after cdk synth; again within the rotation period after each rotation)")
 	out("ApplyRBACCommand", "kubectl apply -f "+ManifestDir+"/"+s.name()+"/"+RBACManifestFile, "binds the functions' Kubernetes group to their ClusterRole")
 }
 
 // name returns the stack's name as a Go string.
 func (s *Stack) name() string { return *s.StackName() }
 
-// applyWebhookCommand is a shell command that reads the token from Secrets
-// Manager, substitutes the URL into the manifest template the app wrote, and
-// applies it. The token exists only in the pipe.
+// applyWebhookCommand registers the webhook with `nodewright webhook apply`,
+// which reads the token through the AWS SDK (never a command line, a shell
+// variable or a file), fills the registration the app wrote and applies it
+// server-side (no kubectl last-applied copy).
 func (s *Stack) applyWebhookCommand() *string {
 	return awscdk.Fn_Join(jsii.String(""), &[]*string{
-		jsii.String("sed \"s|" + WebhookURLPlaceholder + "|"),
+		jsii.String("go run ./cmd/nodewright webhook apply -f " + ManifestDir + "/" + s.name() + "/" + WebhookManifestFile + " -url "),
 		s.url.Url(),
-		jsii.String("$(aws secretsmanager get-secret-value --region "),
-		s.Region(),
-		jsii.String(" --secret-id "),
+		jsii.String(" -secret "),
 		s.secret.SecretArn(),
-		jsii.String(" --query SecretString --output text)|\" " + ManifestDir + "/" + s.name() + "/" + WebhookManifestFile + " | kubectl apply -f -"),
+		jsii.String(" -region "),
+		s.Region(),
 	})
 }

@@ -25,6 +25,9 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Add([]byte(`{"apiVersion":"karpenter.sh/v1","kind":"NodePool","spec":{"limits":{"cpu":"1e999999999"}}}`))
 	f.Add([]byte(`{"apiVersion":"karpenter.sh/v1","kind":"NodePool","status":{"resources":{"cpu":1e-9}}}`))
+	// Amounts too large to count: refused with their field paths.
+	f.Add([]byte(`{"apiVersion":"karpenter.sh/v1","kind":"NodePool","spec":{"limits":{"cpu":"9223372036854776","memory":"9223372036854775807"}}}`))
+	f.Add([]byte(`{"apiVersion":"karpenter.k8s.aws/v1","kind":"EC2NodeClass","spec":{"kubelet":{"kubeReserved":{"cpu":"9223372036854776"},"systemReserved":{"memory":"1e18"},"evictionHard":{"memory.available":"9Ei"}}}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, err := Parse(data, "fuzz.yaml")
 		if c == nil {

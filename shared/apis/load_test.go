@@ -202,3 +202,23 @@ func TestLeadingSeparatorsAndCommentsDoNotCount(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+func TestConfigTooManyNodePools(t *testing.T) {
+	c := &Config{NodeClasses: []*EC2NodeClass{{}}}
+	c.NodeClasses[0].Name = "x"
+	for i := 0; i <= MaxNodePools; i++ {
+		np := &NodePool{}
+		np.Name = fmt.Sprintf("p%d", i)
+		np.Spec.Template.Spec.NodeClassRef = &NodeClassReference{Group: AWSGroup, Kind: EC2NodeClassKind, Name: "x"}
+		c.NodePools = append(c.NodePools, np)
+	}
+	err := c.Validate()
+	want := fmt.Sprintf("%d NodePools: Nodewright accepts at most %d", MaxNodePools+1, MaxNodePools)
+	if err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Fatalf("got %v, want %q first", err, want)
+	}
+	c.NodePools = c.NodePools[:MaxNodePools]
+	if err := c.Validate(); err != nil && strings.Contains(err.Error(), "accepts at most") {
+		t.Fatalf("%d NodePools refused: %v", MaxNodePools, err)
+	}
+}

@@ -6,11 +6,13 @@ import (
 	"slices"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/nodewright/nodewright/shared/fieldjson"
+	"github.com/nodewright/nodewright/shared/quantity"
 )
 
 // validator collects field errors while a validation walks an object.
@@ -114,6 +116,23 @@ func (v *validator) nonNegativeQuantity(path *field.Path, q resource.Quantity) {
 	if q.Sign() < 0 {
 		v.add(path, "%q must not be negative", q.String())
 	}
+}
+
+// inRange checks that a quantity of resource name (written as text)
+// converts to the integers the scheduler counts with (package quantity)
+// without overflow.
+func (v *validator) inRange(path *field.Path, name, text string, q resource.Quantity) {
+	if _, err := quantity.Of(corev1.ResourceName(name), q); err != nil {
+		v.add(path, "%q is too large: at most %s", text, quantityMax(name))
+	}
+}
+
+// quantityMax is package quantity's bound in name's units.
+func quantityMax(name string) string {
+	if name == string(corev1.ResourceCPU) {
+		return resource.NewQuantity(quantity.Max/1000, resource.DecimalSI).String()
+	}
+	return resource.NewQuantity(quantity.Max, resource.BinarySI).String()
 }
 
 // nonEmptyTags checks a selector term's tags: no empty keys or values, at

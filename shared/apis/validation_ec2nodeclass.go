@@ -447,6 +447,8 @@ func validateReserved(v *validator, path *field.Path, m map[string]string) {
 			v.add(p, "%q is not a valid quantity", m[k])
 		case q.Sign() < 0:
 			v.add(p, "%q must not be negative", m[k])
+		default:
+			v.inRange(p, k, m[k], q)
 		}
 	}
 }
@@ -471,6 +473,8 @@ func validateEviction(v *validator, path *field.Path, m map[string]string) {
 			v.add(p, "%q must be a quantity (like 500Mi) or a percentage (like 10%%)", val)
 		case q.Sign() < 0:
 			v.add(p, "%q must not be negative", val)
+		default:
+			v.inRange(p, k, val, q)
 		}
 	}
 }

@@ -304,6 +304,7 @@ func validateLimits(v *validator, path *field.Path, limits Limits, static bool) 
 				name, strings.Join(standardLimitNames(), ", "))
 		}
 		v.nonNegativeQuantity(p, q)
+		v.inRange(p, name, q.String(), q)
 		if static && name != "nodes" {
 			v.add(p, "only limits.nodes is supported on a static NodePool (replicas is set)")
 		}

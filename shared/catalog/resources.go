@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/nodewright/nodewright/shared/apis"
+	"github.com/nodewright/nodewright/shared/quantity"
 )
 
 // Defaults of the node overhead model, as Karpenter applies them for AL2023.
@@ -236,10 +237,12 @@ func reserved(m map[string]string, key string, def int64, milli bool) int64 {
 	if err != nil {
 		return def
 	}
+	// Out-of-range amounts (validation refuses them) saturate rather than
+	// wrap, so they can only shrink a node.
 	if milli {
-		return q.MilliValue()
+		return quantity.Clamped(corev1.ResourceCPU, q)
 	}
-	return q.Value()
+	return quantity.Clamped(corev1.ResourceName(key), q)
 }
 
 // evictionThreshold is the larger of the hard and soft thresholds for signal,
@@ -283,5 +286,5 @@ func threshold(m map[string]string, signal string, capacity int64) (int64, bool)
 	if err != nil {
 		return 0, false
 	}
-	return q.Value(), true
+	return quantity.Clamped(corev1.ResourceName(signal), q), true
 }

@@ -144,3 +144,23 @@ func mustGet(t *testing.T, name string) *InstanceType {
 	}
 	return it
 }
+
+// Reservations too large to count (validation refuses them; unvalidated
+// input must still not wrap) leave nothing allocatable rather than a node of
+// exabytes: MilliValue of "9223372036854776" is negative.
+func TestAbsurdReservationsDoNotWrap(t *testing.T) {
+	m5 := mustGet(t, "m5.large")
+	for _, k := range []*apis.KubeletConfiguration{
+		{KubeReserved: map[string]string{"cpu": "9223372036854776", "memory": "9223372036854776"}},
+		{SystemReserved: map[string]string{"cpu": "9223372036854776"}, KubeReserved: map[string]string{"cpu": "9223372036854776"}},
+		{EvictionHard: map[string]string{"memory.available": "9223372036854775807", "nodefs.available": "1e18"}},
+	} {
+		capacity, alloc := m5.Compute(NodeSettings{Kubelet: k})
+		if alloc.MilliCPU > capacity.MilliCPU || alloc.MemoryBytes > capacity.MemoryBytes || alloc.EphemeralBytes > capacity.EphemeralBytes {
+			t.Errorf("%+v: allocatable %+v exceeds capacity %+v", k, alloc, capacity)
+		}
+		if alloc.MilliCPU > 0 && (k.KubeReserved["cpu"] != "" || k.SystemReserved["cpu"] != "") {
+			t.Errorf("%+v: %d millicores allocatable", k, alloc.MilliCPU)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/nodewright/nodewright/shared/disruption"
+	"github.com/nodewright/nodewright/shared/logging"
 	"github.com/nodewright/nodewright/shared/trigger"
 )
 
@@ -29,7 +30,7 @@ func (h *Consolidation) Handle(ctx context.Context, raw json.RawMessage) (err er
 	defer recovered(h.Log, &err)
 	t, err := trigger.DecodeSchedule(raw)
 	if err != nil {
-		h.Log.Error("unreadable consolidation trigger", "error", err, "bytes", len(raw))
+		h.Log.Error("unreadable consolidation trigger", "error", logging.Err(err), "bytes", len(raw))
 		return err
 	}
 	log := h.Log.With("requestId", requestID(ctx))

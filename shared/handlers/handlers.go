@@ -15,8 +15,8 @@ import (
 	"io"
 	"log/slog"
 	"runtime/debug"
-	"strings"
 
+	"github.com/nodewright/nodewright/shared/logging"
 	"github.com/nodewright/nodewright/shared/names"
 )
 
@@ -43,18 +43,7 @@ func EnvFrom(getenv func(string) string) Env {
 // NewLogger returns a JSON slog logger writing to w, tagged with the function's
 // name, at level ("debug", "info", "warn", "error"; anything else is info).
 func NewLogger(w io.Writer, function, level string) *slog.Logger {
-	var l slog.Level
-	switch strings.ToLower(level) {
-	case "debug":
-		l = slog.LevelDebug
-	case "warn":
-		l = slog.LevelWarn
-	case "error":
-		l = slog.LevelError
-	default:
-		l = slog.LevelInfo
-	}
-	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l})).With("function", function)
+	return logging.New(w, function, level)
 }
 
 // recovered turns a panic into an error (logged with its stack) so that it

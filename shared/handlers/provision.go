@@ -14,6 +14,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
+	"github.com/nodewright/nodewright/shared/logging"
 	"github.com/nodewright/nodewright/shared/provision"
 	"github.com/nodewright/nodewright/shared/state"
 	"github.com/nodewright/nodewright/shared/trigger"
@@ -32,6 +33,10 @@ const (
 	// finishMargin is the time left before the function's deadline below
 	// which no new round starts.
 	finishMargin = 20 * time.Second
+	// maxDeferredRounds bounds the rounds one invocation runs for pods a
+	// solve's budget deferred (each round launches what it placed, so the
+	// next one starts further on).
+	maxDeferredRounds = 10
 )
 
 // Provision handles every trigger of the provision function: the schedule
@@ -80,7 +85,7 @@ func (h *Provision) Handle(ctx context.Context, raw json.RawMessage) (err error)
 	defer recovered(h.Log, &err)
 	p, err := trigger.DecodeProvision(raw)
 	if err != nil {
-		h.Log.Error("unreadable provision trigger", "error", err, "bytes", len(raw))
+		h.Log.Error("unreadable provision trigger", "error", logging.Err(err), "bytes", len(raw))
 		return err
 	}
 	if p.Control {
@@ -88,7 +93,7 @@ func (h *Provision) Handle(ctx context.Context, raw json.RawMessage) (err error)
 		return nil
 	}
 	if p.Cluster != "" && p.Cluster != h.Env.Cluster {
-		h.Log.Warn("provision hint for another cluster: ignored", "hintCluster", quote(p.Cluster), "cluster", h.Env.Cluster)
+		h.Log.Warn("provision hint for another cluster: ignored", "hintCluster", logging.Quote(p.Cluster), "cluster", h.Env.Cluster)
 		return nil
 	}
 	log := h.Log.With("requestId", requestID(ctx), "source", p.Source)
@@ -141,7 +146,7 @@ func (h *Provision) rounds(ctx context.Context, r *provision.Reconciler, lease *
 			log.Info("round", "round", round, "batchWait", waited.String(), "pending", rep.Pending, "reschedulable", rep.Reschedulable,
 				"inFlight", rep.InFlight, "solves", rep.Solves, "launched", len(rep.Launched()), "failed", len(rep.Failed()),
 				"recovered", len(rep.Recovered), "registered", len(rep.Registered), "read", rep.Read.String(), "solve", rep.Solve.String(),
-				"launch", rep.Launch.String(), "warnings", len(rep.Warnings))
+				"launch", rep.Launch.String(), "deferred", rep.Deferred, "warnings", len(rep.Warnings))
 		}
 		failed = err
 		if err != nil {
@@ -163,6 +168,11 @@ func (h *Provision) rounds(ctx context.Context, r *provision.Reconciler, lease *
 		if h.AfterRound != nil {
 			h.AfterRound(rep, srep)
 		}
+		if rep != nil && rep.Deferred > 0 && round < maxDeferredRounds && !ending(ctx) {
+			// The solve's budget left pods: keep the lease and take them.
+			log.Info("the solve's budget left pods for another round: running again", "deferred", rep.Deferred)
+			continue
+		}
 		rerun, err := r.Store.Release(ctx, lease)
 		if err != nil {
 			log.Error("release the provision lease", "error", err)
@@ -174,7 +184,7 @@ func (h *Provision) rounds(ctx context.Context, r *provision.Reconciler, lease *
 		if slices.Contains(lease.Asks, askSweep) {
 			sweep = true // a schedule trigger came during the round: its sweep is ours to run
 		}
-		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < finishMargin {
+		if ending(ctx) {
 			// No time for another round: let go; the next trigger or the
 			// sweep within a minute picks the work up.
 			if _, err := r.Store.Release(ctx, lease); err != nil {
@@ -185,6 +195,13 @@ func (h *Provision) rounds(ctx context.Context, r *provision.Reconciler, lease *
 		}
 		log.Info("another trigger arrived during the round: running again")
 	}
+}
+
+// ending says whether the invocation is too close to its deadline to start
+// another round.
+func ending(ctx context.Context) bool {
+	dl, ok := ctx.Deadline()
+	return ok && time.Until(dl) < finishMargin
 }
 
 // renewing renews the lease every third of ttl until stop; if it is lost,
@@ -230,12 +247,4 @@ func requestID(ctx context.Context) string {
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
 	return "local-" + hex.EncodeToString(b)
-}
-
-// quote bounds a value from a request for a log line.
-func quote(s string) string {
-	if len(s) > 128 {
-		return fmt.Sprintf("%q... (%d bytes)", s[:128], len(s))
-	}
-	return fmt.Sprintf("%q", s)
 }

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nodewright/nodewright/shared/apis"
+	"github.com/nodewright/nodewright/shared/logging"
 	"github.com/nodewright/nodewright/shared/metrics"
 	"github.com/nodewright/nodewright/shared/provision"
 	"github.com/nodewright/nodewright/shared/state"
@@ -80,7 +81,7 @@ func (h *Handler) HandleBatch(ctx context.Context, ev events.SQSEvent) events.SQ
 				h.After(msg, outs, err)
 			}
 			if err != nil {
-				h.Log.Error("interruption message failed", "messageId", msg.MessageId, "error", err)
+				h.Log.Error("interruption message failed", "messageId", msg.MessageId, "error", logging.Err(err))
 				if h.R != nil && h.R.Metrics != nil {
 					_ = h.R.Metrics.Emit(metrics.InterruptionMessagesFailed, 1, nil)
 				}

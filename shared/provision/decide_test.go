@@ -302,3 +302,27 @@ func TestDecisionNamesEveryPod(t *testing.T) {
 		t.Errorf("summary %q", d.Summary)
 	}
 }
+
+func TestSolveBudget(t *testing.T) {
+	at := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+	now := func() time.Time { return at }
+	var o Options
+	o.defaults()
+	cases := []struct {
+		name    string
+		left    time.Duration
+		bounded bool
+		want    time.Duration
+	}{
+		{"no deadline: the solve's own minute", 0, false, DefaultSolveTime},
+		{"a long invocation: the solve's own minute", 4 * time.Minute, true, DefaultSolveTime},
+		{"90 s left: 30 s, a minute kept for launching", 90 * time.Second, true, 30 * time.Second},
+		{"less than a minute left: no time", 40 * time.Second, true, 0},
+	}
+	for _, tc := range cases {
+		b := budgetFor(o, now, tc.left, tc.bounded)
+		if b.MaxGroups != DefaultSolveGroups || !b.Deadline.Equal(at.Add(tc.want)) || b.Now == nil || !b.Now().Equal(at) {
+			t.Errorf("%s: budget %d groups until %v, want %d until %v", tc.name, b.MaxGroups, b.Deadline, DefaultSolveGroups, at.Add(tc.want))
+		}
+	}
+}

@@ -28,6 +28,15 @@ const (
 	DefaultOrphanGrace         = 5 * time.Minute
 	DefaultRedriveAfter        = 30 * time.Second
 	DefaultMaxAttempts         = 4
+	// DefaultSolveGroups bounds a solve's group placements: 10,000 pods
+	// that each form a group of their own take about 1.6 s of CPU (README,
+	// benchmarks), so 20,000 stays within seconds.
+	DefaultSolveGroups = 20_000
+	// DefaultSolveTime bounds a solve's wall time.
+	DefaultSolveTime = time.Minute
+	// launchReserve is the part of the invocation a solve leaves for the
+	// launches after it.
+	launchReserve = time.Minute
 )
 
 // Options tune a Reconciler; zero values take the defaults.
@@ -49,6 +58,12 @@ type Options struct {
 	MaxAttempts int
 	// MaxInstanceTypes caps each NodeClaim's options (0: the solver's 60).
 	MaxInstanceTypes int
+	// SolveGroups and SolveTime are each solve's work budget (group
+	// placements and wall time; the time shrinks to fit the invocation's
+	// deadline less a minute for launching). Pods the budget does not reach
+	// are reported (Report.Deferred) and wait for the next round.
+	SolveGroups int
+	SolveTime   time.Duration
 }
 
 func (o *Options) defaults() {
@@ -66,6 +81,12 @@ func (o *Options) defaults() {
 	}
 	if o.MaxAttempts <= 0 {
 		o.MaxAttempts = DefaultMaxAttempts
+	}
+	if o.SolveGroups <= 0 {
+		o.SolveGroups = DefaultSolveGroups
+	}
+	if o.SolveTime <= 0 {
+		o.SolveTime = DefaultSolveTime
 	}
 }
 
@@ -131,7 +152,10 @@ type Report struct {
 	// Plan is the last solve's result (nil when nothing was pending).
 	Plan *scheduling.Result `json:"plan,omitempty"`
 	// Solves counts solves (more than one when EC2 refused offerings).
-	Solves   int      `json:"solves"`
+	Solves int `json:"solves"`
+	// Deferred counts the pending pods the last solve's budget did not
+	// reach (listed in Plan.Deferred): the next round takes them.
+	Deferred int      `json:"deferred,omitempty"`
 	Launches []Launch `json:"launches,omitempty"`
 	// Recovered are records of a crashed invocation whose instances were
 	// adopted; Registered the NodeClaims whose Node appeared.
@@ -349,6 +373,7 @@ func (r *Reconciler) solveAndLaunch(ctx context.Context, lease *state.Lease, w *
 			return nil
 		}
 		prep.Input.MaxInstanceTypes = r.Options.MaxInstanceTypes
+		prep.Input.Budget = r.solveBudget(ctx)
 		start := r.Now()
 		plan, err := scheduling.Solve(prep.Input)
 		rep.Solve += r.Now().Sub(start)
@@ -356,10 +381,11 @@ func (r *Reconciler) solveAndLaunch(ctx context.Context, lease *state.Lease, w *
 		if err != nil {
 			return fmt.Errorf("solve: %w", err)
 		}
-		rep.Plan = plan
+		rep.Plan, rep.Deferred = plan, len(plan.Deferred)
 		_ = r.Metrics.Emit(metrics.SolveDuration, float64(r.Now().Sub(start).Milliseconds()), nil)
 		r.Log.Info("plan", "pods", len(prep.Input.Pods), "nodeClaims", len(plan.NodeClaims), "onExistingNodes", len(plan.ExistingNodes),
-			"unschedulable", len(plan.Unschedulable), "pricePerHour", plan.PricePerHour, "attempt", attempt)
+			"unschedulable", len(plan.Unschedulable), "deferred", len(plan.Deferred), "budgetSpent", plan.BudgetSpent,
+			"pricePerHour", plan.PricePerHour, "attempt", attempt)
 		if len(plan.NodeClaims) == 0 {
 			r.podEvents(ctx, w, plan, nil)
 			return nil
@@ -391,6 +417,25 @@ func (r *Reconciler) solveAndLaunch(ctx context.Context, lease *state.Lease, w *
 		w.unavailable = append(w.unavailable, refused...)
 	}
 	return nil
+}
+
+// solveBudget is a solve's work budget: Options.SolveGroups placements and
+// Options.SolveTime, shortened so that the invocation keeps launchReserve
+// after it. The deadline is set on the reconciler's clock (the time left in
+// the context, measured on the wall clock, added to Now).
+func (r *Reconciler) solveBudget(ctx context.Context) scheduling.Budget {
+	dl, ok := ctx.Deadline()
+	return budgetFor(r.Options, r.Now, time.Until(dl), ok)
+}
+
+// budgetFor is the budget of a solve starting at now() with left of the
+// invocation remaining (when bounded).
+func budgetFor(o Options, now func() time.Time, left time.Duration, bounded bool) scheduling.Budget {
+	room := o.SolveTime
+	if bounded {
+		room = min(room, max(left-launchReserve, 0))
+	}
+	return scheduling.Budget{MaxGroups: o.SolveGroups, Deadline: now().Add(room), Now: now}
 }
 
 // limited returns the launch versions of the pools with limits.

@@ -11,6 +11,8 @@
 package scheduling
 
 import (
+	"time"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
@@ -50,6 +52,33 @@ type Input struct {
 	// ScheduleAnyway spreads) are tried before they are relaxed, or
 	// ignored, as Karpenter's --preference-policy.
 	PreferencePolicy PreferencePolicy
+	// Budget bounds the solve's work (the zero value: no bound).
+	Budget Budget
+}
+
+// MaxNodePools is the most NodePools a solve accepts (the configuration's
+// own limit, apis.MaxNodePools): each costs memory and time in proportion to
+// the catalog, so thousands would not fit a function's memory or timeout.
+const MaxNodePools = apis.MaxNodePools
+
+// Budget bounds one solve's work, so that a solve inside a Lambda
+// invocation ends in time whatever the cluster holds. Pods with the same
+// scheduling signature form a group; groups are placed one after another,
+// the most constrained first, and retried in later rounds while others make
+// room for their affinity. When the budget is spent no further group
+// starts: the pods not placed yet come back in Result.Deferred (neither
+// placed nor unschedulable) for the next solve. The group budget cuts at
+// the same place on every run; the deadline is a backstop against the
+// clock.
+type Budget struct {
+	// MaxGroups is the most group placements the solve makes, counting a
+	// group once per round it is tried in (0: no bound).
+	MaxGroups int
+	// Deadline: no group starts at or after it (zero: none). A group that
+	// has started finishes.
+	Deadline time.Time
+	// Now is the clock Deadline is read on (nil: time.Now).
+	Now func() time.Time
 }
 
 // PreferencePolicy is Karpenter's --preference-policy.
@@ -81,6 +110,13 @@ type Result struct {
 	// LowerBoundPricePerHour is a price no plan for the same pods on new
 	// capacity can beat (a linear-programming relaxation).
 	LowerBoundPricePerHour float64 `json:"lowerBoundPricePerHour"`
+	// Deferred are the pending pods the solve's budget did not reach
+	// (Input.Budget): not placed and not unschedulable, they wait for the
+	// next solve. Sorted.
+	Deferred []string `json:"deferred,omitempty"`
+	// BudgetSpent names the bound that stopped the solve ("groups" or
+	// "deadline"), when one did.
+	BudgetSpent string `json:"budgetSpent,omitempty"`
 }
 
 // NodeClaim is a node to launch: the pool it comes from, the instance types

@@ -18,6 +18,9 @@ func (s *solver) explain(g *group) string {
 	if g.err != nil {
 		return "invalid scheduling constraints: " + g.err.Error()
 	}
+	if g.tooLarge != "" {
+		return g.tooLarge
+	}
 	if len(g.unknown) > 0 {
 		names := make([]string, len(g.unknown))
 		for i, n := range g.unknown {

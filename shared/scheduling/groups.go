@@ -57,6 +57,11 @@ type group struct {
 	rank      int
 	err       error
 	relaxed   []string
+	// oversized: no node can ever take a pod of the group (it asks for more
+	// than any type offers), so it is not placed at all; tooLarge is the
+	// reason when the request is too large even to count.
+	oversized bool
+	tooLarge  string
 }
 
 type weighted struct {

@@ -16,6 +16,7 @@ import (
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/catalog"
 	"github.com/nodewright/nodewright/shared/pricing"
+	qty "github.com/nodewright/nodewright/shared/quantity"
 	"github.com/nodewright/nodewright/shared/requirements"
 	"github.com/nodewright/nodewright/shared/scheduling"
 	st "github.com/nodewright/nodewright/shared/scheduling/schedtest"
@@ -617,6 +618,12 @@ func checkInvariants(t *testing.T, in scheduling.Input, r *scheduling.Result) {
 		checkReason(t, in, u)
 		placed[u.Pod]++
 	}
+	for _, d := range r.Deferred {
+		placed[d]++
+	}
+	if (len(r.Deferred) > 0) != (r.BudgetSpent != "") {
+		t.Errorf("%d pods deferred, budget spent on %q", len(r.Deferred), r.BudgetSpent)
+	}
 	for k := range pending {
 		if placed[k] != 1 {
 			t.Errorf("pod %s appears %d times in the plan", k, placed[k])
@@ -725,8 +732,13 @@ func checkTypeFits(t *testing.T, i int, it *catalog.InstanceType, np *apis.NodeP
 			t.Errorf("claim %d: %s does not satisfy the node selection of %s", i, it.Name, key)
 		}
 		rl := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})
-		cpu += rl.Cpu().MilliValue()
-		mem += rl.Memory().Value()
+		c, cerr := qty.Milli(*rl.Cpu())
+		m, merr := qty.Value(*rl.Memory())
+		if cerr != nil || merr != nil || c < 0 || m < 0 {
+			t.Errorf("claim %d: %s holds %s, whose requests (%s cpu, %s memory) no node can hold", i, it.Name, key, rl.Cpu(), rl.Memory())
+		}
+		cpu += c
+		mem += m
 		count++
 	}
 	_, alloc := it.Compute(settings)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/catalog"
+	qty "github.com/nodewright/nodewright/shared/quantity"
 	"github.com/nodewright/nodewright/shared/requirements"
 )
 
@@ -180,7 +181,7 @@ func (p *pool) fitting(dst bitset, need vec) {
 func (p *pool) setLimits(reg *registry) {
 	for name, q := range p.np.Spec.Limits {
 		if name == "nodes" {
-			p.nodeLimit = q.Value()
+			p.nodeLimit = qty.Clamped(name, q)
 			continue
 		}
 		i, ok := reg.slot(name, false)
@@ -188,11 +189,9 @@ func (p *pool) setLimits(reg *registry) {
 			continue // a limit on a resource no type has never binds
 		}
 		p.limited[i] = true
-		if i == rCPU {
-			p.limits[i] = q.MilliValue()
-		} else {
-			p.limits[i] = q.Value()
-		}
+		// A limit too large to count saturates (validation refuses it):
+		// it never binds, rather than wrapping negative and closing the pool.
+		p.limits[i] = qty.Clamped(name, q)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/catalog"
+	qty "github.com/nodewright/nodewright/shared/quantity"
 )
 
 // Resource dimensions of a vec. The first ones are fixed; extra slots hold
@@ -132,11 +133,9 @@ func (r *registry) fromList(rl corev1.ResourceList, claim bool) (v vec, unknown 
 			}
 			continue
 		}
-		if i == rCPU {
-			v[i] = q.MilliValue()
-		} else {
-			v[i] = q.Value()
-		}
+		// Amounts beyond what can be counted saturate at qty.Max
+		// (no node offers that much) instead of wrapping negative.
+		v[i] = qty.Clamped(name, q)
 	}
 	return v, unknown
 }

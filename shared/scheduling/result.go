@@ -44,6 +44,11 @@ func (s *solver) result() *Result {
 		}
 	}
 	sort.Slice(res.Unschedulable, func(i, j int) bool { return res.Unschedulable[i].Pod < res.Unschedulable[j].Pod })
+	for _, g := range s.deferred {
+		res.Deferred = append(res.Deferred, podKeys(g.pods)...)
+	}
+	sort.Strings(res.Deferred)
+	res.BudgetSpent = s.spentOn
 	res.PricePerHour = roundPrice(res.PricePerHour)
 	return res
 }

@@ -30,6 +30,7 @@ func TestScenarios(t *testing.T) {
 		offeringScenarios(), existingScenarios(), topologyScenarios(), affinityScenarios(), claimScenarios(),
 		limitScenarios(), daemonScenarios(), minValuesScenarios(), domainScenarios(), startupScenarios(), aliasScenarios(), reasonScenarios(),
 		schedulingParity(), topologyParity(), affinityParity(), selectionParity(), provisioningParity(), awsParity(),
+		overflowScenarios(),
 	} {
 		all = append(all, group...)
 	}

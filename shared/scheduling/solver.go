@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"time"
 
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/requirements"
@@ -29,6 +30,9 @@ type solver struct {
 	pins       map[pinOp]*reqSet
 	scratch    bitset
 	failed     []*group
+	deferred   []*group // not reached within the budget
+	attempts   int      // group placements made
+	spentOn    string   // the budget bound that stopped the run
 	undo       *undoLog
 
 	// residual selects residual sizing (see roomCredit); later, laterMin
@@ -63,6 +67,9 @@ func Solve(in Input) (res *Result, err error) {
 	default:
 		return nil, fmt.Errorf("scheduling: preferencePolicy %q is not one of %s, %s", in.PreferencePolicy, PreferencesRespect, PreferencesIgnore)
 	}
+	if len(in.NodePools) > MaxNodePools {
+		return nil, fmt.Errorf("scheduling: %d NodePools, more than the %d a solve accepts", len(in.NodePools), MaxNodePools)
+	}
 	u := newUniverse(&in)
 	best := solveWith(&in, u, false, byCPU)
 	if len(in.Pods) <= portfolioMaxPods {
@@ -96,10 +103,14 @@ func (s *solver) better(o *solver) bool {
 	return s.planPrice() < o.planPrice()-1e-6
 }
 
-// unplaced is how many pods the solve could not place.
+// unplaced is how many pods the solve could not place (or did not reach
+// within its budget).
 func (s *solver) unplaced() int {
 	n := 0
 	for _, g := range s.failed {
+		n += len(g.pods)
+	}
+	for _, g := range s.deferred {
 		n += len(g.pods)
 	}
 	return n
@@ -119,6 +130,7 @@ func solveWith(in *Input, u *universe, residual bool, order groupOrder) *solver 
 	s.attachPools()
 	s.reserveDaemons()
 	s.buildGroups(in.Pods)
+	s.screenOversized()
 	s.countExistingPods()
 	s.matchCounters()
 	sortGroups(s.groups, order)
@@ -162,11 +174,27 @@ func weight(np *apis.NodePool) int32 {
 // could not be placed wait for the next round (other groups may make room for
 // their affinity) as long as a round places something.
 func (s *solver) run() {
-	queue := s.groups
+	// Groups no node can take fail at once, whatever the budget.
+	var queue, hopeless []*group
+	for _, g := range s.groups {
+		if g.err != nil || g.oversized {
+			hopeless = append(hopeless, g)
+		} else {
+			queue = append(queue, g)
+		}
+	}
+	s.failed = hopeless
 	for len(queue) > 0 {
 		progress := false
 		var retry []*group
-		for _, g := range queue {
+		for i, g := range queue {
+			if s.spent() {
+				// Not reached: the rest of this round, and the groups
+				// waiting for another.
+				s.deferred = append(append(s.deferred, retry...), queue[i:]...)
+				return
+			}
+			s.attempts++
 			before := len(g.pods)
 			s.placeGroup(g)
 			if len(g.pods) < before {
@@ -181,12 +209,34 @@ func (s *solver) run() {
 			break
 		}
 	}
-	s.failed = queue
+	s.failed = append(s.failed, queue...)
+}
+
+// spent says whether the budget allows no further group placement, and
+// records which bound stopped it.
+func (s *solver) spent() bool {
+	b := &s.in.Budget
+	switch {
+	case b.MaxGroups > 0 && s.attempts >= b.MaxGroups:
+		s.spentOn = "groups"
+	case !b.Deadline.IsZero() && !s.budgetNow().Before(b.Deadline):
+		s.spentOn = "deadline"
+	default:
+		return false
+	}
+	return true
+}
+
+func (s *solver) budgetNow() time.Time {
+	if s.in.Budget.Now != nil {
+		return s.in.Budget.Now()
+	}
+	return time.Now()
 }
 
 // placeGroup places as many pods of g as it can, relaxing preferences.
 func (s *solver) placeGroup(g *group) {
-	if g.err != nil {
+	if g.err != nil || g.oversized {
 		return
 	}
 	for {

@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 
 	"github.com/nodewright/nodewright/shared/apis"
 )
@@ -134,15 +135,68 @@ func (s *solver) registerOwnerTerms(p *corev1.Pod) {
 }
 
 // matchCounters records which counters each group's pods match.
+//
+// A counter whose selector requires a label value (key=value, key in (...))
+// can only match groups carrying it, so those are looked up by label rather
+// than tried one by one: with every pod selecting its own label, trying each
+// counter against each group was quadratic (10,000 distinct pods: 10^8
+// selector matches, most of a solve). Counters are visited in order, so each
+// group's matches stay sorted.
 func (s *solver) matchCounters() {
+	byLabel := map[[2]string][]*group{}
 	for _, g := range s.groups {
 		g.matches = g.matches[:0]
-		for i, c := range s.counters {
+		for k, v := range g.labels {
+			byLabel[[2]string{k, v}] = append(byLabel[[2]string{k, v}], g)
+		}
+	}
+	for i, c := range s.counters {
+		candidates, narrowed := s.groupsWithRequiredLabel(c.sel, byLabel)
+		if !narrowed {
+			candidates = s.groups
+		}
+		for _, g := range candidates {
 			if c.matches(g.ns, g.labels) {
 				g.matches = append(g.matches, i)
 			}
 		}
 	}
+}
+
+// groupsWithRequiredLabel returns the groups that carry a value sel requires
+// of some label (by the first equality or set-membership requirement), in
+// group order, without duplicates; narrowed is false when sel requires no
+// label value.
+func (s *solver) groupsWithRequiredLabel(sel labels.Selector, byLabel map[[2]string][]*group) ([]*group, bool) {
+	reqs, ok := sel.Requirements()
+	if !ok {
+		return nil, false
+	}
+	for _, r := range reqs {
+		switch r.Operator() {
+		case selection.Equals, selection.DoubleEquals, selection.In:
+		default:
+			continue
+		}
+		values := r.Values().List()
+		if len(values) == 1 {
+			return byLabel[[2]string{r.Key(), values[0]}], true
+		}
+		seen := map[*group]bool{}
+		for _, v := range values {
+			for _, g := range byLabel[[2]string{r.Key(), v}] {
+				seen[g] = true
+			}
+		}
+		out := make([]*group, 0, len(seen))
+		for _, g := range s.groups {
+			if seen[g] {
+				out = append(out, g)
+			}
+		}
+		return out, true
+	}
+	return nil, false
 }
 
 // record counts k pods of g placed in a target with the given domains.

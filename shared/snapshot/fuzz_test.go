@@ -24,6 +24,11 @@ func FuzzRead(f *testing.F) {
 	}
 	f.Add([]byte(`{"apiVersion":"v1","kind":"PodList","items":[{"metadata":{"name":"a"},"spec":{"nodeName":"n"}}]}`))
 	f.Add([]byte("apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: db}\nspec: {replicas: 3, template: {spec: {containers: [{name: c}]}}}\n"))
+	// Amounts too large to count (MilliValue wraps them negative): the
+	// reader keeps them for the scheduler, which refuses them with a reason.
+	f.Add([]byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"huge"},"spec":{"containers":[{"name":"c","resources":{"requests":{"cpu":"9223372036854776","memory":"9223372036854775807"}}}]}}`))
+	f.Add([]byte("apiVersion: v1\nkind: Node\nmetadata: {name: n}\nstatus: {allocatable: {cpu: '9223372036854776', memory: 1e18, pods: '9223372036854775807'}}\n"))
+	f.Add([]byte("apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: p}\nspec: {limits: {cpu: '9223372036854776', memory: 1e18}}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := Read(Source{Name: "fuzz.yaml", Data: data})
 		if (s == nil) == (err == nil) {

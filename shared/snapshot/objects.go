@@ -190,6 +190,15 @@ func (r *reader) pod(d document, at origin) {
 	if pod.Spec.NodeName == "" && ownedBy(pod, "DaemonSet", "Node") {
 		return
 	}
+	if pod.Spec.NodeName == "" {
+		if r.pendingPods++; r.pendingPods > r.maxPending {
+			if r.pendingPods == r.maxPending+1 {
+				r.fail(at.errorf("Pod", pod.Namespace, pod.Name, "",
+					"the snapshot holds more than %d pending pods: a plan takes at most %d (plan a part of the cluster, by namespace for instance)", r.maxPending, r.maxPending))
+			}
+			return
+		}
+	}
 	r.addPod(pod, at)
 }
 

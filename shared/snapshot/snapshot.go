@@ -166,10 +166,13 @@ type reader struct {
 	workloads    []workload
 	workloadKeys map[string]origin
 	warnings     []string
+	pendingPods  int // pending pods read (not made for workloads)
+	maxPending   int // MaxPendingPods
 }
 
 func newReader() *reader {
-	return &reader{podKeys: map[string]origin{}, nodes: map[string]nodeEntry{}, dsKeys: map[string]origin{}, workloadKeys: map[string]origin{}}
+	return &reader{podKeys: map[string]origin{}, nodes: map[string]nodeEntry{}, dsKeys: map[string]origin{}, workloadKeys: map[string]origin{},
+		maxPending: MaxPendingPods}
 }
 
 func (r *reader) fail(err error) { r.errs = append(r.errs, err) }

@@ -367,3 +367,33 @@ func TestTypedList(t *testing.T) {
 		t.Fatalf("error %v", err)
 	}
 }
+
+// More pending pods than a plan takes is one clear error (not one per pod);
+// bound pods and workloads' pods do not count.
+func TestTooManyPendingPods(t *testing.T) {
+	var docs []string
+	for i := 0; i < 5; i++ {
+		docs = append(docs, "apiVersion: v1\nkind: Pod\nmetadata: {name: p"+string(rune('0'+i))+"}\nspec: {containers: [{name: c}]}\n")
+	}
+	docs = append(docs, "apiVersion: v1\nkind: Pod\nmetadata: {name: bound}\nspec: {nodeName: node-1, containers: [{name: c}]}\n",
+		"apiVersion: v1\nkind: Node\nmetadata: {name: node-1}\nstatus: {allocatable: {cpu: '4', memory: 8Gi, pods: '20'}}\n")
+	read := func(limit int) (*Snapshot, error) {
+		r := newReader()
+		r.maxPending = limit
+		r.source(Source{Name: "pods.yaml", Data: []byte(strings.Join(docs, "---\n"))})
+		return r.finish()
+	}
+	if s, err := read(5); err != nil || len(s.Pending) != 5 {
+		t.Fatalf("at the limit: %v", err)
+	}
+	_, err := read(3)
+	var list Errors
+	if !errors.As(err, &list) || len(list) != 1 ||
+		!strings.Contains(err.Error(), "pods.yaml: document 4 (Pod default/p3)") ||
+		!strings.Contains(err.Error(), "more than 3 pending pods") {
+		t.Fatalf("err %v", err)
+	}
+	if MaxPendingPods != 100_000 {
+		t.Fatalf("MaxPendingPods %d: the README quotes 100,000", MaxPendingPods)
+	}
+}

@@ -115,6 +115,11 @@ func (w *workload) compileSelector() error {
 // typo in replicas cannot exhaust memory.
 const MaxWorkloadPods = 100_000
 
+// MaxPendingPods caps the pending pods a snapshot may list: a plan of more
+// would take minutes (the worst case, 10,000 pods that each form a group of
+// their own, takes a second and a half; time grows faster than the count).
+const MaxPendingPods = 100_000
+
 // expandWorkloads adds the pods each workload still needs.
 func (r *reader) expandWorkloads() {
 	total := 0

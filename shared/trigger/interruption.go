@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/nodewright/nodewright/shared/logging"
 )
 
 // Event sources and detail types of the events routed to the interruption
@@ -69,6 +71,32 @@ type Interruption struct {
 
 var instanceIDPattern = regexp.MustCompile(`^i-[0-9a-f]{8,17}$`)
 
+// EC2 instance states, as a state-change notification's detail.state names
+// them (EC2's InstanceStateName values).
+const (
+	StatePending      = "pending"
+	StateRunning      = "running"
+	StateShuttingDown = "shutting-down"
+	StateTerminated   = "terminated"
+	StateStopping     = "stopping"
+	StateStopped      = "stopped"
+)
+
+// InstanceStates are every state EC2 reports; a state-change notification
+// naming anything else is refused.
+func InstanceStates() []string {
+	return []string{StatePending, StateRunning, StateShuttingDown, StateTerminated, StateStopping, StateStopped}
+}
+
+func validState(s string) bool {
+	for _, v := range InstanceStates() {
+		if s == v {
+			return true
+		}
+	}
+	return false
+}
+
 // DecodeInterruption decodes one interruption queue message body: an
 // EventBridge event of one of the five detail types above.
 func DecodeInterruption(body []byte) (Interruption, error) {
@@ -77,7 +105,7 @@ func DecodeInterruption(body []byte) (Interruption, error) {
 		return Interruption{}, fmt.Errorf("decode interruption event: %w", err)
 	}
 	if len(ev.Detail) == 0 {
-		return Interruption{}, fmt.Errorf("decode interruption event %q: no detail", ev.ID)
+		return Interruption{}, fmt.Errorf("decode interruption event %s: no detail", logging.Quote(ev.ID))
 	}
 	out := Interruption{EventID: ev.ID, Time: ev.Time}
 	var err error
@@ -98,6 +126,8 @@ func DecodeInterruption(body []byte) (Interruption, error) {
 		out.InstanceIDs, out.State, err = instanceDetail(ev.Detail)
 		if err == nil && out.State == "" {
 			err = errors.New("no state")
+		} else if err == nil && !validState(out.State) {
+			err = fmt.Errorf("state %s is not an EC2 instance state", logging.Quote(out.State))
 		}
 	case ev.Source == HealthSource && ev.DetailType == DetailTypeHealth:
 		out.Kind = KindScheduledChange
@@ -107,7 +137,7 @@ func DecodeInterruption(body []byte) (Interruption, error) {
 		return out, nil
 	}
 	if err != nil {
-		return Interruption{}, fmt.Errorf("decode interruption event %q (%s): %w", ev.ID, ev.DetailType, err)
+		return Interruption{}, fmt.Errorf("decode interruption event %s (%s): %w", logging.Quote(ev.ID), ev.DetailType, err)
 	}
 	return out, nil
 }
@@ -121,7 +151,7 @@ func instanceDetail(raw json.RawMessage) ([]string, string, error) {
 		return nil, "", err
 	}
 	if !instanceIDPattern.MatchString(d.InstanceID) {
-		return nil, "", fmt.Errorf("invalid instance-id %q", d.InstanceID)
+		return nil, "", fmt.Errorf("invalid instance-id %s", logging.Quote(d.InstanceID))
 	}
 	return []string{d.InstanceID}, d.State, nil
 }
@@ -139,7 +169,7 @@ func healthDetail(raw json.RawMessage) ([]string, time.Time, error) {
 		return nil, time.Time{}, err
 	}
 	if d.Service != HealthServiceEC2 || d.EventTypeCategory != HealthCategoryScheduledChange {
-		return nil, time.Time{}, fmt.Errorf("health event for service %q, category %q: want %s %s", d.Service, d.EventTypeCategory, HealthServiceEC2, HealthCategoryScheduledChange)
+		return nil, time.Time{}, fmt.Errorf("health event for service %s, category %s: want %s %s", logging.Quote(d.Service), logging.Quote(d.EventTypeCategory), HealthServiceEC2, HealthCategoryScheduledChange)
 	}
 	// Entities other than instances (dedicated hosts, for example) are not
 	// Nodewright's to handle; an event with none of ours decodes to nothing.

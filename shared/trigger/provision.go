@@ -13,6 +13,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/nodewright/nodewright/shared/logging"
 	"github.com/nodewright/nodewright/shared/names"
 )
 
@@ -103,7 +104,7 @@ func DecodeProvision(raw []byte) (Provision, error) {
 	case p.Source == names.WebhookHintSource:
 		return decodeWebhookHint(raw)
 	default:
-		return Provision{}, fmt.Errorf("decode provision trigger: not a schedule, audit log batch or webhook hint (source %q, detail-type %q)", p.Source, p.DetailType)
+		return Provision{}, fmt.Errorf("decode provision trigger: not a schedule, audit log batch or webhook hint (source %s, detail-type %s)", logging.Quote(p.Source), logging.Quote(p.DetailType))
 	}
 }
 
@@ -114,7 +115,7 @@ func DecodeSchedule(raw []byte) (time.Time, error) {
 		return time.Time{}, fmt.Errorf("decode scheduled event: %w", err)
 	}
 	if ev.Source != ScheduleSource || ev.DetailType != ScheduleDetailType {
-		return time.Time{}, fmt.Errorf("decode scheduled event: source %q, detail-type %q is not a schedule", ev.Source, ev.DetailType)
+		return time.Time{}, fmt.Errorf("decode scheduled event: source %s, detail-type %s is not a schedule", logging.Quote(ev.Source), logging.Quote(ev.DetailType))
 	}
 	return ev.Time, nil
 }
@@ -126,6 +127,11 @@ func decodeWebhookHint(raw []byte) (Provision, error) {
 	}
 	if h.Namespace == "" || h.Name == "" {
 		return Provision{}, errors.New("decode webhook hint: namespace and name are required")
+	}
+	if h.Cluster == "" {
+		// The handler checks that a hint names its own cluster; one that
+		// names none cannot be checked.
+		return Provision{}, errors.New("decode webhook hint: cluster is required")
 	}
 	return Provision{Source: SourceWebhook, Time: h.Time, Cluster: h.Cluster,
 		Pods: []PodRef{{Namespace: h.Namespace, Name: h.Name}}}, nil
@@ -172,7 +178,7 @@ func decodeAuditBatch(data string) (Provision, error) {
 		return out, nil
 	case "DATA_MESSAGE":
 	default:
-		return Provision{}, fmt.Errorf("decode audit log batch: message type %q", batch.MessageType)
+		return Provision{}, fmt.Errorf("decode audit log batch: message type %s", logging.Quote(batch.MessageType))
 	}
 	seen := map[PodRef]bool{}
 	for _, le := range batch.LogEvents {

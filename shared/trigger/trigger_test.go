@@ -8,9 +8,12 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"sort"
 	"strings"
 	"testing"
 	"time"
+
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 )
 
 func sample(t *testing.T, name string) []byte {
@@ -100,6 +103,8 @@ func TestDecodeProvisionErrors(t *testing.T) {
 		{"schedule with bad time", `{"source":"aws.events","detail-type":"Scheduled Event","time":"yesterday"}`, "decode scheduled event"},
 		{"hint without pod", `{"source":"nodewright.webhook","cluster":"c"}`, "namespace and name are required"},
 		{"hint not an object", `{"source":"nodewright.webhook","name":7}`, "decode webhook hint"},
+		{"hint without cluster", `{"source":"nodewright.webhook","namespace":"n","name":"p"}`, "cluster is required"},
+		{"long source is truncated", `{"source":"` + strings.Repeat("s", 1<<20) + `"}`, `(1048576 bytes), detail-type ""`},
 		{"awslogs bad base64", `{"awslogs":{"data":"***"}}`, "base64"},
 		{"awslogs not gzip", `{"awslogs":{"data":"` + base64.StdEncoding.EncodeToString([]byte("plain")) + `"}}`, "gzip"},
 		{"awslogs too large", `{"awslogs":{"data":"` + base64.StdEncoding.EncodeToString(bomb.Bytes()) + `"}}`, "more than"},
@@ -197,6 +202,9 @@ func TestDecodeInterruptionErrors(t *testing.T) {
 		{"missing instance id", withDetail(t, EC2Source, DetailTypeRebalanceRecommendation, `{}`), "invalid instance-id"},
 		{"detail not object", withDetail(t, EC2Source, DetailTypeCapacityReservationInterruption, `"text"`), "cannot unmarshal"},
 		{"state change without state", withDetail(t, EC2Source, DetailTypeStateChange, `{"instance-id":"i-0123456789abcdef0"}`), "no state"},
+		{"state change to no EC2 state", withDetail(t, EC2Source, DetailTypeStateChange, `{"instance-id":"i-0123456789abcdef0","state":"exploded"}`), `state "exploded" is not an EC2 instance state`},
+		{"state in the wrong case", withDetail(t, EC2Source, DetailTypeStateChange, `{"instance-id":"i-0123456789abcdef0","state":"Running"}`), "not an EC2 instance state"},
+		{"huge instance id is truncated", withDetail(t, EC2Source, DetailTypeSpotInterruption, `{"instance-id":"`+strings.Repeat("i", 2<<20)+`"}`), "... (2097152 bytes)"},
 		{"health other service", withDetail(t, HealthSource, DetailTypeHealth, `{"service":"RDS","eventTypeCategory":"scheduledChange"}`), `service "RDS"`},
 		{"health other category", withDetail(t, HealthSource, DetailTypeHealth, `{"service":"EC2","eventTypeCategory":"issue"}`), `category "issue"`},
 		{"health detail not object", withDetail(t, HealthSource, DetailTypeHealth, `[1]`), "cannot unmarshal"},
@@ -249,4 +257,24 @@ func FuzzDecodeProvision(f *testing.F) {
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		_, _ = DecodeProvision(raw) // must not panic
 	})
+}
+
+// Every state EC2 reports decodes; the list is EC2's own.
+func TestInstanceStatesAreEC2s(t *testing.T) {
+	var ec2States []string
+	for _, s := range ec2types.InstanceStateNamePending.Values() {
+		ec2States = append(ec2States, string(s))
+	}
+	got := InstanceStates()
+	sort.Strings(got)
+	sort.Strings(ec2States)
+	if !reflect.DeepEqual(got, ec2States) {
+		t.Fatalf("states %v, EC2's %v", got, ec2States)
+	}
+	for _, st := range got {
+		in, err := DecodeInterruption([]byte(withDetail(t, EC2Source, DetailTypeStateChange, `{"instance-id":"i-0123456789abcdef0","state":"`+st+`"}`)))
+		if err != nil || in.State != st {
+			t.Errorf("state %s: %+v %v", st, in, err)
+		}
+	}
 }

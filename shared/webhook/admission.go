@@ -8,6 +8,8 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodewright/nodewright/shared/logging"
 )
 
 // review is the outcome of one AdmissionReview.
@@ -20,6 +22,9 @@ type review struct {
 	dryRun bool
 	// uid is the request's UID, for logs.
 	uid string
+	// namespace and name are the request's (the object's, when its
+	// metadata leaves them out).
+	namespace, name string
 }
 
 var podsResource = metav1.GroupVersionResource{Group: "", Version: "v1", Resource: "pods"}
@@ -33,7 +38,8 @@ func decideReview(body []byte) (review, error) {
 		return review{}, fmt.Errorf("decode AdmissionReview: %w", err)
 	}
 	if in.APIVersion != admissionv1.SchemeGroupVersion.String() || in.Kind != "AdmissionReview" {
-		return review{}, fmt.Errorf("decode AdmissionReview: apiVersion %q kind %q, want %s AdmissionReview", in.APIVersion, in.Kind, admissionv1.SchemeGroupVersion)
+		return review{}, fmt.Errorf("decode AdmissionReview: apiVersion %s kind %s, want %s AdmissionReview",
+			logging.Quote(in.APIVersion), logging.Quote(in.Kind), admissionv1.SchemeGroupVersion)
 	}
 	req := in.Request
 	if req == nil || req.UID == "" {
@@ -47,18 +53,18 @@ func decideReview(body []byte) (review, error) {
 	if err != nil {
 		return review{}, fmt.Errorf("encode AdmissionReview: %w", err)
 	}
-	r := review{response: resp, uid: string(req.UID), dryRun: req.DryRun != nil && *req.DryRun}
+	r := review{response: resp, uid: string(req.UID), dryRun: req.DryRun != nil && *req.DryRun, namespace: req.Namespace, name: req.Name}
 	if req.Resource != podsResource || req.SubResource != "status" || req.Operation != admissionv1.Update {
 		return r, nil
 	}
 	var pod, old corev1.Pod
 	if err := decodePodStatus(req.Object.Raw, &pod); err != nil {
 		// The answer is still "allowed"; the pod is just not a usable hint.
-		return r, fmt.Errorf("decode pod of AdmissionReview %s: %w", req.UID, err)
+		return r, fmt.Errorf("decode pod of AdmissionReview %s: %w", logging.Quote(string(req.UID)), err)
 	}
 	if len(req.OldObject.Raw) > 0 {
 		if err := decodePodStatus(req.OldObject.Raw, &old); err != nil {
-			return r, fmt.Errorf("decode old pod of AdmissionReview %s: %w", req.UID, err)
+			return r, fmt.Errorf("decode old pod of AdmissionReview %s: %w", logging.Quote(string(req.UID)), err)
 		}
 	}
 	if pod.Spec.NodeName == "" && unschedulable(&pod) && !unschedulable(&old) {

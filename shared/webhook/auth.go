@@ -35,28 +35,41 @@ func equalTokens(a, b string) bool {
 	return subtle.ConstantTimeCompare(ha[:], hb[:]) == 1
 }
 
-// authenticate checks the token in path against the secret, refreshing the
-// secret once (rate-limited by the cache) on a mismatch in case it rotated.
-func authenticate(ctx context.Context, secret *SecretCache, path string) (authResult, error) {
+// matches reports which of the accepted tokens tok equals: both are always
+// compared, so the time taken says nothing about which (if any) matched.
+func matches(tok string, t Tokens) (current, previous bool) {
+	current = equalTokens(tok, t.Current)
+	previous = t.Previous != "" && equalTokens(tok, t.Previous)
+	return current, previous
+}
+
+// authenticate checks the token in path against the secret's current and
+// previous values, refreshing them once (rate-limited by the cache) on a
+// mismatch in case the cluster has a token this instance has not seen. stale
+// is true when the request carried the previous value: the cluster's
+// registration predates the last rotation.
+func authenticate(ctx context.Context, secret *SecretCache, path string) (res authResult, stale bool, err error) {
 	tok := tokenFromPath(path)
 	if tok == "" {
-		return authMissing, nil
+		return authMissing, false, nil
 	}
 	want, err := secret.Get(ctx)
 	if err != nil {
-		return authError, err
+		return authError, false, err
 	}
-	if equalTokens(tok, want) {
-		return authOK, nil
+	if cur, prev := matches(tok, want); cur || prev {
+		return authOK, !cur, nil
 	}
 	want, refreshed, err := secret.Refresh(ctx)
 	if err != nil {
-		// The token did not match the value we hold; failing to re-read the
-		// secret does not make it any more valid.
-		return authMismatch, err
+		// The token did not match the values we hold; failing to re-read
+		// the secret does not make it any more valid.
+		return authMismatch, false, err
 	}
-	if refreshed && equalTokens(tok, want) {
-		return authOK, nil
+	if refreshed {
+		if cur, prev := matches(tok, want); cur || prev {
+			return authOK, !cur, nil
+		}
 	}
-	return authMismatch, nil
+	return authMismatch, false, nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	lambdatypes "github.com/aws/aws-sdk-go-v2/service/lambda/types"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	smtypes "github.com/aws/aws-sdk-go-v2/service/secretsmanager/types"
 )
 
 // SecretsManagerAPI is the part of the Secrets Manager client the webhook uses.
@@ -16,18 +17,40 @@ type SecretsManagerAPI interface {
 	GetSecretValue(ctx context.Context, in *secretsmanager.GetSecretValueInput, opts ...func(*secretsmanager.Options)) (*secretsmanager.GetSecretValueOutput, error)
 }
 
-// SecretsManagerFetch returns a FetchFunc that reads secretID's current
-// string value.
+// Secrets Manager's version stages the webhook accepts.
+const (
+	StageCurrent  = "AWSCURRENT"
+	StagePrevious = "AWSPREVIOUS"
+)
+
+// SecretsManagerFetch returns a FetchFunc that reads secretID's current and
+// previous string values (the previous one may not exist: a secret never
+// rotated has none).
 func SecretsManagerFetch(client SecretsManagerAPI, secretID string) FetchFunc {
-	return func(ctx context.Context) (string, error) {
-		out, err := client.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(secretID)})
+	get := func(ctx context.Context, stage string) (string, error) {
+		out, err := client.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(secretID), VersionStage: aws.String(stage)})
 		if err != nil {
-			return "", fmt.Errorf("get secret value: %w", err)
+			return "", fmt.Errorf("get secret value (%s): %w", stage, err)
 		}
 		if out.SecretString == nil {
-			return "", errors.New("get secret value: secret has no string value")
+			return "", fmt.Errorf("get secret value (%s): secret has no string value", stage)
 		}
 		return *out.SecretString, nil
+	}
+	return func(ctx context.Context) (Tokens, error) {
+		cur, err := get(ctx, StageCurrent)
+		if err != nil {
+			return Tokens{}, err
+		}
+		prev, err := get(ctx, StagePrevious)
+		var notFound *smtypes.ResourceNotFoundException
+		if errors.As(err, &notFound) {
+			return Tokens{Current: cur}, nil
+		}
+		if err != nil {
+			return Tokens{}, err
+		}
+		return Tokens{Current: cur, Previous: prev}, nil
 	}
 }
 

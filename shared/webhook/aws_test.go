@@ -10,26 +10,42 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	lambdatypes "github.com/aws/aws-sdk-go-v2/service/lambda/types"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	smtypes "github.com/aws/aws-sdk-go-v2/service/secretsmanager/types"
 )
 
 type fakeSM struct {
-	out *secretsmanager.GetSecretValueOutput
-	err error
-	id  string
+	// values by version stage; a stage absent answers ResourceNotFound.
+	values map[string]*secretsmanager.GetSecretValueOutput
+	err    error
+	ids    []string
 }
 
 func (f *fakeSM) GetSecretValue(_ context.Context, in *secretsmanager.GetSecretValueInput, _ ...func(*secretsmanager.Options)) (*secretsmanager.GetSecretValueOutput, error) {
-	f.id = aws.ToString(in.SecretId)
-	return f.out, f.err
+	f.ids = append(f.ids, aws.ToString(in.SecretId)+"@"+aws.ToString(in.VersionStage))
+	if f.err != nil {
+		return nil, f.err
+	}
+	out, ok := f.values[aws.ToString(in.VersionStage)]
+	if !ok {
+		return nil, &smtypes.ResourceNotFoundException{Message: aws.String("no such version")}
+	}
+	return out, nil
 }
 
 func TestSecretsManagerFetch(t *testing.T) {
-	sm := &fakeSM{out: &secretsmanager.GetSecretValueOutput{SecretString: aws.String("tok")}}
+	sm := &fakeSM{values: map[string]*secretsmanager.GetSecretValueOutput{
+		StageCurrent: {SecretString: aws.String("cur")}, StagePrevious: {SecretString: aws.String("prev")},
+	}}
 	v, err := SecretsManagerFetch(sm, "arn:secret")(context.Background())
-	if err != nil || v != "tok" || sm.id != "arn:secret" {
-		t.Fatalf("got %q %v id %q", v, err, sm.id)
+	if err != nil || v != (Tokens{Current: "cur", Previous: "prev"}) || strings.Join(sm.ids, ",") != "arn:secret@AWSCURRENT,arn:secret@AWSPREVIOUS" {
+		t.Fatalf("got %+v %v ids %v", v, err, sm.ids)
 	}
-	sm.out = &secretsmanager.GetSecretValueOutput{SecretBinary: []byte{1}}
+	// A secret never rotated has no previous version.
+	delete(sm.values, StagePrevious)
+	if v, err := SecretsManagerFetch(sm, "a")(context.Background()); err != nil || v != (Tokens{Current: "cur"}) {
+		t.Fatalf("no previous: %+v %v", v, err)
+	}
+	sm.values[StageCurrent] = &secretsmanager.GetSecretValueOutput{SecretBinary: []byte{1}}
 	if _, err := SecretsManagerFetch(sm, "a")(context.Background()); err == nil || !strings.Contains(err.Error(), "no string value") {
 		t.Fatalf("binary secret: %v", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -41,19 +42,21 @@ func (c *fakeClock) Add(d time.Duration) {
 	c.t = c.t.Add(d)
 }
 
-// fakeSecret counts fetches and returns value or err.
+// fakeSecret counts fetches and returns value (the current token),
+// previous or err.
 type fakeSecret struct {
-	mu      sync.Mutex
-	value   string
-	err     error
-	fetches int
+	mu       sync.Mutex
+	value    string
+	previous string
+	err      error
+	fetches  int
 }
 
-func (s *fakeSecret) fetch(context.Context) (string, error) {
+func (s *fakeSecret) fetch(context.Context) (Tokens, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.fetches++
-	return s.value, s.err
+	return Tokens{Current: s.value, Previous: s.previous}, s.err
 }
 
 type fakeInvoker struct {
@@ -83,7 +86,7 @@ func newFixture() *fixture {
 	}
 	f.h = &Handler{
 		Cluster: "demo",
-		Secret:  NewSecretCache(f.secret.fetch, f.clock.Now, 0),
+		Secret:  NewSecretCache(f.secret.fetch, f.clock.Now, CacheOptions{}),
 		Invoker: f.inv,
 		Now:     f.clock.Now,
 		Log:     slog.New(slog.NewJSONHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
@@ -342,7 +345,8 @@ func TestSecretRotationAndRefreshLimit(t *testing.T) {
 	if f.secret.fetches != 1 {
 		t.Fatalf("%d fetches: refresh not rate-limited", f.secret.fetches)
 	}
-	// The secret rotates; after a minute, the new token is picked up once.
+	// The secret is set by hand (no previous version); after a minute, the
+	// new token is picked up once, and the old one no longer works.
 	f.secret.value = otherToken
 	f.clock.Add(61 * time.Second)
 	allowedUID(t, f.call(t, "/"+otherToken, "POST", body), "uid-1")
@@ -374,11 +378,81 @@ func TestSecretUnavailable(t *testing.T) {
 			if got := f.call(t, "/"+goodToken, "POST", string(sampleReview(t))).StatusCode; got != 503 {
 				t.Fatalf("status %d, want 503", got)
 			}
-			// A failed first fetch is retried on the next request.
+			// Repaired at once, but the failure is remembered for a second.
 			f.secret.value, f.secret.err = goodToken, nil
+			if got := f.call(t, "/"+goodToken, "POST", string(sampleReview(t))).StatusCode; got != 503 || f.secret.fetches != 1 {
+				t.Fatalf("within the backoff: status %d after %d fetches, want 503 after 1", got, f.secret.fetches)
+			}
+			f.clock.Add(time.Second)
 			allowedUID(t, f.call(t, "/"+goodToken, "POST", string(sampleReview(t))), "705ab4f5-6393-11e8-b7cc-42010a800002")
 		})
 	}
+}
+
+// A flood of requests while the secret is unreadable costs a few Secrets
+// Manager calls, backing off 1 s, 2 s, 4 s ... up to a minute.
+func TestUnreadableSecretBacksOff(t *testing.T) {
+	f := newFixture()
+	f.secret.err = errors.New("ThrottlingException")
+	body := string(sampleReview(t))
+	var fetchTimes []time.Duration
+	start := f.clock.Now()
+	for i := 0; i < 600; i++ { // ten minutes, a request a second
+		before := f.secret.fetches
+		if got := f.call(t, "/"+goodToken, "POST", body).StatusCode; got != 503 {
+			t.Fatalf("status %d", got)
+		}
+		if f.secret.fetches > before {
+			fetchTimes = append(fetchTimes, f.clock.Now().Sub(start))
+		}
+		f.clock.Add(time.Second)
+	}
+	want := []time.Duration{0, 1, 3, 7, 15, 31, 63, 123, 183, 243, 303, 363, 423, 483, 543}
+	for i := range want {
+		want[i] *= time.Second
+	}
+	if fmt.Sprint(fetchTimes) != fmt.Sprint(want) {
+		t.Fatalf("fetched at %v, want %v", fetchTimes, want)
+	}
+	if !strings.Contains(f.logs.String(), "next attempt after") {
+		t.Fatalf("the backoff is not logged: %.300s", f.logs.String())
+	}
+}
+
+// A rotation leaves the cluster with the previous token, which keeps
+// working (with a warning to apply the registration again) until the next
+// rotation retires it; a warm instance stops accepting a retired token
+// within the cache's maximum age, without any failed request to prompt it.
+func TestRotationOverlapAndMaxAge(t *testing.T) {
+	const newToken = "Bq3xV8pL2mN7bR4tY6wE1uI9oA5sD0fG3hJ8kL2zX7cV4bN6"
+	const newerToken = "Cq3xV8pL2mN7bR4tY6wE1uI9oA5sD0fG3hJ8kL2zX7cV4bN6"
+	f := newFixture()
+	body := reviewOf(t, pendingPod(""), nil, nil)
+	allowedUID(t, f.call(t, "/"+goodToken, "POST", body), "uid-1")
+
+	// Rotation: current is new, previous is the cluster's.
+	f.secret.value, f.secret.previous = newToken, goodToken
+	f.clock.Add(DefaultMaxAge)
+	allowedUID(t, f.call(t, "/"+goodToken, "POST", body), "uid-1")
+	allowedUID(t, f.call(t, "/"+newToken, "POST", body), "uid-1")
+	if n := strings.Count(f.logs.String(), "previous token"); n != 1 {
+		t.Fatalf("%d stale-token warnings, want 1 (at most one an hour)", n)
+	}
+	// The next rotation retires the cluster's token. Within the maximum
+	// age the cache still holds it; after, it is refused.
+	f.secret.value, f.secret.previous = newerToken, newToken
+	f.clock.Add(DefaultMaxAge - time.Second)
+	allowedUID(t, f.call(t, "/"+goodToken, "POST", body), "uid-1")
+	fetches := f.secret.fetches
+	f.clock.Add(time.Second)
+	if got := f.call(t, "/"+goodToken, "POST", body).StatusCode; got != 403 {
+		t.Fatalf("retired token after the maximum age: status %d", got)
+	}
+	if f.secret.fetches != fetches+1 {
+		t.Fatalf("%d fetches, want one more for the expired cache", f.secret.fetches-fetches)
+	}
+	allowedUID(t, f.call(t, "/"+newToken, "POST", body), "uid-1")
+	allowedUID(t, f.call(t, "/"+newerToken, "POST", body), "uid-1")
 }
 
 func TestRefreshErrorIsStillForbidden(t *testing.T) {

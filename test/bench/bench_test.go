@@ -21,6 +21,7 @@ import (
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/catalog"
 	"github.com/nodewright/nodewright/shared/pricing"
+	"github.com/nodewright/nodewright/shared/provision"
 	"github.com/nodewright/nodewright/shared/scheduling"
 	st "github.com/nodewright/nodewright/shared/scheduling/schedtest"
 )
@@ -122,6 +123,7 @@ func benchmarkSolve(b *testing.B, in scheduling.Input) {
 	b.ReportMetric(cpu.Seconds()/float64(b.N), "cpu-s/op")
 	b.ReportMetric(float64(len(res.NodeClaims)), "nodes")
 	b.ReportMetric(float64(len(res.Unschedulable)), "unschedulable")
+	b.ReportMetric(float64(len(res.Deferred)), "deferred")
 	b.ReportMetric(res.PricePerHour, "price/h")
 	b.ReportMetric(res.LowerBoundPricePerHour, "lowerbound/h")
 	if res.LowerBoundPricePerHour > 0 {
@@ -193,4 +195,44 @@ func BenchmarkSolveAtLimit(b *testing.B) {
 	}
 	w := workload{"catalog-limited", catalog.Default().Types(), pricing.Model{Catalog: catalog.Default()}, pools, classes}
 	benchmarkSolve(b, w.input(st.DiversePods(10000, seed)))
+}
+
+// BenchmarkSolveAllDistinct solves the worst case for grouping: pods that
+// each carry their own label and a hostname anti-affinity to it
+// (schedtest.DistinctPods), so every pod is a group of its own, on the real
+// catalog with the production pool.
+//
+// Unbudgeted for 1,000 and 10,000 pods; 100,000 with the provision
+// function's budget (provision.DefaultSolveGroups group placements), which
+// places that many and defers the rest to the next round.
+func BenchmarkSolveAllDistinct(b *testing.B) {
+	w := productionPool(b, "catalog")
+	for _, n := range []int{1000, 10000} {
+		b.Run(fmt.Sprintf("pods=%d", n), func(b *testing.B) {
+			benchmarkSolve(b, w.input(st.DistinctPods(n, seed)))
+		})
+	}
+	b.Run("pods=100000/budgeted", func(b *testing.B) {
+		in := w.input(st.DistinctPods(100000, seed))
+		in.Budget = scheduling.Budget{MaxGroups: provision.DefaultSolveGroups}
+		benchmarkSolve(b, in)
+	})
+}
+
+// BenchmarkSolveManyPools solves 1,000 diverse pods against the most
+// NodePools a configuration may hold (apis.MaxNodePools copies of the
+// production pool, each with its own weight): each pool is prepared against
+// the whole catalog, which is what the cap bounds.
+func BenchmarkSolveManyPools(b *testing.B) {
+	w := productionPool(b, "catalog")
+	base := w.pools[0]
+	w.pools = nil
+	for i := 0; i < apis.MaxNodePools; i++ {
+		np := *base // the pools share their requirements, which a solve only reads
+		np.Name = fmt.Sprintf("pool-%03d", i)
+		weight := int32(i % 100)
+		np.Spec.Weight = &weight
+		w.pools = append(w.pools, &np)
+	}
+	benchmarkSolve(b, w.input(st.DiversePods(1000, seed)))
 }

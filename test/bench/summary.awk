@@ -14,7 +14,7 @@
 		next
 	}
 	sub(/^BenchmarkSolveDiverse\//, "", name)
-	diverse[++nd] = sprintf("%-28s %9.0f %8.2f %7d %6d %10.2f %12.2f %8.3f %10.1f", name, m["pods/s"], m["cpu-s/op"], m["nodes"], m["unschedulable"], m["price/h"], m["lowerbound/h"], m["price/lowerbound"], m["peak-heap-MiB"])
+	diverse[++nd] = sprintf("%-40s %9.0f %8.2f %7d %6d %8d %10.2f %12.2f %8.3f %10.1f", name, m["pods/s"], m["cpu-s/op"], m["nodes"], m["unschedulable"], m["deferred"], m["price/h"], m["lowerbound/h"], m["price/lowerbound"], m["peak-heap-MiB"])
 }
 END {
 	if (ns) {
@@ -22,7 +22,7 @@ END {
 		for (i = 1; i <= ns; i++) print shapes[i]
 	}
 	if (nd) {
-		printf "\n%-28s %9s %8s %7s %6s %10s %12s %8s %10s\n", "workload", "pods/s", "cpu-s", "nodes", "unsch", "price/h", "lowerbound/h", "ratio", "peak-MiB"
+		printf "\n%-40s %9s %8s %7s %6s %8s %10s %12s %8s %10s\n", "workload", "pods/s", "cpu-s", "nodes", "unsch", "deferred", "price/h", "lowerbound/h", "ratio", "peak-MiB"
 		for (i = 1; i <= nd; i++) print diverse[i]
 	}
 }

@@ -262,7 +262,9 @@ func checkWebhookAccepts(t *testing.T, req lambdaevents.LambdaFunctionURLRequest
 	now := func() time.Time { return time.Date(2025, 6, 1, 12, 0, 1, 0, time.UTC) }
 	h := &webhook.Handler{
 		Cluster: "demo",
-		Secret:  webhook.NewSecretCache(func(context.Context) (string, error) { return events.SampleWebhookToken, nil }, now, 0),
+		Secret: webhook.NewSecretCache(func(context.Context) (webhook.Tokens, error) {
+			return webhook.Tokens{Current: events.SampleWebhookToken}, nil
+		}, now, webhook.CacheOptions{}),
 		Invoker: inv,
 		Now:     now,
 		Log:     slog.New(slog.NewJSONHandler(io.Discard, nil)),

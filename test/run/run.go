@@ -31,6 +31,7 @@ import (
 	"github.com/nodewright/nodewright/shared/snapshot"
 	"github.com/nodewright/nodewright/shared/state"
 	"github.com/nodewright/nodewright/test/localcloud"
+	"github.com/nodewright/nodewright/test/localcloud/awscalls"
 )
 
 // Example files the scenario loads, unchanged.
@@ -55,6 +56,9 @@ type Options struct {
 	Progress *Progress
 	// Log receives the provisioning pass's JSON logs (nil: none).
 	Log *slog.Logger
+	// Calls, when set, records every AWS operation the provisioning pass
+	// makes (tests check them against the function's static scan).
+	Calls *awscalls.Recorder
 }
 
 func (o *Options) defaults() {
@@ -146,7 +150,7 @@ func Scenario(ctx context.Context, lc *localcloud.Cloud, cfg *Config, opts Optio
 	p.Printf("inflate: %d pods Pending, Unschedulable (the cluster has no node)", opts.Replicas)
 
 	start = p.now()
-	rec, err := reconciler(ctx, lc, cfg, opts.Log)
+	rec, err := reconciler(ctx, lc, cfg, opts)
 	if err != nil {
 		return res, err
 	}
@@ -226,14 +230,18 @@ func waitPending(ctx context.Context, lc *localcloud.Cloud, replicas int, timeou
 // front's EC2, SSM and DynamoDB, the API server, spot prices from
 // DescribeSpotPriceHistory, the instance profile and table from the stack's
 // environment.
-func reconciler(ctx context.Context, lc *localcloud.Cloud, cfg *Config, log *slog.Logger) (*provision.Reconciler, error) {
+func reconciler(ctx context.Context, lc *localcloud.Cloud, cfg *Config, opts Options) (*provision.Reconciler, error) {
+	awsCfg := lc.AWSConfig()
+	if opts.Calls != nil {
+		awsCfg = opts.Calls.Instrument(awsCfg)
+	}
 	return setup.Controller(ctx, setup.Options{
-		Env: lc.Env(), AWS: lc.AWSConfig(),
+		Env: lc.Env(), AWS: awsCfg,
 		Cluster: setup.Cluster{REST: lc.REST, Cluster: fleet.Cluster{
 			Name: lc.Cluster.Name, Endpoint: lc.Cluster.Endpoint, CertificateAuthority: lc.Cluster.CAData,
 			ServiceCIDR: lc.Cluster.ServiceCIDR, KubernetesVersion: lc.Cluster.Version,
 		}},
-		NodePools: cfg.NodePools, NodeClasses: cfg.NodeClasses, Log: log,
+		NodePools: cfg.NodePools, NodeClasses: cfg.NodeClasses, Log: opts.Log,
 	})
 }
 

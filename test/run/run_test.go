@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -14,10 +15,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
+	"github.com/nodewright/nodewright/infra/sdkcalls"
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/fleet"
 	"github.com/nodewright/nodewright/shared/names"
 	"github.com/nodewright/nodewright/test/localcloud"
+	"github.com/nodewright/nodewright/test/localcloud/awscalls"
 	"github.com/nodewright/nodewright/test/localcloud/awsfront"
 )
 
@@ -35,7 +38,8 @@ func TestScenario(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var out bytes.Buffer
-	res, err := Scenario(ctx, lc, cfg, Options{Replicas: 6, Timeout: time.Minute, Progress: NewProgress(&out, time.Now)})
+	calls := awscalls.New()
+	res, err := Scenario(ctx, lc, cfg, Options{Replicas: 6, Timeout: time.Minute, Progress: NewProgress(&out, time.Now), Calls: calls})
 	t.Logf("scenario output:\n%s", out.String())
 	if err != nil {
 		t.Fatal(err)
@@ -48,6 +52,41 @@ func TestScenario(t *testing.T) {
 	t.Run("launch templates require IMDSv2", func(t *testing.T) { checkTemplates(ctx, t, ec2c, lc) })
 	t.Run("a retried launch is idempotent", func(t *testing.T) { checkIdempotent(ctx, t, res) })
 	t.Run("an exhausted pool is a typed unavailable offering", func(t *testing.T) { checkExhausted(ctx, t, lc, res) })
+	t.Run("every AWS call is one the IAM check covers", func(t *testing.T) { checkCalls(t, calls) })
+}
+
+// checkCalls compares the operations the pass (and the launches above)
+// made with the static scan of the provision function's source, which the
+// stack's tests check its IAM policy against: what ran must be within what
+// the scan found, or the policy check has a blind spot.
+func checkCalls(t *testing.T, calls *awscalls.Recorder) {
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	found, err := sdkcalls.Scan(root, "./functions/provision", sdkcalls.LambdaBuild)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scanned := map[string]bool{}
+	for _, f := range found {
+		scanned[f.String()] = true
+	}
+	got := calls.Calls()
+	for _, want := range []string{"ec2:CreateFleet", "ssm:GetParameters", "ec2:DescribeSubnets", "dynamodb:PutItem"} {
+		if got[callOf(want)] == 0 {
+			t.Errorf("the pass never called %s (recorded %v)", want, got)
+		}
+	}
+	if outside := calls.Outside(scanned); len(outside) > 0 {
+		t.Errorf("operations called but not found by the static scan (so not checked against IAM): %v", outside)
+	}
+	t.Logf("%d operations called, %d found by the scan", len(got), len(found))
+}
+
+func callOf(s string) awscalls.Call {
+	svc, op, _ := strings.Cut(s, ":")
+	return awscalls.Call{Service: svc, Operation: op}
 }
 
 func checkNodes(t *testing.T, res *Result) {

@@ -8,6 +8,8 @@
 #   kube-scheduler            from test/tools/kube  (k8s.io/kubernetes + staging replaces)
 #   kwok + stage files        from test/tools/kwok  (sigs.k8s.io/kwok)
 #   moto_server               the one on PATH when its version matches, else pip
+#   cfn-lint                  the one on PATH when its version matches, else pip
+#                             (the stack tests lint every synthesized template)
 #
 # Each build module pins its version in its own go.mod/go.sum, so the product's
 # go.mod never carries k8s.io/kubernetes. A tool is rebuilt only when its stamp
@@ -19,6 +21,7 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 tools="${1:-${NODEWRIGHT_TOOLS:-${XDG_CACHE_HOME:-$HOME/.cache}/nodewright/tools}}"
 moto_version="5.2.1"
+cfn_lint_version="1.51.0"
 go="${GO:-go}"
 build_flags=(-trimpath -buildvcs=false)
 
@@ -159,10 +162,58 @@ ensure_moto() {
 	log "moto: installed $server ($have)"
 }
 
+# real_cfn_lint resolves a pyenv shim to the script it runs.
+real_cfn_lint() {
+	if [[ "$1" == */shims/* ]] && command -v pyenv >/dev/null; then
+		pyenv which cfn-lint 2>/dev/null && return
+	fi
+	printf '%s\n' "$1"
+}
+
+# cfn_lint_version_of prints the version of a cfn-lint executable, or nothing.
+cfn_lint_version_of() {
+	"$1" --version 2>/dev/null | sed -n 's/^cfn-lint \([0-9.]*\)$/\1/p' | head -n1
+}
+
+# ensure_cfn_lint links cfn-lint $cfn_lint_version into bin/, installing it
+# with pip when PATH has no such version.
+ensure_cfn_lint() {
+	local lint have
+	lint="$(command -v cfn-lint || true)"
+	if [[ -n "$lint" ]]; then
+		lint="$(real_cfn_lint "$lint")"
+		have="$(cfn_lint_version_of "$lint")"
+		if [[ "$have" == "$cfn_lint_version" ]]; then
+			ln -sfn "$lint" "$tools/bin/cfn-lint"
+			log "cfn-lint: $lint is cfn-lint $have"
+			return
+		fi
+		log "cfn-lint: $lint is cfn-lint '${have:-unknown}', want $cfn_lint_version"
+	else
+		log "cfn-lint: no cfn-lint on PATH"
+	fi
+	log "cfn-lint: installing cfn-lint==$cfn_lint_version with pip"
+	if ! python3 -m pip install --quiet "cfn-lint==$cfn_lint_version"; then
+		echo "tools: cfn-lint $cfn_lint_version is missing: no cfn-lint $cfn_lint_version on PATH and 'pip install cfn-lint==$cfn_lint_version' failed; install it (python3 -m pip install cfn-lint==$cfn_lint_version) and run make tools again" >&2
+		exit 1
+	fi
+	hash -r
+	lint="$(command -v cfn-lint || true)"
+	[[ -n "$lint" ]] && lint="$(real_cfn_lint "$lint")"
+	have="$( [[ -n "$lint" ]] && cfn_lint_version_of "$lint")"
+	if [[ "$have" != "$cfn_lint_version" ]]; then
+		echo "tools: cfn-lint $cfn_lint_version is missing: after pip install, cfn-lint is '${lint:-absent}' at version '${have:-unknown}'" >&2
+		exit 1
+	fi
+	ln -sfn "$lint" "$tools/bin/cfn-lint"
+	log "cfn-lint: installed $lint ($have)"
+}
+
 main() {
 	local start=$SECONDS
 	log "into $tools"
 	ensure_moto
+	ensure_cfn_lint
 	build_etcd
 	build_kwok
 	build_kube

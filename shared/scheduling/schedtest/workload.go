@@ -117,3 +117,27 @@ func ProductionPool() ([]*apis.NodePool, []*apis.EC2NodeClass, error) {
 	}
 	return cfg.NodePools, cfg.NodeClasses, nil
 }
+
+// LabelDistinct is the label DistinctPods gives each pod its own value of.
+const LabelDistinct = "distinct"
+
+// DistinctPods builds the solver's worst case: n pods that each carry their
+// own label value and a required hostname anti-affinity to it, so no two
+// share a scheduling signature and every pod is a group of its own (the
+// anti-affinity keeps only copies of a pod apart, so they may share nodes).
+// Requests are drawn as in DiversePods. Pods are named distinct-<i>.
+func DistinctPods(n int, seed uint64) []*corev1.Pod {
+	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	pods := make([]*corev1.Pod, n)
+	for i := range pods {
+		labels := map[string]string{LabelDistinct: fmt.Sprintf("pod-%d", i)}
+		pods[i] = Pod(PodOptions{
+			Name:         fmt.Sprintf("distinct-%d", i),
+			CPU:          diverseCPU[rng.IntN(len(diverseCPU))],
+			Memory:       diverseMemory[rng.IntN(len(diverseMemory))],
+			Labels:       labels,
+			AntiAffinity: []corev1.PodAffinityTerm{Term(corev1.LabelHostname, labels)},
+		})
+	}
+	return pods
+}

@@ -1,0 +1,93 @@
+package webhook
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/nodewright/nodewright/shared/names"
+)
+
+// DefaultHintWindow is how long a hint holds off the next one for its
+// cluster: at most one provision invocation per cluster per window comes
+// from the webhook, however many reviews arrive (the provision function
+// batches pods for about a second, ten at most, and sweeps every minute).
+const DefaultHintWindow = 10 * time.Second
+
+// HintSortKey is the sort key of a cluster's hint item in the state table
+// (state.KeyHint; a test keeps them equal). The webhook does not import
+// shared/state: what a function links is what its role is checked to be
+// granted, and the webhook may only put this one item.
+const HintSortKey = "hint"
+
+// Hint item attributes beyond the table's keys and TTL.
+const hintDataAttribute = "data"
+
+// HintAttributes are every attribute the hint item's PutItem names (the
+// webhook role's IAM policy allows exactly these).
+func HintAttributes() []string {
+	return []string{names.PartitionKey, names.SortKey, names.TTLAttribute, hintDataAttribute}
+}
+
+// DynamoDBAPI is the part of the DynamoDB API the webhook uses.
+type DynamoDBAPI interface {
+	PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+}
+
+// HintGate coalesces hints: Admit says whether this hint is the first for
+// the cluster within the window (and records it), so that a burst of
+// reviews, real or forged, invokes the provision function once.
+type HintGate interface {
+	Admit(ctx context.Context, payload []byte) (bool, error)
+}
+
+// DynamoDBHintGate keeps one hint item per cluster in the state table
+// (pk = the cluster, sk = HintSortKey) with its expiry in the TTL attribute
+// (epoch seconds). A conditional PutItem succeeds only when no item exists
+// or the one there has expired: DynamoDB deletes expired items lazily, so
+// the condition checks the expiry itself.
+type DynamoDBHintGate struct {
+	Client  DynamoDBAPI
+	Table   string
+	Cluster string
+	Window  time.Duration // 0: DefaultHintWindow
+	Now     func() time.Time
+}
+
+// Admit writes the hint item unless an unexpired one is there.
+func (g DynamoDBHintGate) Admit(ctx context.Context, payload []byte) (bool, error) {
+	window := g.Window
+	if window <= 0 {
+		window = DefaultHintWindow
+	}
+	now := g.Now()
+	expires := now.Add(window)
+	_, err := g.Client.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName: aws.String(g.Table),
+		Item: map[string]ddbtypes.AttributeValue{
+			names.PartitionKey: &ddbtypes.AttributeValueMemberS{Value: g.Cluster},
+			names.SortKey:      &ddbtypes.AttributeValueMemberS{Value: HintSortKey},
+			names.TTLAttribute: &ddbtypes.AttributeValueMemberN{Value: strconv.FormatInt(expires.Unix(), 10)},
+			hintDataAttribute:  &ddbtypes.AttributeValueMemberS{Value: string(payload)},
+		},
+		ConditionExpression:      aws.String("attribute_not_exists(#pk) OR #exp <= :now"),
+		ExpressionAttributeNames: map[string]string{"#pk": names.PartitionKey, "#exp": names.TTLAttribute},
+		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{
+			":now": &ddbtypes.AttributeValueMemberN{Value: strconv.FormatInt(now.Unix(), 10)},
+		},
+	})
+	var held *ddbtypes.ConditionalCheckFailedException
+	switch {
+	case errors.As(err, &held):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("put hint item: %w", err)
+	}
+	return true, nil
+}
