@@ -308,4 +308,3 @@ func TestScheduledChangeOnTwoInstances(t *testing.T) {
 		}
 	}
 }
-
