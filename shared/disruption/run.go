@@ -28,6 +28,11 @@ const (
 	// finishMargin is the time before the invocation's deadline at which a
 	// run stops waiting and leaves the action to the next tick.
 	finishMargin = 30 * time.Second
+	// DefaultMaxWait bounds how long one tick waits on open actions
+	// (validation, replacements booting, drains blocked by PDBs) before it
+	// leaves them to the next tick: waiting costs Lambda time, and the
+	// state machine resumes where it stopped.
+	DefaultMaxWait = 2 * time.Minute
 )
 
 // Run is one consolidation timer tick.
@@ -39,6 +44,8 @@ type Run struct {
 	SpotToSpot bool
 	Holder     string
 	LeaseTTL   time.Duration
+	// MaxWait bounds the time a tick waits on open actions (0: DefaultMaxWait).
+	MaxWait time.Duration
 }
 
 // TickReport is what a tick did.
@@ -143,6 +150,11 @@ func (r *Run) Tick(ctx context.Context) (*TickReport, error) {
 // waiting between steps.
 func (r *Run) carry(ctx context.Context, lease *state.Lease, a *state.Action, fresh Inputs, ttl time.Duration) error {
 	e := r.Exec
+	maxWait := r.MaxWait
+	if maxWait <= 0 {
+		maxWait = DefaultMaxWait
+	}
+	giveUp := time.Now().Add(maxWait)
 	for {
 		if err := e.Advance(ctx, lease, a, fresh); err != nil {
 			return err
@@ -151,6 +163,10 @@ func (r *Run) carry(ctx context.Context, lease *state.Lease, a *state.Action, fr
 			return nil
 		}
 		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < finishMargin {
+			return nil
+		}
+		if time.Now().After(giveUp) {
+			e.Log.Info("consolidation action still waiting: next tick", "action", a.ID, "step", a.Step)
 			return nil
 		}
 		if err := e.R.Store.Renew(ctx, lease, ttl); err != nil {

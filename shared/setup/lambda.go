@@ -9,7 +9,6 @@ import (
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/eks"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 
@@ -35,15 +34,15 @@ func environment(getenv func(string) string) map[string]string {
 	return env
 }
 
-// Lambda assembles a function's Options inside Lambda: the SDK's default
-// configuration (the function's role), the cluster from EKS DescribeCluster
+// Lambda assembles a function's Options inside Lambda: the SDK
+// configuration from Lambda's variables (the function's role), the cluster from EKS DescribeCluster
 // (endpoint, CA, Kubernetes version, service network; called once per
 // container) and a client that signs in with IAM tokens.
 func Lambda(ctx context.Context, getenv func(string) string, metrics io.Writer, log *slog.Logger) (Options, error) {
 	env := environment(getenv)
-	cfg, err := config.LoadDefaultConfig(ctx)
+	cfg, err := LambdaAWSConfig(getenv)
 	if err != nil {
-		return Options{}, fmt.Errorf("AWS configuration: %w", err)
+		return Options{}, err
 	}
 	cluster := env[names.EnvClusterName]
 	if cluster == "" {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"k8s.io/client-go/util/retry"
 	"os"
 	"sort"
 	"strings"
@@ -134,13 +135,16 @@ func Deploy(ctx context.Context, lc *localcloud.Cloud, w Workload) error {
 
 // Scale sets a Deployment's replicas.
 func Scale(ctx context.Context, lc *localcloud.Cloud, namespace, name string, replicas int) error {
-	s, err := lc.Kube.AppsV1().Deployments(namespace).GetScale(ctx, name, metav1.GetOptions{})
-	if err != nil {
+	// The Deployment controller writes the object too: retry on conflict.
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		s, err := lc.Kube.AppsV1().Deployments(namespace).GetScale(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		s.Spec.Replicas = int32(replicas)
+		_, err = lc.Kube.AppsV1().Deployments(namespace).UpdateScale(ctx, name, s, metav1.UpdateOptions{})
 		return err
-	}
-	s.Spec.Replicas = int32(replicas)
-	_, err = lc.Kube.AppsV1().Deployments(namespace).UpdateScale(ctx, name, s, metav1.UpdateOptions{})
-	return err
+	})
 }
 
 // PDB creates a PodDisruptionBudget over app=<app> with maxUnavailable.
