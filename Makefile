@@ -68,9 +68,10 @@ bench-read: tools
 	$(GO) test -run='^$$' -bench=. -benchtime=3x -timeout=60m ./test/readbench/
 
 ## bench-e2e: the provision function's scale-out on the local cloud, driven by webhook hints as on AWS: 100 and
-## 1,000 pods; pod created -> CreateFleet p50/p99, scale -> every NodeClaim launched, CreateFleet calls, scale -> Running
+## 1,000 pods; pod created -> CreateFleet p50/p99, scale -> every NodeClaim launched, CreateFleet calls, scale -> Running;
+## and an invocation in a new container against the next (cold start)
 bench-e2e: tools
-	$(GO) test -run='^$$' -bench=ScaleOut -benchtime=1x -timeout=30m ./test/provision/
+	$(GO) test -run='^$$' -bench='ScaleOut|ColdStart' -benchtime=1x -timeout=30m ./test/provision/
 
 ## generate: regenerate committed generated code (instance catalog, NodePool and EC2NodeClass CRDs)
 generate:

@@ -172,3 +172,27 @@ func scaleOut(b *testing.B, n, run int) {
 	b.ReportMetric(float64(len(lat)), "pods-on-new-claims")
 	b.ReportMetric(running.Seconds(), "scale->running-s")
 }
+
+// BenchmarkColdStart measures the provision function's first invocation in
+// a new container, a schedule sweep (the handler's set-up: clients and the
+// role's credentials, the warm cache's first LIST of the cluster, spot
+// prices; then the round and the sweep), against the next invocation in
+// the same container, in-process on the local cloud.
+func BenchmarkColdStart(b *testing.B) {
+	for range b.N {
+		h := suite.Harness(b, harness.Options{})
+		c := harness.Ctx(b)
+		t0 := time.Now()
+		if err := h.Sweep(c); err != nil {
+			b.Fatal(err)
+		}
+		cold := time.Since(t0)
+		t1 := time.Now()
+		if err := h.Sweep(c); err != nil {
+			b.Fatal(err)
+		}
+		warm := time.Since(t1)
+		b.ReportMetric(float64(cold.Milliseconds()), "cold-invocation-ms")
+		b.ReportMetric(float64(warm.Milliseconds()), "warm-invocation-ms")
+	}
+}
