@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -295,7 +296,8 @@ func (ex *explanation) write(w io.Writer, now time.Time) error {
 		}
 		if len(nc.Options) > 0 {
 			fmt.Fprintf(w, "  chosen from %d instance types; the cheapest:\n", max(nc.OptionsTotal, len(nc.Options)))
-			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+			var table bytes.Buffer
+			tw := tabwriter.NewWriter(&table, 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "    INSTANCE TYPE\tCAPACITY\tPRICE/H\t")
 			for _, o := range nc.Options {
 				mark := ""
@@ -306,6 +308,11 @@ func (ex *explanation) write(w io.Writer, now time.Time) error {
 			}
 			if err := tw.Flush(); err != nil {
 				return err
+			}
+			for _, line := range strings.SplitAfter(table.String(), "\n") {
+				if line != "" {
+					fmt.Fprintln(w, strings.TrimRight(line, " \n"))
+				}
 			}
 			if more := nc.OptionsTotal - len(nc.Options); more > 0 {
 				fmt.Fprintf(w, "    and %d more\n", more)
@@ -327,7 +334,7 @@ func (ex *explanation) write(w io.Writer, now time.Time) error {
 			}
 			fmt.Fprintln(w)
 		} else {
-			fmt.Fprintf(w, "\nNodeClaim %s is no longer in the state table: its node is gone (see below) or it never launched\n", l.NodeClaimName)
+			fmt.Fprintf(w, "\nNodeClaim %s is no longer in the state table: its node is gone, or it never launched\n", l.NodeClaimName)
 		}
 	}
 	if len(ex.Later) > 0 {
