@@ -90,6 +90,22 @@ func (r *Reconciler) emitRound(ctx context.Context, w *world, rep *Report) {
 	}
 }
 
+// recordReplacement records what a replacement (Replace) did for the
+// disrupted node's pods, as a round does, with its reason.
+func (r *Reconciler) recordReplacement(ctx context.Context, rep *Report, reason string) {
+	if rep.Plan == nil || (len(rep.Launches) == 0 && len(rep.Plan.Unschedulable) == 0 && len(rep.Plan.ExistingNodes) == 0) {
+		return
+	}
+	d := Decision(rep)
+	d.Kind, d.Summary = "replacement", reason+": "+d.Summary
+	d.NodeClaims = DecidedNodeClaims(rep, r.Catalog, r.spot(rep))
+	now := r.Now()
+	d.Time = now
+	if err := r.Store.RecordDecision(ctx, d, fmt.Sprintf("%d-replacement", now.UnixNano())); err != nil {
+		r.Log.Warn("record decision", "error", err)
+	}
+}
+
 // Decision summarises a round for `nodewright explain` and reports: what
 // each pod was given, the NodeClaims with their options and prices.
 func Decision(rep *Report) *state.Decision {
