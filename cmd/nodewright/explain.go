@@ -25,7 +25,8 @@ the instance type, zone, capacity type and price it launched as and the
 cheapest options it was chosen from; the existing or launching node it fits
 on; or the reason nothing can take it), what has happened to that NodeClaim
 since (its phase and Node now, consolidation actions with the price per
-hour before and after), and earlier decisions about the pod.
+hour before and after, an interruption's replacement), and earlier
+decisions about the pod.
 
 POD is namespace/name (a bare name means namespace default). Rounds record a
 decision only when they launch capacity or leave pods pending: a pod that
@@ -196,7 +197,7 @@ func explainPod(pod string, t target, decisions []state.Decision, records []*sta
 	var actions []state.Decision
 	for i := range decisions {
 		d := &decisions[i]
-		if d.Action != nil {
+		if d.Action != nil || replacedNodeClaim(d) != "" {
 			actions = append(actions, *d)
 		}
 		outcome, ok := d.Pods[pod]
@@ -231,14 +232,32 @@ func explainPod(pod string, t target, decisions []state.Decision, records []*sta
 		}
 	}
 	for _, d := range actions {
-		a := d.Action
-		if d.Time.Before(ex.Latest.Time) || !(slices.Contains(a.NodeClaims, name) || slices.Contains(a.Replacements, name)) {
+		if d.Time.Before(ex.Latest.Time) {
 			continue
 		}
-		ex.Later = append(ex.Later, d)
+		if a := d.Action; (a != nil && (slices.Contains(a.NodeClaims, name) || slices.Contains(a.Replacements, name))) || replacedNodeClaim(&d) == name {
+			ex.Later = append(ex.Later, d)
+		}
 	}
 	sort.SliceStable(ex.Later, func(i, j int) bool { return ex.Later[i].Time.Before(ex.Later[j].Time) })
 	return ex
+}
+
+// replacedNodeClaim is the NodeClaim whose pods a replacement decision
+// (an interruption's, reason "replacement for NAME: ...") moved, or "".
+func replacedNodeClaim(d *state.Decision) string {
+	if d.Kind != "replacement" {
+		return ""
+	}
+	rest, ok := strings.CutPrefix(d.Summary, "replacement for ")
+	if !ok {
+		return ""
+	}
+	name, _, ok := strings.Cut(rest, ": ")
+	if !ok || strings.ContainsAny(name, " ,") {
+		return ""
+	}
+	return name
 }
 
 // nodeClaimName is the NodeClaim an outcome names ("nodeclaim NAME ...",

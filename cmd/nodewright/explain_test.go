@@ -20,6 +20,8 @@ func decisions() []state.Decision {
 			{InstanceType: "c7g.xlarge", CapacityType: "on-demand", PricePerHour: 0.145},
 		}}
 	return []state.Decision{
+		{Time: t0.Add(-4 * time.Minute), Function: "provision", Kind: "replacement", Summary: "replacement for default-x7k2p: spot-interruption: 2 pending, 2 reschedulable: launched 1 NodeClaims ($0.0100/h), 0 failed, 0 pods left pending",
+			Pods: map[string]string{"default/web-9": "nodeclaim default-r (m7g.medium, spot, us-east-1a, $0.0100/h; options: m7g.medium)"}},
 		{Time: t0.Add(-5 * time.Minute), Function: "consolidation", Kind: "consolidation-done", Summary: "consolidation single-node done: Underutilized ip-9, $0.0300/h -> $0.0100/h",
 			Action: &state.DecidedAction{ID: "a1", Kind: "consolidation", Step: "done", NodeClaims: []string{"default-x7k2p"}, PriceBefore: 0.03, PriceAfter: 0.01}},
 		{Time: t0.Add(-6 * time.Minute), Function: "consolidation", Kind: "consolidation-planned", Summary: "unrelated",
@@ -58,7 +60,7 @@ func TestExplain(t *testing.T) {
 			"c7g.xlarge     on-demand  $0.1450",
 			"and 9 more",
 			"NodeClaim default-x7k2p now: terminating, Node ip-9",
-			"since then:\n  2026-11-24T11:55:00Z (5m ago) consolidation single-node done: Underutilized ip-9, $0.0300/h -> $0.0100/h",
+			"since then:\n  2026-11-24T11:55:00Z (5m ago) consolidation single-node done: Underutilized ip-9, $0.0300/h -> $0.0100/h\n  2026-11-24T11:56:00Z (4m ago) replacement for default-x7k2p: spot-interruption",
 			"earlier decisions about the pod:\n  2026-11-24T11:48:00Z (12m ago) left pending: NodePool default is at its limit of cpu 8",
 		}, notWant: []string{"unrelated"}},
 		{name: "NodeClaim gone", args: []string{"explain", "-stack", "s", "web-2"}, want: []string{
@@ -109,9 +111,25 @@ func TestExplainJSON(t *testing.T) {
 		t.Fatalf("%v: %s", err, stdout)
 	}
 	if !ex.Found || ex.Latest == nil || ex.Latest.NodeClaimName != "default-x7k2p" || ex.Latest.NodeClaim == nil ||
-		ex.Latest.NodeClaim.Options[1].InstanceType != "m6g.large" || len(ex.Later) != 1 || ex.Later[0].Action.PriceAfter != 0.01 ||
+		ex.Latest.NodeClaim.Options[1].InstanceType != "m6g.large" || len(ex.Later) != 2 || ex.Later[0].Action.PriceAfter != 0.01 || ex.Later[1].Kind != "replacement" ||
 		len(ex.Earlier) != 1 || ex.NodeClaim != nil {
 		t.Errorf("explanation %s", stdout)
+	}
+}
+
+func TestReplacedNodeClaim(t *testing.T) {
+	for _, tc := range []struct {
+		d    state.Decision
+		want string
+	}{
+		{state.Decision{Kind: "replacement", Summary: "replacement for default-a: spot-interruption: 1 pending"}, "default-a"},
+		{state.Decision{Kind: "round", Summary: "replacement for default-a: x"}, ""},
+		{state.Decision{Kind: "replacement", Summary: "replacement for default-a,default-b: consolidation"}, ""},
+		{state.Decision{Kind: "replacement", Summary: "something else"}, ""},
+	} {
+		if got := replacedNodeClaim(&tc.d); got != tc.want {
+			t.Errorf("%+v: %q, want %q", tc.d, got, tc.want)
+		}
 	}
 }
 
