@@ -77,6 +77,12 @@ func (c cli) run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return c.run([]string{args[1], "-h"}, stdin, stdout, stdout)
 		case "webhook":
 			return c.webhookCmd([]string{"-h"}, stdout, stderr)
+		case "version":
+			fmt.Fprint(stdout, "Usage: nodewright version\n\nPrints the version: the one stamped at build time, else the module version\nand VCS revision Go recorded, and the Go version.\n")
+			return exitOK
+		case "help":
+			fmt.Fprint(stdout, usage)
+			return exitOK
 		}
 		fmt.Fprintf(stderr, "nodewright help: no command %q\n\n%s", args[1], usage)
 		return exitUsage

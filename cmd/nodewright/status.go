@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"sort"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -247,10 +246,10 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-// pluralize returns "n word" or "n words".
+// pluralize returns "1 word" or "n words".
 func pluralize(n int, word string) string {
 	if n == 1 {
 		return "1 " + word
 	}
-	return fmt.Sprintf("%d %ss", n, strings.TrimSuffix(word, "s"))
+	return fmt.Sprintf("%d %ss", n, word)
 }

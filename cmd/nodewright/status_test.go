@@ -150,7 +150,7 @@ func TestStatusAndExplainArguments(t *testing.T) {
 func TestHelpForEveryCommand(t *testing.T) {
 	for _, tc := range []struct{ cmd, want string }{
 		{"status", "Usage: nodewright status"}, {"explain", "Usage: nodewright explain POD"}, {"validate", "Usage: nodewright validate DIR"},
-		{"plan", "Usage: nodewright plan"}, {"webhook", "Usage: nodewright webhook apply"},
+		{"plan", "Usage: nodewright plan"}, {"webhook", "Usage: nodewright webhook apply"}, {"version", "Usage: nodewright version"}, {"help", "nodewright help [COMMAND]"},
 	} {
 		code, stdout, stderr, _ := runState(t, &fakeState{}, "help", tc.cmd)
 		if code != exitOK || !strings.Contains(stdout, tc.want) || stderr != "" {
