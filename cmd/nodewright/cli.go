@@ -22,20 +22,24 @@ const (
 const usage = `nodewright: the operator CLI of Nodewright, the node autoscaler for EKS.
 
 Usage:
+  nodewright status [flags]              list the NodeClaims in the state table, with totals per NodePool
+  nodewright explain POD [flags]         say why a pod is pending or where it was placed, from the recorded decisions
+  nodewright validate DIR                load and validate the NodePools and EC2NodeClasses in DIR
   nodewright plan [-f FILE]... [flags]   print the nodes Nodewright would launch for a cluster snapshot
   nodewright webhook apply [flags]       register the pending-pod webhook in the cluster (token read from Secrets Manager)
   nodewright version                     print the version
-  nodewright help [plan|webhook]         print this help, or a command's
+  nodewright help [COMMAND]              print this help, or a command's
 
-Run 'nodewright help plan' or 'nodewright help webhook' for a command's flags.
+Run 'nodewright help COMMAND' (status, explain, validate, plan, webhook) for a command's flags.
 `
 
-// cli runs commands; solve is the scheduler and webhook reaches AWS and the
-// cluster (stand-ins in tests of the command line itself; zero: the real
-// ones).
+// cli runs commands; solve is the scheduler, webhook reaches AWS and the
+// cluster, state reads the state table (stand-ins in tests of the command
+// line itself; zero: the real ones).
 type cli struct {
 	solve   func(scheduling.Input) (*scheduling.Result, error)
 	webhook webhookDeps
+	state   stateDeps
 }
 
 // run executes the command line args and returns the process exit code.
@@ -49,6 +53,12 @@ func (c cli) run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	switch args[0] {
+	case "status":
+		return c.status(args[1:], stdout, stderr)
+	case "explain":
+		return c.explain(args[1:], stdout, stderr)
+	case "validate":
+		return c.validate(args[1:], stdout, stderr)
 	case "plan":
 		return c.plan(args[1:], stdin, stdout, stderr)
 	case "webhook":
@@ -57,14 +67,25 @@ func (c cli) run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "nodewright %s\n", versionString())
 		return exitOK
 	case "help", "-h", "-help", "--help":
-		if len(args) > 1 && args[1] == "plan" {
-			return c.plan([]string{"-h"}, stdin, stdout, stderr)
+		if len(args) < 2 {
+			fmt.Fprint(stdout, usage)
+			return exitOK
 		}
-		if len(args) > 1 && args[1] == "webhook" {
+		switch args[1] {
+		case "status", "explain", "validate", "plan":
+			// Asked-for help goes to stdout ('nodewright help status | less').
+			return c.run([]string{args[1], "-h"}, stdin, stdout, stdout)
+		case "webhook":
 			return c.webhookCmd([]string{"-h"}, stdout, stderr)
+		case "version":
+			fmt.Fprint(stdout, "Usage: nodewright version\n\nPrints the version: the one stamped at build time, else the module version\nand VCS revision Go recorded, and the Go version.\n")
+			return exitOK
+		case "help":
+			fmt.Fprint(stdout, usage)
+			return exitOK
 		}
-		fmt.Fprint(stdout, usage)
-		return exitOK
+		fmt.Fprintf(stderr, "nodewright help: no command %q\n\n%s", args[1], usage)
+		return exitUsage
 	default:
 		fmt.Fprintf(stderr, "nodewright: unknown command %q\n\n%s", args[0], usage)
 		return exitUsage

@@ -33,7 +33,7 @@ func TestHelpVersionAndUnknownCommands(t *testing.T) {
 	}{
 		{args: []string{"help"}, code: 0, stdout: "nodewright plan [-f FILE]..."},
 		{args: []string{"--help"}, code: 0, stdout: "nodewright version"},
-		{args: []string{"help", "plan"}, stderr: "-max-instance-types", code: 0},
+		{args: []string{"help", "plan"}, stdout: "-max-instance-types", code: 0},
 		{args: []string{"plan", "-h"}, stderr: "-spot-model SEED", code: 0},
 		{args: []string{"version"}, code: 0, stdout: "nodewright "},
 		{args: nil, code: 2, stderr: "Usage:"},

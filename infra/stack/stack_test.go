@@ -551,7 +551,10 @@ func TestWebhookURLAndSecret(t *testing.T) {
 func TestOutputs(t *testing.T) {
 	s := defaultStack(t)
 	outs := s.json["Outputs"].(map[string]any)
-	for _, k := range []string{"StateTableName", "InterruptionQueueUrl", "InterruptionDLQUrl", "NodeRoleArn", "NodeInstanceProfileName",
+	if js(outs["ClusterName"]) != `{"Description":"EKS cluster Nodewright manages (nodewright status and explain -stack read it with StateTableName)","Value":"demo-cluster"}` {
+		t.Errorf("ClusterName output %s", js(outs["ClusterName"]))
+	}
+	for _, k := range []string{"StateTableName", "ClusterName", "InterruptionQueueUrl", "InterruptionDLQUrl", "NodeRoleArn", "NodeInstanceProfileName",
 		"WebhookFunctionUrl", "WebhookSecretArn", "ConfigHash", "ApplyWebhookCommand", "ApplyRBACCommand"} {
 		if outs[k] == nil {
 			t.Errorf("no output %s", k)

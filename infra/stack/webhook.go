@@ -119,6 +119,7 @@ func (s *Stack) addOutputs() {
 		awscdk.NewCfnOutput(s.Stack, jsii.String(id), &awscdk.CfnOutputProps{Value: value, Description: jsii.String(desc)})
 	}
 	outTok("StateTableName", s.table.TableName(), "DynamoDB state table")
+	out("ClusterName", s.props.ClusterName, "EKS cluster Nodewright manages (nodewright status and explain -stack read it with StateTableName)")
 	outTok("InterruptionQueueUrl", s.queue.QueueUrl(), "SQS interruption queue")
 	outTok("InterruptionDLQUrl", s.dlq.QueueUrl(), "dead-letter queue of the interruption queue")
 	outTok("NodeRoleArn", s.nodeRole.RoleArn(), "IAM role of launched nodes (EC2NodeClass spec.role: "+s.props.NodeRoleName+")")

@@ -94,6 +94,7 @@ func (e *Executor) Start(ctx context.Context, cmd consolidation.Command, records
 			e.Log.Warn("taint candidate", "node", n, "error", err)
 		}
 	}
+	e.recordDecision(ctx, a, cmd.Explanation)
 	e.Log.Info("consolidation planned", "action", a.ID, "method", cmd.Method, "reason", cmd.Reason, "nodes", cmd.Nodes,
 		"priceBefore", cmd.PriceBefore, "priceAfter", cmd.PriceAfter, "explanation", cmd.Explanation)
 	for _, n := range cmd.Nodes {
@@ -203,6 +204,7 @@ func (e *Executor) step(ctx context.Context, lease *state.Lease, a *state.Action
 		if err := e.R.Store.PutAction(ctx, a); err != nil {
 			return false, err
 		}
+		e.recordDecision(ctx, a, "")
 		saved := a.PriceBefore - a.PriceAfter
 		_ = e.R.Metrics.Emit(metrics.ConsolidationActions, 1, metrics.Dims{metrics.DimMethod: a.Method, metrics.DimReason: a.Reason})
 		_ = e.R.Metrics.Emit(metrics.ConsolidationNodesRemoved, float64(len(a.NodeClaims)), nil)
@@ -367,7 +369,11 @@ func (e *Executor) abandon(ctx context.Context, a *state.Action, cause string) e
 	}
 	a.Step, a.Cause = state.StepAbandoned, cause
 	_ = e.R.Metrics.Emit(metrics.ConsolidationAbandoned, 1, metrics.Dims{metrics.DimReason: causeClass(cause)})
-	return e.R.Store.PutAction(ctx, a)
+	if err := e.R.Store.PutAction(ctx, a); err != nil {
+		return err
+	}
+	e.recordDecision(ctx, a, "")
+	return nil
 }
 
 // causeClass is a short, low-cardinality class of an abandon cause for the

@@ -303,6 +303,59 @@ func TestDecisionNamesEveryPod(t *testing.T) {
 	}
 }
 
+// fixedSpot prices every type's spot offering at a fixed share of its
+// on-demand price.
+type fixedSpot struct {
+	cat   *catalog.Catalog
+	share float64
+}
+
+func (f fixedSpot) SpotPrice(instanceType, _ string) (float64, bool) {
+	it, ok := f.cat.Get(instanceType)
+	return it.OnDemandPrice * f.share, ok
+}
+
+func TestDecidedNodeClaimsPriceTheOptionsCheapestFirst(t *testing.T) {
+	cat := catalog.Default()
+	od := func(name string) float64 { it, _ := cat.Get(name); return it.OnDemandPrice }
+	types := []string{"m5.2xlarge", "m5.large", "nosuch.type", "m5.xlarge", "c5.large", "c5.xlarge", "r5.large", "r5.xlarge", "m6i.large", "m6i.xlarge", "t3.large", "t3.xlarge"}
+	claim := func(cts ...string) scheduling.NodeClaim {
+		return scheduling.NodeClaim{NodePool: "default", InstanceTypes: types, CapacityTypes: cts, Zones: []string{"us-east-1a"}, Pods: []string{"a/p", "a/q"}}
+	}
+	rep := &Report{Launches: []Launch{
+		{NodeClaim: "default-a", Claim: claim("on-demand"), Instance: &fleet.Instance{InstanceType: "c5.large", CapacityType: "on-demand", Zone: "us-east-1a", PricePerHour: od("c5.large")}},
+		{NodeClaim: "default-b", Claim: claim("spot", "on-demand"), Error: "InsufficientInstanceCapacity"},
+	}}
+	got := DecidedNodeClaims(rep, cat, fixedSpot{cat, 0.5})
+	if len(got) != 2 {
+		t.Fatalf("%d claims, want 2", len(got))
+	}
+	a, b := got[0], got[1]
+	if a.Name != "default-a" || a.InstanceType != "c5.large" || a.PricePerHour != od("c5.large") || a.Pods != 2 || a.OptionsTotal != len(types) {
+		t.Errorf("launched claim %+v", a)
+	}
+	if len(a.Options) != state.MaxDecidedOptions {
+		t.Fatalf("%d options, want %d", len(a.Options), state.MaxDecidedOptions)
+	}
+	for i, o := range a.Options {
+		if o.CapacityType != "on-demand" || o.PricePerHour != od(o.InstanceType) {
+			t.Errorf("option %d %+v: want the on-demand price %v", i, o, od(o.InstanceType))
+		}
+		if i > 0 && o.PricePerHour < a.Options[i-1].PricePerHour {
+			t.Errorf("options not cheapest first: %+v", a.Options)
+		}
+		if o.InstanceType == "nosuch.type" || o.InstanceType == "m5.2xlarge" {
+			t.Errorf("option %s kept over cheaper ones (or an unpriced one): %+v", o.InstanceType, a.Options)
+		}
+	}
+	if b.Error == "" || b.InstanceType != "" || b.Options[0].CapacityType != "spot" || b.Options[0].PricePerHour != od(b.Options[0].InstanceType)*0.5 {
+		t.Errorf("failed claim %+v", b)
+	}
+	if none := DecidedNodeClaims(rep, nil, nil); none[0].Options[0].PricePerHour != 0 || len(none[0].Options) != state.MaxDecidedOptions {
+		t.Errorf("without a catalog: %+v", none[0].Options)
+	}
+}
+
 func TestSolveBudget(t *testing.T) {
 	at := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
 	now := func() time.Time { return at }

@@ -5,10 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
+	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/nodewright/nodewright/shared/catalog"
 	"github.com/nodewright/nodewright/shared/metrics"
 	"github.com/nodewright/nodewright/shared/scheduling"
 	"github.com/nodewright/nodewright/shared/state"
@@ -81,7 +84,24 @@ func (r *Reconciler) emitRound(ctx context.Context, w *world, rep *Report) {
 		return
 	}
 	d := Decision(rep)
+	d.NodeClaims = DecidedNodeClaims(rep, r.Catalog, r.spot(rep))
 	if err := r.Store.RecordDecision(ctx, d, fmt.Sprintf("%d", now.UnixNano())); err != nil {
+		r.Log.Warn("record decision", "error", err)
+	}
+}
+
+// recordReplacement records what a replacement (Replace) did for the
+// disrupted node's pods, as a round does, with its reason.
+func (r *Reconciler) recordReplacement(ctx context.Context, rep *Report, reason string) {
+	if rep.Plan == nil || (len(rep.Launches) == 0 && len(rep.Plan.Unschedulable) == 0 && len(rep.Plan.ExistingNodes) == 0) {
+		return
+	}
+	d := Decision(rep)
+	d.Kind, d.Summary = "replacement", reason+": "+d.Summary
+	d.NodeClaims = DecidedNodeClaims(rep, r.Catalog, r.spot(rep))
+	now := r.Now()
+	d.Time = now
+	if err := r.Store.RecordDecision(ctx, d, fmt.Sprintf("%d-replacement", now.UnixNano())); err != nil {
 		r.Log.Warn("record decision", "error", err)
 	}
 }
@@ -139,4 +159,65 @@ func optionList(types []string) string {
 		return strings.Join(types[:5], ",") + fmt.Sprintf(" and %d more", len(types)-5)
 	}
 	return strings.Join(types, ",")
+}
+
+// MaxDecidedNodeClaims bounds the NodeClaims one decision describes (the
+// summary counts them all).
+const MaxDecidedNodeClaims = 100
+
+// DecidedNodeClaims describes the round's launches for `nodewright
+// explain`: each NodeClaim with what it launched as (or its error) and its
+// cheapest options with their prices from cat and spot (nil: on-demand
+// only), at most state.MaxDecidedOptions each and MaxDecidedNodeClaims in
+// all.
+func DecidedNodeClaims(rep *Report, cat *catalog.Catalog, spot catalog.SpotPricer) []state.DecidedNodeClaim {
+	var out []state.DecidedNodeClaim
+	for _, l := range rep.Launches {
+		if len(out) == MaxDecidedNodeClaims {
+			break
+		}
+		d := state.DecidedNodeClaim{Name: l.NodeClaim, NodePool: l.Claim.NodePool, Pods: len(l.Claim.Pods), Error: l.Error,
+			OptionsTotal: len(l.Claim.InstanceTypes), Options: decidedOptions(l.Claim, cat, spot)}
+		if l.Instance != nil {
+			d.InstanceType, d.CapacityType, d.Zone, d.PricePerHour = l.Instance.InstanceType, l.Instance.CapacityType, l.Instance.Zone, l.Instance.PricePerHour
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// decidedOptions prices each of the claim's instance types at its cheapest
+// offering in the claim's zones and capacity types, cheapest first (then
+// by name), at most state.MaxDecidedOptions.
+func decidedOptions(c scheduling.NodeClaim, cat *catalog.Catalog, spot catalog.SpotPricer) []state.DecidedOption {
+	opts := make([]state.DecidedOption, 0, len(c.InstanceTypes))
+	for _, name := range c.InstanceTypes {
+		o := state.DecidedOption{InstanceType: name}
+		var it *catalog.InstanceType
+		if cat != nil {
+			it, _ = cat.Get(name)
+		}
+		if it != nil {
+			for _, off := range it.Offerings(c.Zones, spot) {
+				if len(c.CapacityTypes) > 0 && !slices.Contains(c.CapacityTypes, off.CapacityType) {
+					continue
+				}
+				if o.PricePerHour == 0 || off.Price < o.PricePerHour {
+					o.PricePerHour, o.CapacityType = off.Price, off.CapacityType
+				}
+			}
+		}
+		opts = append(opts, o)
+	}
+	sort.SliceStable(opts, func(i, j int) bool {
+		pi, pj := opts[i].PricePerHour, opts[j].PricePerHour
+		if (pi == 0) != (pj == 0) {
+			return pj == 0 // unpriced last
+		}
+		if pi != pj {
+			return pi < pj
+		}
+		return opts[i].InstanceType < opts[j].InstanceType
+	})
+	return opts[:min(len(opts), state.MaxDecidedOptions)]
 }

@@ -312,7 +312,8 @@ func (r *Reconciler) Round(ctx context.Context, lease *state.Lease) (*Report, er
 // Replace launches capacity for the given pods (namespace/name) of nodes
 // being disrupted, through the same solve as a round, fenced by lease (the
 // caller's node lease, not the provision lease: a replacement never waits
-// behind a provisioning round). It returns the records it launched.
+// behind a provisioning round). It returns the records it launched, and
+// records what it did for the pods as a decision (kind "replacement").
 func (r *Reconciler) Replace(ctx context.Context, lease *state.Lease, pods []string, reason string) (*Report, error) {
 	if err := r.init(); err != nil {
 		return nil, err
@@ -329,6 +330,7 @@ func (r *Reconciler) Replace(ctx context.Context, lease *state.Lease, pods []str
 		only[p] = true
 	}
 	err = r.solveAndLaunch(ctx, lease, w, only, reason, rep)
+	r.recordReplacement(ctx, rep, reason)
 	return rep, err
 }
 

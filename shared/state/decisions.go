@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -29,27 +31,133 @@ type Decision struct {
 	// <name>", "nodeclaim <name> (<type>, <capacity type>, <zone>)", or
 	// "pending: <reason>".
 	Pods map[string]string `json:"pods,omitempty"`
+	// PodsOmitted counts the pods left out of Pods to keep the record
+	// within an item's size (the first ones by name are kept).
+	PodsOmitted int `json:"podsOmitted,omitempty"`
+	// NodeClaims are the NodeClaims a provisioning decision launched (or
+	// failed to), each with its cheapest alternatives and their prices.
+	NodeClaims []DecidedNodeClaim `json:"nodeClaims,omitempty"`
+	// Action is the disruption action a consolidation decision is about.
+	Action *DecidedAction `json:"action,omitempty"`
 	// Detail is the decision's data (a plan, an action).
 	Detail json.RawMessage `json:"detail,omitempty"`
 }
 
+// MaxDecidedOptions is how many of a NodeClaim's instance-type options a
+// decision keeps (the cheapest); OptionsTotal counts them all.
+const MaxDecidedOptions = 10
+
+// DecidedNodeClaim is one NodeClaim of a decision: what was launched (or
+// why not) and the options it was chosen from.
+type DecidedNodeClaim struct {
+	Name         string  `json:"name"`
+	NodePool     string  `json:"nodePool"`
+	InstanceType string  `json:"instanceType,omitempty"`
+	CapacityType string  `json:"capacityType,omitempty"`
+	Zone         string  `json:"zone,omitempty"`
+	PricePerHour float64 `json:"pricePerHour,omitempty"`
+	// Options are the cheapest instance types it could launch as, cheapest
+	// first, at most MaxDecidedOptions; OptionsTotal counts them all.
+	Options      []DecidedOption `json:"options,omitempty"`
+	OptionsTotal int             `json:"optionsTotal,omitempty"`
+	// Pods counts the pods planned onto it (Decision.Pods names them).
+	Pods  int    `json:"pods"`
+	Error string `json:"error,omitempty"`
+}
+
+// DecidedOption is an instance type a NodeClaim could launch as, at its
+// cheapest offering's price among the NodeClaim's zones and capacity
+// types (0: no price known).
+type DecidedOption struct {
+	InstanceType string  `json:"instanceType"`
+	CapacityType string  `json:"capacityType,omitempty"`
+	PricePerHour float64 `json:"pricePerHour,omitempty"`
+}
+
+// DecidedAction is a disruption action as decided: the nodes it removes,
+// the replacements, the price per hour before and after, and where it is.
+type DecidedAction struct {
+	ID           string   `json:"id"`
+	Kind         string   `json:"kind"`
+	Method       string   `json:"method,omitempty"`
+	Reason       string   `json:"reason,omitempty"`
+	Step         string   `json:"step"`
+	NodeClaims   []string `json:"nodeClaims"`
+	Nodes        []string `json:"nodes,omitempty"`
+	Replacements []string `json:"replacements,omitempty"`
+	PriceBefore  float64  `json:"priceBefore"`
+	PriceAfter   float64  `json:"priceAfter"`
+	Cause        string   `json:"cause,omitempty"`
+}
+
+// NodeClaimOf returns the NodeClaim the decision gave pod (namespace/name),
+// when it gave it a NodeClaim.
+func (d *Decision) NodeClaimOf(pod string) (*DecidedNodeClaim, bool) {
+	what, ok := d.Pods[pod]
+	if !ok {
+		return nil, false
+	}
+	rest, ok := strings.CutPrefix(what, "nodeclaim ")
+	if !ok {
+		return nil, false
+	}
+	name, _, _ := strings.Cut(rest, " ")
+	for i := range d.NodeClaims {
+		if d.NodeClaims[i].Name == name {
+			return &d.NodeClaims[i], true
+		}
+	}
+	return nil, false
+}
+
+// maxDecisionBytes keeps a decision well inside DynamoDB's 400 KB item.
+const maxDecisionBytes = 350 << 10
+
+// encodeDecision is d as stored: without its Detail when too large, and then
+// with only as many pods (the first by name) as fit.
+func encodeDecision(d *Decision) ([]byte, error) {
+	b, err := json.Marshal(d)
+	if err != nil || len(b) <= maxDecisionBytes {
+		return b, err
+	}
+	short := *d
+	short.Detail = nil
+	if b, err = json.Marshal(short); err != nil || len(b) <= maxDecisionBytes {
+		return b, err
+	}
+	keys := make([]string, 0, len(d.Pods))
+	size := 0
+	for k, v := range d.Pods {
+		keys = append(keys, k)
+		size += len(k) + len(v) + 6
+	}
+	sort.Strings(keys)
+	over := len(b) - maxDecisionBytes
+	short.Pods = map[string]string{}
+	kept := size
+	n := len(keys)
+	for n > 0 && size-kept < over {
+		n--
+		kept -= len(keys[n]) + len(d.Pods[keys[n]]) + 6
+	}
+	for _, k := range keys[:n] {
+		short.Pods[k] = d.Pods[k]
+	}
+	short.PodsOmitted = d.PodsOmitted + len(keys) - n
+	return json.Marshal(short)
+}
+
 // RecordDecision stores d (its Time set to now when zero). Decisions that
-// exceed an item's size are stored without their Detail.
+// exceed an item's size are stored without their Detail and, if still too
+// large, with fewer pods (PodsOmitted counts them).
 func (s *Store) RecordDecision(ctx context.Context, d *Decision, id string) error {
 	if d.Time.IsZero() {
 		d.Time = s.now()
 	}
 	sk := d.Time.UTC().Format("2006-01-02T15:04:05.000000000Z") + "#" + id
-	b, err := json.Marshal(d)
+	b, err := encodeDecision(d)
 	if err != nil {
 		return fmt.Errorf("encode decision: %w", err)
-	}
-	if len(b) > 350<<10 {
-		short := *d
-		short.Detail = nil
-		if b, err = json.Marshal(short); err != nil {
-			return fmt.Errorf("encode decision: %w", err)
-		}
 	}
 	it := item{
 		names.PartitionKey: str(DecisionsPartition(s.cluster)), names.SortKey: str(sk),
@@ -95,5 +203,14 @@ func (s *Store) Decisions(ctx context.Context, since time.Time, limit int) ([]De
 			return out, nil
 		}
 		in.ExclusiveStartKey = page.LastEvaluatedKey
+	}
+}
+
+// DecidedActionOf is a's record in a decision.
+func DecidedActionOf(a *Action) *DecidedAction {
+	return &DecidedAction{
+		ID: a.ID, Kind: a.Kind, Method: a.Method, Reason: a.Reason, Step: a.Step,
+		NodeClaims: a.NodeClaims, Nodes: a.Nodes, Replacements: a.Replacements,
+		PriceBefore: a.PriceBefore, PriceAfter: a.PriceAfter, Cause: a.Cause,
 	}
 }

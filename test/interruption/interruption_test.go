@@ -119,6 +119,26 @@ func TestSpotInterruptionWithPDB(t *testing.T) {
 	if first := firstGone(); first.IsZero() || !rep.CreatedAt.Before(first) {
 		t.Errorf("replacement %s recorded at %v, first eviction at %v: want the replacement first", rep.Name, rep.CreatedAt, first)
 	}
+	// `nodewright explain` finds the replacement: a decision names the
+	// NodeClaim it gave the node's pods, and why.
+	ds, err := st.Decisions(c, start.Add(-time.Minute), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	replaced := false
+	for _, d := range ds {
+		if d.Kind != "replacement" || !strings.Contains(d.Summary, "replacement for ") {
+			continue
+		}
+		for pod := range d.Pods {
+			if nc, ok := d.NodeClaimOf(pod); ok && nc.Name == rep.Name && nc.PricePerHour > 0 {
+				replaced = true
+			}
+		}
+	}
+	if !replaced {
+		t.Errorf("no replacement decision gives a pod NodeClaim %s (%d decisions)", rep.Name, len(ds))
+	}
 	if m := watch.Max(); m > 1 {
 		t.Errorf("the PDB allows 1 unavailable; %d were at once", m)
 	}

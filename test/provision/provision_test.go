@@ -162,6 +162,28 @@ func TestSeedScenario(t *testing.T) {
 	if err != nil || len(ds) == 0 || !strings.Contains(ds[len(ds)-1].Summary, "launched") {
 		t.Errorf("decisions recorded: %d, %v", len(ds), err)
 	}
+	// What `nodewright explain` reads: each pod given a new NodeClaim
+	// finds it, launched and with its options priced.
+	explained := 0
+	for _, d := range ds {
+		for pod, what := range d.Pods {
+			if !strings.HasPrefix(what, "nodeclaim ") || strings.Contains(what, "failed to launch") {
+				continue
+			}
+			nc, ok := d.NodeClaimOf(pod)
+			if !ok {
+				t.Errorf("pod %s: %q names no NodeClaim of the decision", pod, what)
+				continue
+			}
+			explained++
+			if nc.InstanceType == "" || nc.PricePerHour <= 0 || len(nc.Options) == 0 || nc.Options[0].PricePerHour <= 0 || nc.OptionsTotal < len(nc.Options) {
+				t.Errorf("pod %s: decided NodeClaim %+v", pod, nc)
+			}
+		}
+	}
+	if explained < 30 {
+		t.Errorf("%d pods have a decided NodeClaim, want most of the 40", explained)
+	}
 }
 
 // lowerBound is the plan's lower bound for n inflate pods on an empty
