@@ -600,7 +600,10 @@ func (p *parser) step(n *yaml.Node, path string) (Step, error) {
 			return p.interrupt(v, path, st.Interrupt)
 		}
 	case KindCapacity:
-		sub = func(v *yaml.Node, path string) error { st.Capacity = &Capacity{}; return p.capacity(v, path, st.Capacity) }
+		sub = func(v *yaml.Node, path string) error {
+			st.Capacity = &Capacity{}
+			return p.capacity(v, path, st.Capacity)
+		}
 	case KindAdvance:
 		sub = func(v *yaml.Node, path string) error { return p.positive(v, path, &st.Advance) }
 	case KindSleep:
