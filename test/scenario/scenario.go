@@ -116,11 +116,14 @@ type Delete struct {
 	Namespace, Name string // Namespace is empty for cluster-scoped kinds
 }
 
-// WaitFor waits until a condition holds, at most Timeout.
+// WaitFor waits until a condition holds, at most Timeout: pods, nodes,
+// or the interruptions handled / consolidation actions done so far.
 type WaitFor struct {
-	Pods    *PodsCondition
-	Nodes   *NodesCondition
-	Timeout time.Duration
+	Pods                 *PodsCondition
+	Nodes                *NodesCondition
+	InterruptionsHandled *Range
+	ConsolidationActions *Range
+	Timeout              time.Duration
 }
 
 // DefaultTimeout bounds a waitFor step without a timeout.
@@ -128,10 +131,15 @@ const DefaultTimeout = 2 * time.Minute
 
 func (w *WaitFor) String() string {
 	s := ""
-	if w.Pods != nil {
+	switch {
+	case w.Pods != nil:
 		s = "pods " + w.Pods.String()
-	} else {
+	case w.Nodes != nil:
 		s = "nodes " + w.Nodes.String()
+	case w.InterruptionsHandled != nil:
+		s = "interruptions handled " + w.InterruptionsHandled.String()
+	case w.ConsolidationActions != nil:
+		s = "consolidation actions " + w.ConsolidationActions.String()
 	}
 	return fmt.Sprintf("%s (at most %s)", s, w.Timeout)
 }
@@ -688,12 +696,20 @@ func (p *parser) waitFor(n *yaml.Node, path string, w *WaitFor) error {
 			w.Nodes = &NodesCondition{}
 			return p.nodesCondition(v, path, w.Nodes, true)
 		},
+		"interruptionsHandled": p.count(&w.InterruptionsHandled),
+		"consolidationActions": p.count(&w.ConsolidationActions),
 	})
 	if err != nil {
 		return err
 	}
-	if (w.Pods == nil) == (w.Nodes == nil) {
-		return p.errf(n, path, "want exactly one of pods and nodes")
+	set := 0
+	for _, b := range []bool{w.Pods != nil, w.Nodes != nil, w.InterruptionsHandled != nil, w.ConsolidationActions != nil} {
+		if b {
+			set++
+		}
+	}
+	if set != 1 {
+		return p.errf(n, path, "want exactly one of pods, nodes, interruptionsHandled and consolidationActions")
 	}
 	return nil
 }
@@ -848,27 +864,29 @@ func (p *parser) capacity(n *yaml.Node, path string, c *Capacity) error {
 	return nil
 }
 
-func (p *parser) expect(n *yaml.Node, path string, e *Expect) error {
-	// count is a number (exactly) or {min, max}.
-	count := func(out **Range) func(*yaml.Node, string) error {
-		return func(v *yaml.Node, path string) error {
-			r := &Range{}
-			*out = r
-			if v.Kind == yaml.ScalarNode {
-				var i int
-				if err := p.integer(v, path, 0, &i); err != nil {
-					return err
-				}
-				f := float64(i)
-				r.Min, r.Max = &f, &f
-				return nil
-			}
-			if err := p.fields(v, path, p.rangeFields(r, true)); err != nil {
+// count parses a count: a number (exactly) or {min, max, count}.
+func (p *parser) count(out **Range) func(*yaml.Node, string) error {
+	return func(v *yaml.Node, path string) error {
+		r := &Range{}
+		*out = r
+		if v.Kind == yaml.ScalarNode {
+			var i int
+			if err := p.integer(v, path, 0, &i); err != nil {
 				return err
 			}
-			return p.checkRange(v, path, *r, true)
+			f := float64(i)
+			r.Min, r.Max = &f, &f
+			return nil
 		}
+		if err := p.fields(v, path, p.rangeFields(r, true)); err != nil {
+			return err
+		}
+		return p.checkRange(v, path, *r, true)
 	}
+}
+
+func (p *parser) expect(n *yaml.Node, path string, e *Expect) error {
+	count := p.count
 	return p.fields(n, path, map[string]func(*yaml.Node, string) error{
 		"pdbViolations":        count(&e.PDBViolations),
 		"duplicateLaunches":    count(&e.DuplicateLaunches),
@@ -898,4 +916,47 @@ func (p *parser) expect(n *yaml.Node, path string, e *Expect) error {
 			return p.nodesCondition(v, path, e.NodesAtEnd, true)
 		},
 	})
+}
+
+// Peak is the most replicas any scale step asks for (0: none scales).
+func (s *Scenario) Peak() int {
+	peak := 0
+	for _, st := range s.Steps {
+		if st.Scale != nil {
+			peak = max(peak, st.Scale.Replicas)
+		}
+	}
+	return peak
+}
+
+// WithPeak shortens (or lengthens) a scenario: every count equal to the
+// peak (Peak) in scale steps, waitFor pods steps and podsRunningAtEnd
+// becomes n. Other counts stay as written.
+func (s *Scenario) WithPeak(n int) {
+	peak := s.Peak()
+	if peak == 0 || n == peak {
+		return
+	}
+	swap := func(p *int) {
+		if p != nil && *p == peak {
+			*p = n
+		}
+	}
+	for i := range s.Steps {
+		st := &s.Steps[i]
+		if st.Scale != nil {
+			swap(&st.Scale.Replicas)
+		}
+		if st.WaitFor != nil && st.WaitFor.Pods != nil {
+			swap(st.WaitFor.Pods.Running)
+			swap(st.WaitFor.Pods.Pending)
+		}
+	}
+	if e := s.Expect.PodsRunningAtEnd; e != nil {
+		for _, b := range []*float64{e.Min, e.Max} {
+			if b != nil && *b == float64(peak) {
+				*b = float64(n)
+			}
+		}
+	}
 }

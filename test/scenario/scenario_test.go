@@ -19,6 +19,9 @@ steps:
     timeout: 2m
   - waitFor: {nodes: {nodePool: default, max: 2}}
   - interrupt: {kind: spot, node: any}
+  - waitFor: {interruptionsHandled: 1}
+  - waitFor: {consolidationActions: {min: 1}}
+    timeout: 5m
   - capacity: {exhaust: [{instanceType: "*", capacityType: spot, zone: us-east-1a}]}
   - capacity: {restore: all}
   - advance: 5m
@@ -55,7 +58,7 @@ func TestParseFull(t *testing.T) {
 	for _, st := range s.Steps {
 		kinds = append(kinds, st.Kind)
 	}
-	if got := strings.Join(kinds, " "); got != "scale apply delete waitFor waitFor interrupt capacity capacity advance sleep" {
+	if got := strings.Join(kinds, " "); got != "scale apply delete waitFor waitFor interrupt waitFor waitFor capacity capacity advance sleep" {
 		t.Fatalf("steps %s", got)
 	}
 	st := s.Steps
@@ -77,6 +80,13 @@ func TestParseFull(t *testing.T) {
 	if in := st[5].Interrupt; in.Kind != InterruptSpot || in.Node != "any" || in.Notice != 2*time.Minute {
 		t.Errorf("interrupt %+v", in)
 	}
+	if w := st[6].WaitFor; !w.InterruptionsHandled.Holds(1) || w.InterruptionsHandled.Holds(2) || w.Pods != nil {
+		t.Errorf("waitFor interruptions %+v", w)
+	}
+	if w := st[7].WaitFor; !w.ConsolidationActions.Holds(5) || w.ConsolidationActions.Holds(0) || w.Timeout != 5*time.Minute {
+		t.Errorf("waitFor consolidations %+v", w)
+	}
+	st = append(st[:6], st[8:]...)
 	if c := st[6].Capacity; len(c.Exhaust) != 1 || c.Exhaust[0] != (Pool{"*", "spot", "us-east-1a"}) || c.Restore {
 		t.Errorf("capacity %+v", c)
 	}
@@ -121,7 +131,7 @@ func TestParseErrors(t *testing.T) {
 		{"scale without replicas", "name: x\nsteps:\n  - scale: {deployment: a}\n", `s.yaml:3: steps[0].scale: missing field "replicas"`},
 		{"bad duration", "name: x\nsteps:\n  - sleep: 10\n", `s.yaml:3: steps[0].sleep: want a duration such as 30s or 5m, got "10"`},
 		{"zero advance", "name: x\nsteps:\n  - advance: 0s\n", `steps[0].advance: must be more than 0`},
-		{"wait for both", "name: x\nsteps:\n  - waitFor: {pods: {selector: a=b, running: 1}, nodes: {max: 1}}\n", `steps[0].waitFor: want exactly one of pods and nodes`},
+		{"wait for both", "name: x\nsteps:\n  - waitFor: {pods: {selector: a=b, running: 1}, nodes: {max: 1}}\n", `steps[0].waitFor: want exactly one of pods, nodes, interruptionsHandled and consolidationActions`},
 		{"wait without a count", "name: x\nsteps:\n  - waitFor: {pods: {selector: a=b}}\n", `steps[0].waitFor.pods: want running or pending`},
 		{"bad selector", "name: x\nsteps:\n  - waitFor: {pods: {selector: 'a in (', running: 1}}\n", `steps[0].waitFor.pods.selector: label selector "a in ("`},
 		{"unknown wait field", "name: x\nsteps:\n  - waitFor:\n      pods: {selector: a=b, runing: 1}\n", `s.yaml:4: steps[0].waitFor.pods: unknown field "runing" (known: pending, running, selector)`},
@@ -184,12 +194,39 @@ func TestStepString(t *testing.T) {
 	want := []string{
 		"scale default/inflate to 30", "apply more.yaml", "delete Deployment default/other",
 		"wait for pods app=inflate: 30 Running (at most 2m0s)", "wait for nodes nodePool default <= 2 (at most 2m0s)",
-		"interrupt (spot) node any", "capacity: exhaust * spot in us-east-1a", "capacity: restore all",
+		"interrupt (spot) node any", "wait for interruptions handled = 1 (at most 2m0s)", "wait for consolidation actions >= 1 (at most 5m0s)", "capacity: exhaust * spot in us-east-1a", "capacity: restore all",
 		"advance the functions' clock by 5m0s", "sleep 10s",
 	}
 	for i, st := range s.Steps {
 		if got := st.String(); got != want[i] {
 			t.Errorf("step %d: %q, want %q", i, got, want[i])
 		}
+	}
+}
+
+func TestWithPeak(t *testing.T) {
+	doc := `name: x
+steps:
+  - scale: {deployment: inflate, replicas: 30}
+  - waitFor: {pods: {selector: app=inflate, running: 30}}
+  - scale: {deployment: inflate, replicas: 3}
+  - waitFor: {pods: {selector: app=inflate, running: 3}}
+expect:
+  podsRunningAtEnd: {selector: app=inflate, min: 3, max: 30}
+`
+	s, err := Parse("x.yaml", []byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Peak() != 30 {
+		t.Fatalf("peak %d", s.Peak())
+	}
+	s.WithPeak(8)
+	got := []int{s.Steps[0].Scale.Replicas, *s.Steps[1].WaitFor.Pods.Running, s.Steps[2].Scale.Replicas, *s.Steps[3].WaitFor.Pods.Running}
+	if got[0] != 8 || got[1] != 8 || got[2] != 3 || got[3] != 3 {
+		t.Errorf("counts %v, want [8 8 3 3]", got)
+	}
+	if *s.Expect.PodsRunningAtEnd.Min != 3 || *s.Expect.PodsRunningAtEnd.Max != 8 {
+		t.Errorf("podsRunningAtEnd %s", s.Expect.PodsRunningAtEnd.Range)
 	}
 }
