@@ -439,4 +439,3 @@ func filterNodes(nodes []*corev1.Node, c *scenario.NodesCondition) []*corev1.Nod
 	}
 	return out
 }
-
