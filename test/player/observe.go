@@ -45,6 +45,7 @@ type observer struct {
 	boundTo    map[string]map[types.UID]bool
 	claims     map[string]*claimSeen
 	actions    map[string][2]string // action id -> kind, step seen
+	refused    map[string]bool      // offerings EC2 refused, seen
 	pdb        *pdbTracker
 	peakPods   []*corev1.Pod
 	lastCounts [2]int
@@ -63,7 +64,7 @@ func newObserver(lc *localcloud.Cloud, store *state.Store, now func() time.Time,
 	o := &observer{
 		lc: lc, store: store, now: now, start: now(), onEvent: onEvent,
 		created: map[types.UID]time.Time{}, toRunning: map[types.UID]float64{}, boundTo: map[string]map[types.UID]bool{},
-		claims: map[string]*claimSeen{}, actions: map[string][2]string{}, pdb: newPDBTracker(),
+		claims: map[string]*claimSeen{}, actions: map[string][2]string{}, refused: map[string]bool{}, pdb: newPDBTracker(),
 	}
 	o.factory = informers.NewSharedInformerFactory(lc.Kube, 0)
 	o.pods = o.factory.Core().V1().Pods().Informer()
@@ -199,6 +200,7 @@ func (o *observer) ourNodes() []*corev1.Node {
 func (o *observer) sample(ctx context.Context) {
 	recs, rerr := o.store.NodeClaims(ctx)
 	acts, aerr := o.store.Actions(ctx)
+	offs, oerr := o.store.Unavailable(ctx)
 	pods := o.livePods()
 	var pdbs []*policyv1.PodDisruptionBudget
 	for _, obj := range o.pdbs.GetStore().List() {
@@ -245,6 +247,9 @@ func (o *observer) sample(ctx context.Context) {
 	s.PricePerHour = float64(int64(s.PricePerHour*1e6+0.5)) / 1e6
 	if aerr == nil {
 		o.actionsLocked(acts)
+	}
+	if oerr == nil {
+		o.refusedLocked(offs)
 	}
 	for _, b := range pdbs {
 		if o.pdb.observe(b) {
@@ -318,7 +323,11 @@ func (o *observer) actionsLocked(acts []*state.Action) {
 		}
 		switch {
 		case prev == "":
-			detail := fmt.Sprintf("%s %s: %s; nodes %s", a.Kind, a.Method, a.Reason, strings.Join(a.Nodes, ","))
+			what := a.Kind
+			if a.Method != "" {
+				what += " " + a.Method
+			}
+			detail := fmt.Sprintf("%s: %s; nodes %s", what, a.Reason, strings.Join(a.Nodes, ","))
 			if a.PriceBefore > 0 || a.PriceAfter > 0 {
 				detail += fmt.Sprintf("; $%.4f/h -> $%.4f/h", a.PriceBefore, a.PriceAfter)
 			}
@@ -365,4 +374,44 @@ func (o *observer) unschedulable() int {
 		}
 	}
 	return n
+}
+
+// refusedLocked notes offerings EC2 refused (the functions mark them
+// unavailable for a while and solve again without them), one event per
+// sample that saw new ones.
+func (o *observer) refusedLocked(offs []state.Offering) {
+	var fresh []state.Offering
+	for _, off := range offs {
+		k := off.InstanceType + "/" + off.Zone + "/" + off.CapacityType
+		if !o.refused[k] {
+			o.refused[k] = true
+			fresh = append(fresh, off)
+		}
+	}
+	if len(fresh) == 0 {
+		return
+	}
+	byType, codes := map[string]int{}, map[string]bool{}
+	for _, off := range fresh {
+		byType[off.CapacityType]++
+		if off.Code != "" {
+			codes[off.Code] = true
+		}
+	}
+	var parts []string
+	for _, ct := range sortedKeys(byType) {
+		parts = append(parts, fmt.Sprintf("%d %s", byType[ct], ct))
+	}
+	f := fresh[0]
+	o.eventLocked(report.KindCapacity, "offerings", "CreateFleet refused %d offerings (%s; %s), e.g. %s %s %s: marked unavailable, solved again without them",
+		len(fresh), strings.Join(parts, ", "), strings.Join(sortedKeys(codes), ","), f.InstanceType, f.Zone, f.CapacityType)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }

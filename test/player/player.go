@@ -138,6 +138,7 @@ type player struct {
 	p    *run.Progress
 
 	kick      chan struct{} // consolidation: tick now
+	done      chan struct{} // closed: the loops end
 	hints     chan struct{}
 	mu        sync.Mutex
 	pending   map[string]map[string]bool // namespace -> pods to hint
@@ -180,12 +181,30 @@ func (pl *player) play(ctx context.Context, rep *report.Report) error {
 		return err
 	}
 	pl.obs = newObserver(pl.lc, store, time.Now, pl.print)
-	loops, stop := context.WithCancel(ctx)
+	// The loops end when done is closed, after the invocation under way
+	// (their context is cancelled only if that takes too long, or on
+	// Ctrl-C), so that no request is cut off in the middle.
+	loops, cancel := context.WithCancel(ctx)
+	pl.done = make(chan struct{})
 	var wg sync.WaitGroup
-	defer func() {
-		stop()
-		wg.Wait()
-	}()
+	stopped := false
+	stop := func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		close(pl.done)
+		finished := make(chan struct{})
+		go func() { wg.Wait(); close(finished) }()
+		select {
+		case <-finished:
+		case <-time.After(30 * time.Second):
+			cancel()
+			<-finished
+		}
+		cancel()
+	}
+	defer stop()
 	if err := pl.obs.run(loops, pl.opts.SampleEvery); err != nil {
 		return err
 	}
@@ -199,10 +218,9 @@ func (pl *player) play(ctx context.Context, rep *report.Report) error {
 	}
 
 	playErr := pl.steps(ctx)
-	// The end: the last sample, then the figures.
-	pl.obs.sample(ctx)
+	// The end: the functions stop, the last sample, then the figures.
 	stop()
-	wg.Wait()
+	pl.obs.sample(ctx)
 	if err := pl.finish(ctx, rep); err != nil && playErr == nil {
 		playErr = err
 	}
@@ -282,6 +300,8 @@ func (pl *player) provisionLoop(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
+		case <-pl.done:
+			return
 		case <-sweep.C:
 			if err := pl.h.Sweep(ctx); err != nil && ctx.Err() == nil {
 				pl.obs.event(report.KindWarning, "provision", "sweep: %v", err)
@@ -289,6 +309,8 @@ func (pl *player) provisionLoop(ctx context.Context) {
 		case <-pl.hints:
 			select { // gather the batch, as the subscription filter does
 			case <-ctx.Done():
+				return
+			case <-pl.done:
 				return
 			case <-time.After(pl.opts.HintWindow):
 			}
@@ -315,6 +337,8 @@ func (pl *player) consolidationLoop(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
+		case <-pl.done:
+			return
 		case <-t.C:
 		case <-pl.kick:
 		}
@@ -332,6 +356,8 @@ func (pl *player) interruptionLoop(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
+			return
+		case <-pl.done:
 			return
 		case <-t.C:
 		}
