@@ -117,9 +117,9 @@ func realMain(args []string, stdout, stderr io.Writer) error {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return fmt.Errorf("output directory: %w", err)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	sigCtx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	ctx, cancel := context.WithTimeout(ctx, f.timeout)
+	ctx, cancel := context.WithTimeout(sigCtx, f.timeout)
 	defer cancel()
 
 	p := run.NewProgress(stdout, time.Now)
@@ -156,6 +156,9 @@ func realMain(args []string, stdout, stderr io.Writer) error {
 		return werr
 	}
 	fmt.Fprintf(stdout, "report: %s\n        %s\nfunctions' log: %s\noutput directory: %s\n", htmlPath, jsonPath, logPath, out)
+	if playErr != nil && sigCtx.Err() != nil {
+		return fmt.Errorf("interrupted: %w; the local cloud is stopped", playErr)
+	}
 	if playErr != nil {
 		tails := lc.LogTails(15)
 		fmt.Fprintf(stderr, "local cloud logs (tail) in %s/logs:\n%s\n", lc.StateDir, tails["localcloud"])
