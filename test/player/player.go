@@ -1,8 +1,11 @@
 // Package player plays a scenario (package scenario) on the local cloud the
 // way AWS runs Nodewright, with the same handler code as in Lambda
 // (package harness): kube-scheduler's Unschedulable verdicts reach the
-// provision function as CloudWatch Logs subscription batches of the audit
-// log (the hint path), the provision sweep and the consolidation timer are
+// provision function through the pending-pod webhook (served over HTTPS
+// and registered in the API server as the stack's
+// ValidatingWebhookConfiguration; its hint invokes provision
+// asynchronously) and as CloudWatch Logs subscription batches of the
+// audit log, the provision sweep and the consolidation timer are
 // tickers (consolidation sees the functions' clock, which the scenario's
 // advance steps move on), and the interruption queue, fed by the AWS
 // front's EventBridge-shaped events, is handed to the interruption
@@ -12,6 +15,7 @@ package player
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
@@ -25,6 +29,7 @@ import (
 	"github.com/nodewright/nodewright/shared/provision"
 	"github.com/nodewright/nodewright/shared/refdata"
 	"github.com/nodewright/nodewright/shared/snapshot"
+	"github.com/nodewright/nodewright/shared/webhookconfig"
 	"github.com/nodewright/nodewright/test/harness"
 	"github.com/nodewright/nodewright/test/localcloud"
 	"github.com/nodewright/nodewright/test/report"
@@ -138,6 +143,8 @@ type player struct {
 	p    *run.Progress
 
 	kick      chan struct{} // consolidation: tick now
+	invoked   chan struct{} // the webhook invoked provision
+	invokes   [][]byte      // queued asynchronous invocations
 	done      chan struct{} // closed: the loops end
 	hints     chan struct{}
 	mu        sync.Mutex
@@ -153,7 +160,7 @@ type player struct {
 func Play(ctx context.Context, lc *localcloud.Cloud, sc *scenario.Scenario, cfg *Config, opts Options) (*report.Report, error) {
 	opts.defaults()
 	pl := &player{sc: sc, cfg: cfg, lc: lc, opts: opts, p: opts.Progress,
-		kick: make(chan struct{}, 1), hints: make(chan struct{}, 1),
+		kick: make(chan struct{}, 1), hints: make(chan struct{}, 1), invoked: make(chan struct{}, 1),
 		pending: map[string]map[string]bool{}, hinted: map[string]bool{}, exhausted: map[[3]string]bool{}}
 	rep := &report.Report{Scenario: sc.Name, File: sc.File, Started: time.Now().UTC()}
 	err := pl.play(ctx, rep)
@@ -209,6 +216,16 @@ func (pl *player) play(ctx context.Context, rep *report.Report) error {
 		return err
 	}
 	_, _ = pl.obs.pods.AddEventHandler(podHandler(pl.podChanged))
+	wh, err := pl.h.ServeWebhook(ctx, pl.invokeAsync)
+	if err != nil {
+		return fmt.Errorf("webhook: %w", err)
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		_ = wh.Close(cctx)
+	}()
+	pl.obs.event(report.KindStep, "webhook", "pending-pod webhook registered (%s, the stack's ValidatingWebhookConfiguration) at %s", webhookconfig.Name, wh.URL)
 	for _, loop := range []func(context.Context){pl.provisionLoop, pl.consolidationLoop, pl.interruptionLoop} {
 		wg.Add(1)
 		go func() {
@@ -290,6 +307,18 @@ func (pl *player) podChanged(p *corev1.Pod) {
 	}
 }
 
+// invokeAsync queues an asynchronous invocation of the provision function
+// (the webhook's hint), as Lambda's event queue does.
+func (pl *player) invokeAsync(payload []byte) {
+	pl.mu.Lock()
+	pl.invokes = append(pl.invokes, payload)
+	pl.mu.Unlock()
+	select {
+	case pl.invoked <- struct{}{}:
+	default:
+	}
+}
+
 // provisionLoop invokes the provision function: the audit-log batches of
 // Unschedulable pods, and the sweep schedule. One at a time, as one warm
 // container (concurrent invocations would meet at the provision lease).
@@ -306,6 +335,17 @@ func (pl *player) provisionLoop(ctx context.Context) {
 			if err := pl.h.Sweep(ctx); err != nil && ctx.Err() == nil {
 				pl.obs.event(report.KindWarning, "provision", "sweep: %v", err)
 			}
+		case <-pl.invoked:
+			pl.mu.Lock()
+			queued := pl.invokes
+			pl.invokes = nil
+			pl.mu.Unlock()
+			for _, payload := range queued {
+				pl.obs.event(report.KindTrigger, "webhook", "pending-pod webhook hint: provision invoked (%s)", hintPod(payload))
+				if err := pl.h.Invoke(ctx, payload); err != nil && ctx.Err() == nil {
+					pl.obs.event(report.KindWarning, "provision", "webhook hint: %v", err)
+				}
+			}
 		case <-pl.hints:
 			select { // gather the batch, as the subscription filter does
 			case <-ctx.Done():
@@ -320,6 +360,7 @@ func (pl *player) provisionLoop(ctx context.Context) {
 			pl.mu.Unlock()
 			for _, ns := range harness.SortedKeys(batch) {
 				pods := harness.SortedKeys(batch[ns])
+				pl.obs.event(report.KindTrigger, "audit log", "a CloudWatch Logs batch of %d Unschedulable pods in %s: provision invoked", len(pods), ns)
 				if err := pl.h.AuditLog(ctx, ns, pods...); err != nil && ctx.Err() == nil {
 					pl.obs.event(report.KindWarning, "provision", "audit-log batch of %d pods: %v", len(pods), err)
 				}
@@ -446,6 +487,15 @@ func (pl *player) finish(ctx context.Context, rep *report.Report) error {
 	}
 	rep.Expect = report.Check(pl.sc.Expect, s, facts)
 	return nil
+}
+
+// hintPod names the pod of a webhook hint payload.
+func hintPod(payload []byte) string {
+	var h struct{ Namespace, Name string }
+	if json.Unmarshal(payload, &h) != nil || h.Name == "" {
+		return "a pod"
+	}
+	return h.Namespace + "/" + h.Name
 }
 
 func round4(f float64) float64 { return float64(int64(f*1e4+0.5)) / 1e4 }

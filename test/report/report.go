@@ -21,6 +21,7 @@ import (
 // Timeline event kinds.
 const (
 	KindStep          = "step"          // a scenario step began
+	KindTrigger       = "trigger"       // the provision function was invoked by a hint
 	KindPods          = "pods"          // pods pending / Running changed
 	KindLaunch        = "launch"        // a NodeClaim's instance launched
 	KindNode          = "node"          // a node registered
