@@ -46,6 +46,7 @@ type observer struct {
 	claims     map[string]*claimSeen
 	actions    map[string][2]string // action id -> kind, step seen
 	refused    map[string]bool      // offerings EC2 refused, seen
+	nodeOf     map[string]string    // instance id -> the name of its Node (once seen)
 	pdb        *pdbTracker
 	peakPods   []*corev1.Pod
 	lastCounts [2]int
@@ -64,7 +65,7 @@ func newObserver(lc *localcloud.Cloud, store *state.Store, now func() time.Time,
 	o := &observer{
 		lc: lc, store: store, now: now, start: now(), onEvent: onEvent,
 		created: map[types.UID]time.Time{}, toRunning: map[types.UID]float64{}, boundTo: map[string]map[types.UID]bool{},
-		claims: map[string]*claimSeen{}, actions: map[string][2]string{}, refused: map[string]bool{}, pdb: newPDBTracker(),
+		claims: map[string]*claimSeen{}, actions: map[string][2]string{}, refused: map[string]bool{}, nodeOf: map[string]string{}, pdb: newPDBTracker(),
 	}
 	o.factory = informers.NewSharedInformerFactory(lc.Kube, 0)
 	o.pods = o.factory.Core().V1().Pods().Informer()
@@ -75,6 +76,11 @@ func newObserver(lc *localcloud.Cloud, store *state.Store, now func() time.Time,
 		UpdateFunc: func(_, obj any) { o.pod(obj) },
 	}
 	_, _ = o.pods.AddEventHandler(handler)
+	_, _ = o.nodes.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { o.node(obj) },
+		UpdateFunc: func(_, obj any) { o.node(obj) },
+		DeleteFunc: func(obj any) { o.node(obj) },
+	})
 	return o
 }
 
@@ -146,6 +152,39 @@ func runningReady(p *corev1.Pod) bool {
 	return false
 }
 
+// node records which instance a Node is.
+func (o *observer) node(obj any) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	n, ok := obj.(*corev1.Node)
+	if !ok || n.Spec.ProviderID == "" {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.nodeOf[n.Spec.ProviderID[strings.LastIndexByte(n.Spec.ProviderID, '/')+1:]] = n.Name
+}
+
+// running reports whether a pod runs: Running and Ready on a Node that
+// still exists (a pod on a Node that is gone stays Running in the API
+// until it is garbage-collected).
+func (o *observer) running(p *corev1.Pod) bool {
+	if !runningReady(p) {
+		return false
+	}
+	_, exists, err := o.nodes.GetStore().GetByKey(p.Spec.NodeName)
+	return err == nil && exists
+}
+
+// podsOnClaim is how many pods were ever bound to a NodeClaim's node.
+func (o *observer) podsOnClaim(c *claimSeen) int {
+	if name := o.nodeOf[c.rec.InstanceID]; name != "" {
+		return len(o.boundTo[name])
+	}
+	return 0
+}
+
 // pod records a pod's creation, its binding and its first Running.
 func (o *observer) pod(obj any) {
 	p, ok := obj.(*corev1.Pod)
@@ -163,7 +202,7 @@ func (o *observer) pod(obj any) {
 		}
 		o.boundTo[p.Spec.NodeName][p.UID] = true
 	}
-	if _, done := o.toRunning[p.UID]; !done && runningReady(p) {
+	if _, done := o.toRunning[p.UID]; !done && o.running(p) {
 		o.toRunning[p.UID] = o.now().Sub(o.created[p.UID]).Seconds()
 	}
 }
@@ -212,7 +251,7 @@ func (o *observer) sample(ctx context.Context) {
 	s := report.Sample{Time: round1(o.since(now))}
 	for _, p := range pods {
 		switch {
-		case runningReady(p):
+		case o.running(p):
 			s.PodsRunning++
 		case p.Status.Phase == corev1.PodPending:
 			s.PodsPending++
@@ -278,19 +317,25 @@ func (o *observer) claimsLocked(recs []*state.NodeClaim) {
 		if c.gone != 0 {
 			continue
 		}
-		if r.NodeName != "" && !c.registered {
-			c.registered = true
-			o.eventLocked(report.KindNode, r.NodeName, "registered (NodeClaim %s, %s)", r.Name, r.InstanceType)
-		}
 		c.rec = *r
+		o.registeredLocked(c)
 		if r.Phase == state.Terminating {
 			o.goneLocked(c, "terminating")
 		}
 	}
 	for name, c := range o.claims {
+		o.registeredLocked(c)
 		if c.gone == 0 && !live[name] {
 			o.goneLocked(c, "record removed")
 		}
+	}
+}
+
+// registeredLocked notes a NodeClaim's Node when it first appears.
+func (o *observer) registeredLocked(c *claimSeen) {
+	if name := o.nodeOf[c.rec.InstanceID]; name != "" && !c.registered {
+		c.registered = true
+		o.eventLocked(report.KindNode, name, "registered (NodeClaim %s, %s)", c.rec.Name, c.rec.InstanceType)
 	}
 }
 
@@ -306,7 +351,7 @@ func (o *observer) goneLocked(c *claimSeen, why string) {
 	if c.gone == 0 {
 		c.gone = 0.1
 	}
-	o.eventLocked(report.KindTerminate, c.rec.Name, "%s %s %s (%s), %d pods ran on it", c.rec.InstanceType, c.rec.CapacityType, c.rec.InstanceID, why, len(o.boundTo[c.rec.NodeName]))
+	o.eventLocked(report.KindTerminate, c.rec.Name, "%s %s %s (%s), %d pods ran on it", c.rec.InstanceType, c.rec.CapacityType, c.rec.InstanceID, why, o.podsOnClaim(c))
 }
 
 // actionsLocked notes actions as they start and end.

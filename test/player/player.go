@@ -444,7 +444,7 @@ func (pl *player) finish(ctx context.Context, rep *report.Report) error {
 		rep.Nodes = append(rep.Nodes, report.Node{
 			NodeClaim: c.rec.Name, NodePool: c.rec.NodePool, InstanceID: c.rec.InstanceID, InstanceType: c.rec.InstanceType,
 			Zone: c.rec.Zone, CapacityType: c.rec.CapacityType, PricePerHour: c.rec.PricePerHour, Reason: reason(c.rec.Reason),
-			Launched: c.launched, Gone: c.gone, Pods: len(o.boundTo[c.rec.NodeName]),
+			Launched: c.launched, Gone: c.gone, Pods: o.podsOnClaim(c),
 		})
 	}
 	for _, smp := range rep.Samples {

@@ -73,7 +73,7 @@ func (pl *player) countPods(_ context.Context, selector string) (podCount, error
 		}
 		c.total++
 		switch {
-		case runningReady(p):
+		case pl.obs.running(p):
 			c.running++
 		case p.Status.Phase == corev1.PodPending:
 			c.pending++
@@ -213,7 +213,7 @@ func (pl *player) launches(ctx context.Context) ([]report.Launch, error) {
 		if c := o.claims[name]; c != nil {
 			l.Registered = c.registered
 			l.Settled = c.registered || c.gone != 0
-			l.Pods = len(o.boundTo[c.rec.NodeName])
+			l.Pods = o.podsOnClaim(c)
 		}
 		out = append(out, l)
 	}

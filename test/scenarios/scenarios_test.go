@@ -78,6 +78,15 @@ func TestPlayShippedScenarios(t *testing.T) {
 	}
 }
 
+// TestPDBViolationIsCounted checks the checker on the local cloud: an
+// instance under a PDB terminated outside Nodewright takes its pods at
+// once, and the report counts the violation from the budget's status
+// (testdata/pdb-violated.yaml expects at least one).
+func TestPDBViolationIsCounted(t *testing.T) {
+	t.Parallel()
+	play(t, "testdata/pdb-violated.yaml")
+}
+
 func play(t *testing.T, file string) {
 	sc, err := scenario.Load(file)
 	if err != nil {
