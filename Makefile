@@ -8,7 +8,7 @@ export NODEWRIGHT_TOOLS := $(TOOLS)
 # The CDK's jsii kernel runs on Node 20 here; its end-of-life banner is noise.
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: all test lint unit fuzz bench bench-karpenter bench-read generate run tools cloud synth
+.PHONY: all test lint unit fuzz bench bench-karpenter bench-read bench-e2e generate run tools cloud synth
 
 all: test
 
@@ -66,6 +66,12 @@ bench-karpenter:
 ## 50k pods, cold and warm (about 10 minutes: most of it creating the pods)
 bench-read: tools
 	$(GO) test -run='^$$' -bench=. -benchtime=3x -timeout=60m ./test/readbench/
+
+## bench-e2e: the provision function's scale-out on the local cloud, driven by webhook hints as on AWS: 100 and
+## 1,000 pods; pod created -> CreateFleet p50/p99, scale -> every NodeClaim launched, CreateFleet calls, scale -> Running;
+## and an invocation in a new container against the next (cold start)
+bench-e2e: tools
+	$(GO) test -run='^$$' -bench='ScaleOut|ColdStart' -benchtime=1x -timeout=30m ./test/provision/
 
 ## generate: regenerate committed generated code (instance catalog, NodePool and EC2NodeClass CRDs)
 generate:

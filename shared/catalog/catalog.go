@@ -1,13 +1,12 @@
 // Package catalog is the EC2 instance-type catalog: the facts of every type
-// (generated from the team's CSV into zz_generated_types.go), the capacity and
+// (generated from the team's CSV into zz_generated_types.tsv.gz), the capacity and
 // allocatable a node of the type gets under an EC2NodeClass's kubelet settings,
 // its Karpenter well-known labels, and its offerings (zone x capacity type,
 // with a price). The scheduler and the local cloud read types from here.
 package catalog
 
-//go:generate go run ./internal/gen/catalog-gen -out zz_generated_types.go
-
 import (
+	"fmt"
 	"sort"
 	"sync"
 )
@@ -76,7 +75,15 @@ func New(types []InstanceType) *Catalog {
 	return c
 }
 
-var defaultCatalog = sync.OnceValue(func() *Catalog { return New(generatedTypes[:]) })
+var defaultCatalog = sync.OnceValue(func() *Catalog {
+	types, err := decodeTypes(generatedTable)
+	if err != nil {
+		// The table is generated and checked by the package's tests; a
+		// build that embeds another is broken.
+		panic(fmt.Sprintf("catalog: the embedded instance types are unreadable (run make generate): %v", err))
+	}
+	return New(types)
+})
 
 // Default returns the catalog of every type in the embedded data. It is shared
 // and must not be modified.

@@ -2,10 +2,13 @@ package catalog
 
 import (
 	"bytes"
+	"compress/gzip"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"sort"
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -27,12 +30,23 @@ func TestGeneratedCatalogIsUpToDate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := os.ReadFile("zz_generated_types.go")
+	gz, err := os.ReadFile("zz_generated_types.tsv.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(gz))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(zr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(got, want) {
-		t.Fatal("zz_generated_types.go is stale: run `make generate` and commit the result")
+		t.Fatal("zz_generated_types.tsv.gz is stale: run `make generate` and commit the result")
+	}
+	if strings.Join(gen.Columns, ",") != strings.Join(columns, ",") {
+		t.Fatalf("the generator writes columns %v, the catalog reads %v", gen.Columns, columns)
 	}
 }
 
@@ -118,5 +132,44 @@ func TestAllocatableMatchesKarpenterReference(t *testing.T) {
 			t.Log(m.line)
 		}
 		t.Fatalf("only %.1f%% of types within 2%%, want at least 95%%", 100*share)
+	}
+}
+
+// BenchmarkDecodeEmbedded is the catalog's one-time cost in a new
+// container: gunzip and parse the embedded table.
+func BenchmarkDecodeEmbedded(b *testing.B) {
+	for range b.N {
+		if _, err := decodeTypes(generatedTable); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func TestParseTableErrors(t *testing.T) {
+	header := strings.Join(columns, "\t")
+	row := func(mutate func([]string)) string {
+		f := []string{"m5.large", "m5", "m", "5", "large", "amd64", "linux", "2", "8192", "0", "", "", "0", "0", "", "0", "750", "650", "intel", "nitro", "false", "false", "3", "10", "0", "true", "0.096"}
+		if mutate != nil {
+			mutate(f)
+		}
+		return strings.Join(f, "\t")
+	}
+	for _, tc := range []struct{ name, text, err string }{
+		{"no header", "# only a comment\n", "no header"},
+		{"wrong header", "name\tfamily\n", "line 1: header"},
+		{"short line", header + "\nm5.large\tm5\n", "line 2: 2 fields"},
+		{"bad number", header + "\n" + row(func(f []string) { f[7] = "two" }) + "\n", "line 2 (m5.large): column vcpu"},
+		{"bad bool", header + "\n" + row(func(f []string) { f[20] = "maybe" }) + "\n", "column bare_metal"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := parseTable(tc.text)
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Fatalf("error %v, want %q", err, tc.err)
+			}
+		})
+	}
+	got, err := parseTable("# c\n" + header + "\n" + row(nil) + "\n")
+	if err != nil || len(got) != 1 || got[0].Name != "m5.large" || got[0].VCPU != 2 || got[0].OnDemandPrice != 0.096 || got[0].GPU.Count != 0 {
+		t.Fatalf("parsed %+v, %v", got, err)
 	}
 }

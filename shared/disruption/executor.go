@@ -177,6 +177,11 @@ func (e *Executor) step(ctx context.Context, lease *state.Lease, a *state.Action
 		}
 		return true, nil
 	case state.StepReplacing:
+		// The replacements join while this action waits: move their
+		// records on (registered, initialized) as the provision sweep does.
+		if _, err := e.R.Register(ctx); err != nil {
+			return false, err
+		}
 		ready, failed, err := e.replacementsReady(ctx, a)
 		if err != nil {
 			return false, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -122,15 +123,28 @@ func (l *Launcher) TagNodeClaim(ctx context.Context, instanceID, nodePool, nodeC
 
 // CurrentImages resolves the EC2NodeClass's AMIs now, bypassing the cache
 // (drift detection: a node whose image is not among them has drifted).
+// When they differ from the cached resolution, the cache entry is dropped:
+// a replacement for a drifted node must launch the new image, not the one
+// it replaces.
 func (l *Launcher) CurrentImages(ctx context.Context, nc *apis.EC2NodeClass) ([]string, error) {
 	amis, err := l.amis(ctx, nc)
 	if err != nil {
 		return nil, fmt.Errorf("resolve AMIs of EC2NodeClass %s: %w", nc.Name, err)
 	}
+	out := imageIDs(amis)
+	key := nc.Name + "/" + nc.Hash()
+	if cached, ok := l.classes.peek(key, l.cfg.Now()); ok && !slices.Equal(imageIDs(cached.AMIs), out) {
+		l.classes.forgetKey(key)
+	}
+	return out, nil
+}
+
+// imageIDs are the AMIs' IDs, sorted.
+func imageIDs(amis []AMI) []string {
 	out := make([]string, 0, len(amis))
 	for _, a := range amis {
 		out = append(out, a.ID)
 	}
 	sort.Strings(out)
-	return out, nil
+	return out
 }

@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -98,5 +99,40 @@ func TestTagNodeClaim(t *testing.T) {
 	in := f.ec2.tagged[0]
 	if in.Resources[0] != "i-0124" || aws.ToString(in.Tags[0].Value) != "default-ccccc" || aws.ToString(in.Tags[1].Value) != "default/default-ccccc" {
 		t.Errorf("tags %+v", in)
+	}
+}
+
+// TestCurrentImagesRefreshesTheCache: once the alias resolves to a new
+// image, launches resolve it too (a drift replacement must not boot the
+// image it replaces), without waiting for the cache to expire.
+func TestCurrentImagesRefreshesTheCache(t *testing.T) {
+	f := newFixture(t)
+	nc := defaultNodeClass()
+	r, err := f.l.Resolve(context.Background(), nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := imageIDs(r.AMIs); !slices.Contains(got, "ami-std-x86") {
+		t.Fatalf("AMIs %v", got)
+	}
+	const param = "/aws/service/eks/optimized-ami/1.35/amazon-linux-2023/x86_64/standard/recommended/image_id"
+	f.ssm.params[param] = "ami-std-x86-next"
+	r, _ = f.l.Resolve(context.Background(), nc)
+	if got := imageIDs(r.AMIs); !slices.Contains(got, "ami-std-x86") {
+		t.Fatalf("the cache should still hold the old image before drift is checked: %v", got)
+	}
+	cur, err := f.l.CurrentImages(context.Background(), nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(cur, "ami-std-x86-next") || slices.Contains(cur, "ami-std-x86") {
+		t.Fatalf("current images %v", cur)
+	}
+	r, err = f.l.Resolve(context.Background(), nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := imageIDs(r.AMIs); !slices.Contains(got, "ami-std-x86-next") {
+		t.Errorf("after CurrentImages saw the new image, Resolve still gives %v", got)
 	}
 }

@@ -74,3 +74,30 @@ func (m *memo[T]) clear() {
 	defer m.mu.Unlock()
 	m.entries = nil
 }
+
+// peek returns key's value if it is cached and younger than ttl at now,
+// without computing it.
+func (m *memo[T]) peek(key string, now time.Time) (T, bool) {
+	var zero T
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, ok := m.entries[key]
+	if !ok {
+		return zero, false
+	}
+	select {
+	case <-e.done:
+		if e.err == nil && now.Before(e.expires) {
+			return e.val, true
+		}
+	default:
+	}
+	return zero, false
+}
+
+// forgetKey drops key's entry, whatever it holds.
+func (m *memo[T]) forgetKey(key string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.entries, key)
+}

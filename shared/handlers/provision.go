@@ -37,6 +37,13 @@ const (
 	// solve's budget deferred (each round launches what it placed, so the
 	// next one starts further on).
 	maxDeferredRounds = 10
+	// maxFollowRounds bounds the rounds one invocation runs after a round
+	// that launched: a scale-out's pods keep arriving while a round
+	// settles, solves and launches, and the webhook coalesces its hints
+	// over 10 s, so the holder looks again at once (the in-flight
+	// NodeClaims count as capacity: pods already covered launch nothing)
+	// until a round launches nothing.
+	maxFollowRounds = 20
 )
 
 // Provision handles every trigger of the provision function: the schedule
@@ -171,6 +178,11 @@ func (h *Provision) rounds(ctx context.Context, r *provision.Reconciler, lease *
 		if rep != nil && rep.Deferred > 0 && round < maxDeferredRounds && !ending(ctx) {
 			// The solve's budget left pods: keep the lease and take them.
 			log.Info("the solve's budget left pods for another round: running again", "deferred", rep.Deferred)
+			continue
+		}
+		if err == nil && rep != nil && len(rep.Launched()) > 0 && round < maxFollowRounds && !ending(ctx) {
+			// Pods may have arrived since this round read the cluster.
+			log.Debug("launched: looking again for pods that arrived meanwhile")
 			continue
 		}
 		rerun, err := r.Store.Release(ctx, lease)

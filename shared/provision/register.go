@@ -156,7 +156,9 @@ func (r *Reconciler) register(ctx context.Context, w *world, rep *Report) {
 			// The Node's creation is when it registered, however late a
 			// round notices it.
 			at := n.CreationTimestamp.Time
-			if at.IsZero() || at.After(now) {
+			if at.IsZero() || at.After(now) || at.Before(rec.LaunchedAt) {
+				// No creation time, or one the clocks disagree on (the
+				// API server's against the function's): when it was seen.
 				at = now
 			}
 			rec.RegisteredAt, rec.NodeName, rec.ProviderID = at, n.Name, n.Spec.ProviderID

@@ -38,6 +38,10 @@ func TestMain(m *testing.M) {
 		func(s *harness.Suite) { suite = s }, "nodepool-default.yaml", "ec2nodeclass-default.yaml"))
 }
 
+// arm64 keeps a pool on Graviton: the drift test changes the amd64 AMI
+// only, so only its own (amd64) pool drifts.
+var arm64 = apis.NodeSelectorRequirementWithMinValues{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"arm64"}}
+
 // validationWait is the validation wait in these tests (15 s in Lambda).
 const validationWait = 3 * time.Second
 
@@ -137,51 +141,92 @@ func price(recs []*state.NodeClaim) float64 {
 	return p
 }
 
-// TestScaleDownConsolidates: a Deployment of 40 pods scaled to 4: within a
-// few timer ticks the pool runs on fewer nodes whose price is within 20%
-// of the lower bound for 4 pods, with every pod Running throughout and the
-// PDB never violated.
+// TestScaleDownConsolidates: Deployments of 30 and 40 pods on all-spot
+// pools scaled to 3 and 4: within consolidateAfter plus two timer ticks the
+// pool runs on fewer nodes whose price is within 10% of the plan's lower
+// bound for the pods left (the issue asks 20% for 40 -> 4; the README's
+// figures ask 10%), with every pod Running throughout and the PDB never
+// violated. It logs the figures the README quotes.
 func TestScaleDownConsolidates(t *testing.T) {
-	c := harness.Ctx(t)
-	np := suite.Pool(t, "shrink", func(np *apis.NodePool) {
-		np.Spec.Disruption.ConsolidateAfter = dur("30s")
-	})
-	h := suite.Harness(t, harness.Options{ValidationWait: validationWait})
-	w := harness.OnPool("shrink", "shrinkapp", 40, "1", "1Gi")
-	launch(t, h, w)
-	before := live(t, "shrink")
-	if err := harness.PDB(c, suite.LC, "default", "shrinkapp", 1); err != nil {
-		t.Fatal(err)
+	for _, tc := range []struct{ from, to int }{{30, 3}, {40, 4}} {
+		t.Run(fmt.Sprintf("%d-to-%d", tc.from, tc.to), func(t *testing.T) {
+			c := harness.Ctx(t)
+			pool := fmt.Sprintf("shrink%d", tc.from)
+			np := suite.Pool(t, pool, func(np *apis.NodePool) {
+				np.Spec.Disruption.ConsolidateAfter = dur("30s")
+				np.Spec.Template.Spec.Requirements = append(np.Spec.Template.Spec.Requirements, arm64,
+					apis.NodeSelectorRequirementWithMinValues{Key: apis.LabelCapacityType, Operator: corev1.NodeSelectorOpIn, Values: []string{"spot"}})
+			})
+			h := suite.Harness(t, harness.Options{ValidationWait: validationWait})
+			app := pool + "app"
+			w := harness.OnPool(pool, app, tc.from, "1", "1Gi")
+			launch(t, h, w)
+			before := live(t, pool)
+			if err := harness.PDB(c, suite.LC, "default", app, 1); err != nil {
+				t.Fatal(err)
+			}
+			if err := harness.Scale(c, suite.LC, "default", app, tc.to); err != nil {
+				t.Fatal(err)
+			}
+			if err := harness.WaitRunning(c, suite.LC, "default", app, tc.to, time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			watch, err := harness.WatchPDB(c, suite.LC, "default", app, tc.to)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer watch.Stop()
+			tick(t, h) // the nodes' pods changed now: consolidateAfter counts from here
+			bound := lowerBound(t, np, w, tc.to)
+			ticks := ticksUntil(t, h, 31*time.Second, 2, "price within 10% of the bound", func() (bool, string) {
+				recs := live(t, pool)
+				return price(recs) <= 1.1*bound, fmt.Sprintf("%d nodes, $%.4f/h, bound $%.4f/h", len(recs), price(recs), bound)
+			})
+			after := live(t, pool)
+			if len(after) >= len(before) && len(before) > 1 {
+				t.Errorf("%d nodes before, %d after: want fewer", len(before), len(after))
+			}
+			if err := harness.WaitRunning(c, suite.LC, "default", app, tc.to, time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			if m := watch.Max(); m > 1 {
+				t.Errorf("the PDB allows 1 unavailable; %d were at once", m)
+			}
+			evicted, removed := actionsOn(t, before)
+			perNode := 0.0
+			if removed > 0 {
+				perNode = float64(evicted) / float64(removed)
+			}
+			t.Logf("%d -> %d pods (all spot): %d nodes $%.4f/h -> %d nodes $%.4f/h (lower bound $%.4f/h) after consolidateAfter + %d tick(s); %d evictions for %d nodes removed (%.1f per node)",
+				tc.from, tc.to, len(before), price(before), len(after), price(after), bound, ticks, evicted, removed, perNode)
+		})
 	}
-	if err := harness.Scale(c, suite.LC, "default", "shrinkapp", 4); err != nil {
-		t.Fatal(err)
+}
+
+// actionsOn sums the finished consolidation actions over the given
+// records: pods evicted and nodes removed.
+func actionsOn(t *testing.T, recs []*state.NodeClaim) (evicted, removed int) {
+	t.Helper()
+	names := map[string]bool{}
+	for _, r := range recs {
+		names[r.Name] = true
 	}
-	if err := harness.WaitRunning(c, suite.LC, "default", "shrinkapp", 4, time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	watch, err := harness.WatchPDB(c, suite.LC, "default", "shrinkapp", 4)
+	st, err := harness.Store(suite.LC)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer watch.Stop()
-	tick(t, h) // the nodes' pods changed now: consolidateAfter counts from here
-	bound := lowerBound(t, np, w, 4)
-	ticks := ticksUntil(t, h, 31*time.Second, 10, "price within 20% of the bound", func() (bool, string) {
-		recs := live(t, "shrink")
-		return price(recs) <= 1.2*bound, fmt.Sprintf("%d nodes, $%.4f/h, bound $%.4f/h", len(recs), price(recs), bound)
-	})
-	after := live(t, "shrink")
-	if len(after) >= len(before) && len(before) > 1 {
-		t.Errorf("%d nodes before, %d after: want fewer", len(before), len(after))
-	}
-	if err := harness.WaitRunning(c, suite.LC, "default", "shrinkapp", 4, time.Minute); err != nil {
+	acts, err := st.Actions(harness.Ctx(t))
+	if err != nil {
 		t.Fatal(err)
 	}
-	if m := watch.Max(); m > 1 {
-		t.Errorf("the PDB allows 1 unavailable; %d were at once", m)
+	for _, a := range acts {
+		if a.Kind != state.KindConsolidation || a.Step != state.StepDone || len(a.NodeClaims) == 0 || !names[a.NodeClaims[0]] {
+			continue
+		}
+		evicted += a.Evicted
+		removed += len(a.NodeClaims)
 	}
-	t.Logf("40 -> 4 pods: %d nodes $%.4f/h -> %d nodes $%.4f/h (bound $%.4f/h) in %d ticks",
-		len(before), price(before), len(after), price(after), bound, ticks)
+	return evicted, removed
 }
 
 // lowerBound is the plan's lower bound for n of w's pods on pool.
@@ -275,8 +320,7 @@ func TestDoNotDisruptAndPDBs(t *testing.T) {
 	if err := harness.WaitRunning(c, suite.LC, "default", "keeplate", 1, time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	recs := live(t, "keep")
-	if len(recs) != 4 {
+	if recs := live(t, "keep"); len(recs) != 4 {
 		t.Fatalf("%d nodes, want 4 (one 1-CPU pod per c6g.large)", len(recs))
 	}
 	// The empty node is a candidate; while the tick waits to validate, a
@@ -333,14 +377,31 @@ func TestDoNotDisruptAndPDBs(t *testing.T) {
 	if !abandoned {
 		t.Error("no action abandoned for the do-not-disrupt pod")
 	}
-	// More ticks: every node keeps a do-not-disrupt pod or a PDB that
-	// allows nothing, so none goes.
+	// More ticks: the nodes of the do-not-disrupt pods and of the pod
+	// whose PDB allows nothing stay (the last app's pod may move onto
+	// the guarded node's free room, and its node go: that is allowed).
+	protected := map[string]string{tainted: "the guard's node"}
+	for _, app := range []string{"keepdnd", "keeppdb"} {
+		pods, err := harness.Pods(c, suite.LC, "default", app)
+		if err != nil || len(pods) != 1 {
+			t.Fatalf("pods of %s: %d, %v", app, len(pods), err)
+		}
+		protected[pods[0].Spec.NodeName] = app + "'s node"
+	}
 	for range 3 {
 		h.Clock.Advance(31 * time.Second)
 		tick(t, h)
 	}
-	if got := len(live(t, "keep")); got != len(recs) {
-		t.Errorf("%d nodes, want %d: protected nodes were consolidated", got, len(recs))
+	for node, what := range protected {
+		if _, err := suite.LC.Kube.CoreV1().Nodes().Get(c, node, metav1.GetOptions{}); err != nil {
+			t.Errorf("%s %s is gone after three more ticks: %v", what, node, err)
+		}
+	}
+	for _, app := range []string{"keepdnd", "keeppdb"} {
+		pods, _ := harness.Pods(c, suite.LC, "default", app)
+		if len(pods) != 1 || protected[pods[0].Spec.NodeName] == "" {
+			t.Errorf("the pod of %s moved: it is protected", app)
+		}
 	}
 }
 
@@ -354,7 +415,7 @@ func TestPoliciesDriftExpiryAndMinSaving(t *testing.T) {
 	big := func(name string, mutate func(*apis.NodePool)) {
 		suite.Pool(t, name, func(np *apis.NodePool) {
 			np.Spec.Template.Spec.Requirements = append(np.Spec.Template.Spec.Requirements,
-				apis.NodeSelectorRequirementWithMinValues{Key: apis.LabelInstanceSize, Operator: corev1.NodeSelectorOpIn, Values: []string{"2xlarge", "large", "medium"}})
+				apis.NodeSelectorRequirementWithMinValues{Key: apis.LabelInstanceSize, Operator: corev1.NodeSelectorOpIn, Values: []string{"2xlarge", "large", "medium"}}, arm64)
 			np.Spec.Disruption.ConsolidateAfter = dur("30s")
 			np.Spec.Disruption.Budgets = []apis.Budget{{Nodes: "1"}}
 			mutate(np)
@@ -401,11 +462,12 @@ func TestPoliciesDriftExpiryAndMinSaving(t *testing.T) {
 		}
 	}
 
-	// Drift: the alias now resolves to another image.
+	// Drift: the alias now resolves to another image (for amd64: this
+	// pool's nodes only; every other pool here runs on arm64).
 	suite.Pool(t, "drift", func(np *apis.NodePool) {
 		np.Spec.Disruption.Budgets = []apis.Budget{{Nodes: "1"}}
 		np.Spec.Template.Spec.Requirements = append(np.Spec.Template.Spec.Requirements,
-			apis.NodeSelectorRequirementWithMinValues{Key: apis.LabelInstanceType, Operator: corev1.NodeSelectorOpIn, Values: []string{"c6g.large"}})
+			apis.NodeSelectorRequirementWithMinValues{Key: apis.LabelInstanceType, Operator: corev1.NodeSelectorOpIn, Values: []string{"c6i.large"}})
 	})
 	launch(t, h, harness.OnPool("drift", "driftapp", 2, "1", "1Gi"))
 	old := live(t, "drift")

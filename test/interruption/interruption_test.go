@@ -6,6 +6,7 @@
 package interruption_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strings"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/nodewright/nodewright/events"
 	"github.com/nodewright/nodewright/shared/apis"
+	"github.com/nodewright/nodewright/shared/interruption"
 	"github.com/nodewright/nodewright/shared/state"
 	"github.com/nodewright/nodewright/test/harness"
 	"github.com/nodewright/nodewright/test/localcloud"
@@ -306,5 +308,111 @@ func TestScheduledChangeOnTwoInstances(t *testing.T) {
 		if _, err := suite.LC.Kube.CoreV1().Nodes().Get(c, n.Name, metav1.GetOptions{}); err == nil {
 			t.Errorf("node %s still exists", n.Name)
 		}
+	}
+}
+
+// TestReplacementDoesNotWaitForProvision: while another invocation holds
+// the provision lease (a long round in progress), a spot interruption's
+// replacement is still launching within 10 s of the message.
+func TestReplacementDoesNotWaitForProvision(t *testing.T) {
+	c := harness.Ctx(t)
+	oneNodePool(t, "busy")
+	h := suite.Harness(t, harness.Options{})
+	node := running(t, h, "busy", "busyapp", 4)
+	st, err := harness.Store(suite.LC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lease, err := st.Acquire(c, state.LeaseProvision, "a-long-provision-round", 5*time.Minute)
+	if err != nil {
+		t.Fatalf("hold the provision lease: %v", err)
+	}
+	t.Cleanup(func() { _, _ = st.Release(context.WithoutCancel(c), lease) })
+	instance := harness.InstanceOf(node)
+	start := time.Now()
+	if err := suite.LC.AWS.Interrupt(c, instance, awsfront.SpotInterruption, 2*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if handled, failed, err := h.DrainQueue(c, 30*time.Second); err != nil || handled == 0 || failed != 0 {
+		t.Fatalf("queue: %d handled, %d failed, %v", handled, failed, err)
+	}
+	a, err := st.GetAction(c, "interruption-"+instance)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a.Replacements) == 0 {
+		t.Fatalf("action %+v: no replacement while the provision lease is held", *a)
+	}
+	rep, err := st.GetNodeClaim(c, a.Replacements[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := rep.CreatedAt.Sub(start); d > 10*time.Second {
+		t.Errorf("replacement launching %s after the message, want within 10 s", d)
+	}
+	if err := harness.WaitRunning(c, suite.LC, "default", "busyapp", 4, 2*time.Minute-time.Since(start)); err != nil {
+		t.Fatalf("within the notice: %v", err)
+	}
+}
+
+// TestRebalanceRecommendation: by default a rebalance recommendation is
+// recorded as an event on the node and nothing moves; on a NodePool
+// annotated nodewright.io/rebalance: replace the node is replaced and
+// drained before any interruption comes.
+func TestRebalanceRecommendation(t *testing.T) {
+	c := harness.Ctx(t)
+	oneNodePool(t, "rebal")
+	suite.Pool(t, "rebalrepl", func(np *apis.NodePool) {
+		np.Spec.Template.Spec.Requirements = []apis.NodeSelectorRequirementWithMinValues{
+			{Key: apis.LabelInstanceType, Operator: corev1.NodeSelectorOpIn, Values: []string{"c6g.2xlarge"}},
+			{Key: apis.LabelCapacityType, Operator: corev1.NodeSelectorOpIn, Values: []string{"spot"}},
+		}
+		np.Annotations = map[string]string{interruption.AnnotationRebalance: interruption.RebalanceReplace}
+	})
+	h := suite.Harness(t, harness.Options{})
+	kept := running(t, h, "rebal", "rebalapp", 2)
+	replaced := running(t, h, "rebalrepl", "rebalreplapp", 2)
+	for _, n := range []*corev1.Node{kept, replaced} {
+		if err := suite.LC.AWS.Interrupt(c, harness.InstanceOf(n), awsfront.Rebalance, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if handled, failed, err := h.DrainQueue(c, 30*time.Second); err != nil || handled < 2 || failed != 0 {
+		t.Fatalf("queue: %d handled, %d failed, %v", handled, failed, err)
+	}
+	// Default: an event on the node, the node stays, nothing launched.
+	if err := harness.Poll(c, 30*time.Second, "a RebalanceRecommended event", func() (bool, string, error) {
+		evs, err := suite.LC.Kube.CoreV1().Events("").List(c, metav1.ListOptions{FieldSelector: "involvedObject.name=" + kept.Name})
+		if err != nil {
+			return false, "", err
+		}
+		for _, e := range evs.Items {
+			if e.Reason == "RebalanceRecommended" {
+				return true, "", nil
+			}
+		}
+		return false, fmt.Sprintf("%d events on %s", len(evs.Items), kept.Name), nil
+	}); err != nil {
+		t.Error(err)
+	}
+	if _, err := suite.LC.Kube.CoreV1().Nodes().Get(c, kept.Name, metav1.GetOptions{}); err != nil {
+		t.Errorf("node %s of the default pool is gone after a rebalance recommendation: %v", kept.Name, err)
+	}
+	if ids, _ := h.PoolInstances(c, "rebal"); len(ids) != 1 {
+		t.Errorf("pool rebal runs %d instances, want 1 (nothing replaced by default)", len(ids))
+	}
+	// Annotated: replaced and gone, pods Running elsewhere.
+	if err := harness.Poll(c, 2*time.Minute, "the annotated pool's node replaced", func() (bool, string, error) {
+		_, err := suite.LC.Kube.CoreV1().Nodes().Get(c, replaced.Name, metav1.GetOptions{})
+		return err != nil, "node still there", nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := harness.WaitRunning(c, suite.LC, "default", "rebalreplapp", 2, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	nodes, _ := harness.NodesOf(c, suite.LC, "default", "rebalreplapp")
+	if _, still := nodes[replaced.Name]; still || len(nodes) == 0 {
+		t.Errorf("rebalreplapp runs on %v, want a replacement of %s", nodes, replaced.Name)
 	}
 }

@@ -105,6 +105,10 @@ func kcmComponent(t tools, p ports, k *pki.Files, kubeconfig string) component {
 			"--controllers=*",
 			"--allocate-node-cidrs=false",
 			"--profiling=false",
+			// Client rate limits of a production-sized control plane (the
+			// defaults, 20 QPS, make the ReplicaSet controller create
+			// 1,000 pods over 50 s, so a scale-out would measure them).
+			"--kube-api-qps=200", "--kube-api-burst=400",
 		}},
 		ready: httpReady(insecureClient(), loopURL("https", p.kcm)+"/healthz", ""),
 	}
@@ -119,6 +123,7 @@ func schedulerComponent(t tools, p ports, kubeconfig string) component {
 			"--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(p.scheduler),
 			"--leader-elect=false",
 			"--profiling=false",
+			"--kube-api-qps=200", "--kube-api-burst=400", // as the controller manager's
 		}},
 		ready: httpReady(insecureClient(), loopURL("https", p.scheduler)+"/healthz", ""),
 	}

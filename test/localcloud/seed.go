@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/nodewright/nodewright/shared/fleet"
 	"sort"
 	"strings"
 	"sync"
@@ -169,8 +170,22 @@ func (s *seeder) amis(ctx context.Context, res *AWSResources) error {
 			res.Parameters[AMIParameter(s.minor, a.ec2Arch, variant)] = ids[i]
 		}
 	}
+	// Pinned releases (al2023@v...) resolve through their own parameters,
+	// as every EKS AMI release publishes them.
+	for _, release := range AMIReleases {
+		for _, p := range fleet.AL2023Parameters(s.minor, release) {
+			if id, ok := res.AMIs[p.Arch]; ok {
+				res.Parameters[p.Name] = id
+			}
+		}
+	}
 	return nil
 }
+
+// AMIReleases are the EKS AMI releases the local cloud publishes besides
+// latest: the ones the users' examples pin (getting-started.yaml's
+// al2023@v20251120).
+var AMIReleases = []string{"v20251120"}
 
 // al2023Image picks the newest non-minimal AL2023 image of the architecture
 // among moto's built-in images.

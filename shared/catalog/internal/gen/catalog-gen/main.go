@@ -1,4 +1,4 @@
-// Command catalog-gen writes shared/catalog/zz_generated_types.go from the
+// Command catalog-gen writes shared/catalog/zz_generated_types.tsv.gz from the
 // team's instance CSV and AWS's DescribeInstanceTypes data (as moto ships it).
 package main
 
@@ -14,7 +14,7 @@ import (
 func main() {
 	csvPath := flag.String("csv", "", "ec2-instance-types.csv (default: the shared data directory)")
 	describe := flag.String("describe", "", "instance_types.json.gz (default: the installed moto's)")
-	out := flag.String("out", "zz_generated_types.go", "output file")
+	out := flag.String("out", "zz_generated_types.tsv.gz", "output file (gzipped)")
 	flag.Parse()
 	if err := run(*csvPath, *describe, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "catalog-gen:", err)
@@ -34,7 +34,11 @@ func run(csvPath, describe, out string) error {
 			return err
 		}
 	}
-	src, err := gen.Generate(csvPath, describe)
+	table, err := gen.Generate(csvPath, describe)
+	if err != nil {
+		return err
+	}
+	src, err := gen.Compress(table)
 	if err != nil {
 		return err
 	}
