@@ -460,3 +460,13 @@ func sortedKeys[V any](m map[string]V) []string {
 	sort.Strings(out)
 	return out
 }
+
+// price is the live nodes' price per hour in the latest sample.
+func (o *observer) price() float64 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if len(o.samples) == 0 {
+		return 0
+	}
+	return o.samples[len(o.samples)-1].PricePerHour
+}

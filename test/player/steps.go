@@ -103,6 +103,12 @@ func (pl *player) waitFor(ctx context.Context, w *scenario.WaitFor) error {
 			return r.Holds(float64(n)), fmt.Sprintf("%d done", n), nil
 		})
 	}
+	if r := w.PricePerHour; r != nil {
+		return harness.Poll(ctx, w.Timeout, "price per hour "+r.String(), func() (bool, string, error) {
+			p := pl.obs.price()
+			return r.Holds(p), fmt.Sprintf("$%.4f/h", p), nil
+		})
+	}
 	c := w.Nodes
 	return harness.Poll(ctx, w.Timeout, "nodes "+c.String(), func() (bool, string, error) {
 		n := len(filterNodes(pl.obs.ourNodes(), c))

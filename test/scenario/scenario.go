@@ -117,13 +117,16 @@ type Delete struct {
 }
 
 // WaitFor waits until a condition holds, at most Timeout: pods, nodes,
-// or the interruptions handled / consolidation actions done so far.
+// the interruptions handled / consolidation actions done so far, or the
+// nodes' price per hour.
 type WaitFor struct {
 	Pods                 *PodsCondition
 	Nodes                *NodesCondition
 	InterruptionsHandled *Range
 	ConsolidationActions *Range
-	Timeout              time.Duration
+	// PricePerHour is the price of the live nodes (the latest sample).
+	PricePerHour *Range
+	Timeout      time.Duration
 }
 
 // DefaultTimeout bounds a waitFor step without a timeout.
@@ -140,6 +143,8 @@ func (w *WaitFor) String() string {
 		s = "interruptions handled " + w.InterruptionsHandled.String()
 	case w.ConsolidationActions != nil:
 		s = "consolidation actions " + w.ConsolidationActions.String()
+	case w.PricePerHour != nil:
+		s = "price per hour " + w.PricePerHour.String()
 	}
 	return fmt.Sprintf("%s (at most %s)", s, w.Timeout)
 }
@@ -698,18 +703,25 @@ func (p *parser) waitFor(n *yaml.Node, path string, w *WaitFor) error {
 		},
 		"interruptionsHandled": p.count(&w.InterruptionsHandled),
 		"consolidationActions": p.count(&w.ConsolidationActions),
+		"pricePerHour": func(v *yaml.Node, path string) error {
+			w.PricePerHour = &Range{}
+			if err := p.fields(v, path, p.rangeFields(w.PricePerHour, false)); err != nil {
+				return err
+			}
+			return p.checkRange(v, path, *w.PricePerHour, true)
+		},
 	})
 	if err != nil {
 		return err
 	}
 	set := 0
-	for _, b := range []bool{w.Pods != nil, w.Nodes != nil, w.InterruptionsHandled != nil, w.ConsolidationActions != nil} {
+	for _, b := range []bool{w.Pods != nil, w.Nodes != nil, w.InterruptionsHandled != nil, w.ConsolidationActions != nil, w.PricePerHour != nil} {
 		if b {
 			set++
 		}
 	}
 	if set != 1 {
-		return p.errf(n, path, "want exactly one of pods, nodes, interruptionsHandled and consolidationActions")
+		return p.errf(n, path, "want exactly one of pods, nodes, interruptionsHandled, consolidationActions and pricePerHour")
 	}
 	return nil
 }
