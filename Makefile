@@ -85,9 +85,11 @@ tools:
 cloud: tools
 	$(GO) run ./test/localcloud/cmd/localcloud
 
-## run: the main job on the local cloud: the example NodePool and EC2NodeClass, inflate pending, one
-## provisioning pass (read, solve, CreateFleet), every pod running on the launched nodes; flags in ARGS
-## (e.g. make run ARGS="-replicas 100 -keep"; ARGS=-h lists them)
+## run: a scenario on the local cloud (default test/scenarios/default.yaml: inflate 0 -> 30, a spot interruption,
+## a scale down to 3, consolidation), with the three functions run as AWS runs them; a live timeline, a summary,
+## report.json and report.html in an output directory it names; non-zero exit when an expectation does not hold.
+## SCENARIO=path.yaml plays another; flags in ARGS (e.g. make run ARGS="-replicas 100 -keep"; ARGS=-h lists them)
+SCENARIO ?= test/scenarios/default.yaml
 ARGS ?=
 run: tools
-	$(GO) run ./test/run/... $(ARGS)
+	$(GO) run ./test/run/cmd/run -scenario $(SCENARIO) $(ARGS)

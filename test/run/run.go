@@ -1,5 +1,7 @@
-// Package run is the main job end to end on the local cloud, as `make run`
-// shows it and its end-to-end test checks it: the users' example NodePool
+// Package run is one provisioning pass end to end on the local cloud, as
+// its end-to-end test checks it (and the progress display `make run`
+// prints with; `make run` itself plays scenarios: package player): the
+// users' example NodePool
 // and EC2NodeClass (shared/examples, unchanged), the inflate Deployment
 // pending with no node to run on, one provisioning pass (read the cluster,
 // solve, launch every planned NodeClaim with EC2 CreateFleet through the

@@ -10,6 +10,9 @@
 #   moto_server               the one on PATH when its version matches, else pip
 #   cfn-lint                  the one on PATH when its version matches, else pip
 #                             (the stack tests lint every synthesized template)
+#   chromium                  Debian's chromium, installed with apt-get when missing
+#                             (test/report renders report.html in it); never fails
+#                             the build: without it only that test fails, saying so
 #
 # Each build module pins its version in its own go.mod/go.sum, so the product's
 # go.mod never carries k8s.io/kubernetes. A tool is rebuilt only when its stamp
@@ -209,11 +212,54 @@ ensure_cfn_lint() {
 	log "cfn-lint: installed $lint ($have)"
 }
 
+# chromium_path prints the path of a Chromium executable, or nothing.
+chromium_path() {
+	local c
+	for c in chromium chromium-browser; do
+		command -v "$c" 2>/dev/null && return
+	done
+	[[ -x /usr/bin/chromium ]] && echo /usr/bin/chromium
+	return 0
+}
+
+# ensure_chromium links Chromium into bin/ for the report render test,
+# installing Debian's chromium package with apt-get when it is missing. It
+# never fails the build: without apt (or root) it says what is missing and
+# the render test fails with the same words.
+ensure_chromium() {
+	local c
+	c="$(chromium_path)"
+	if [[ -z "$c" ]]; then
+		local apt=(apt-get)
+		if [[ $(id -u) -ne 0 ]]; then
+			if sudo -n true 2>/dev/null; then apt=(sudo -n apt-get); else apt=(); fi
+		fi
+		if [[ ${#apt[@]} -eq 0 ]] || ! command -v apt-get >/dev/null; then
+			log "chromium: missing, and apt-get cannot run here (not root, no sudo, or no apt); the report render test (test/report) will fail until Debian's chromium is installed: apt-get install -y chromium"
+			return 0
+		fi
+		log "chromium: missing; installing Debian's chromium with apt-get (about 100 MB, a minute or two)"
+		if ! DEBIAN_FRONTEND=noninteractive "${apt[@]}" install -y --no-install-recommends chromium 2>&1 | sed -u 's/^/    apt: /'; then
+			log "chromium: apt-get install failed; refreshing the package lists (apt-get update) and trying again"
+			DEBIAN_FRONTEND=noninteractive "${apt[@]}" update 2>&1 | sed -u 's/^/    apt: /' || true
+			DEBIAN_FRONTEND=noninteractive "${apt[@]}" install -y --no-install-recommends chromium 2>&1 | sed -u 's/^/    apt: /' || true
+		fi
+		c="$(chromium_path)"
+		if [[ -z "$c" ]]; then
+			log "chromium: could not be installed with apt-get; the report render test (test/report) will fail until it is: apt-get install -y chromium"
+			return 0
+		fi
+	fi
+	ln -sfn "$c" "$tools/bin/chromium"
+	log "chromium: $c ($("$c" --version 2>/dev/null | head -n1))"
+}
+
 main() {
 	local start=$SECONDS
 	log "into $tools"
 	ensure_moto
 	ensure_cfn_lint
+	ensure_chromium
 	build_etcd
 	build_kwok
 	build_kube
