@@ -11,6 +11,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/logging"
@@ -166,6 +167,12 @@ func (h *Handler) instance(ctx context.Context, in trigger.Interruption, id stri
 	}
 	pool := poolOf(h.R, view, rec.NodePool)
 	node := nodeOf(view, id)
+	if node == nil && rec.NodeName != "" {
+		// The Node is gone before its pods (the instance went first and
+		// the Node with it): the pods are still bound to its name, and
+		// they move now rather than when the pod GC finds them.
+		node = &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: rec.NodeName}}
+	}
 	d := Decide(in, rec, pool, h.Now())
 	if !d.Act {
 		out.Note = d.Note
@@ -242,12 +249,8 @@ func (h *Handler) act(ctx context.Context, lease *state.Lease, in trigger.Interr
 		return out, nil
 	}
 	// Mark the record: its pods move in every solve from now on.
-	if rec.Disruption == nil || rec.Disruption.Action != actionID || !rec.Disruption.Reschedule || !rec.Disruption.Deadline.Equal(a.Deadline) {
-		rec.Phase = state.Disrupting
-		rec.Disruption = &state.Disruption{Action: actionID, Reason: d.Reason, Since: h.Now(), Reschedule: true, Deadline: a.Deadline}
-		if err := h.R.Store.PutNodeClaim(ctx, rec); err != nil {
-			return out, fmt.Errorf("mark nodeclaim %s disrupting: %w", rec.Name, err)
-		}
+	if rec, err = h.markDisrupting(ctx, rec, actionID, d.Reason, a.Deadline); err != nil {
+		return out, err
 	}
 	if node != nil && h.R.Nodes != nil {
 		taint := corev1.Taint{Key: apis.TaintKeyDisrupted, Effect: corev1.TaintEffectNoSchedule}
@@ -340,6 +343,37 @@ func (h *Handler) leaseTTL() time.Duration {
 
 // reschedulablePods are the pods of node that need a new home (not a
 // DaemonSet's or a static pod, not finished or being deleted).
+// markDisrupting marks the record disrupted by the action, so that its
+// pods move in every solve from now on. The provision function writes the
+// record too (registration, initialization): a conflicting write is read
+// again and retried, since a redelivery would cost the notice seconds.
+func (h *Handler) markDisrupting(ctx context.Context, rec *state.NodeClaim, actionID, reason string, deadline time.Time) (*state.NodeClaim, error) {
+	for attempt := 1; ; attempt++ {
+		if rec.Disruption != nil && rec.Disruption.Action == actionID && rec.Disruption.Reschedule && rec.Disruption.Deadline.Equal(deadline) {
+			return rec, nil
+		}
+		if rec.Phase != state.Terminating {
+			rec.Phase = state.Disrupting
+		}
+		rec.Disruption = &state.Disruption{Action: actionID, Reason: reason, Since: h.Now(), Reschedule: true, Deadline: deadline}
+		err := h.R.Store.PutNodeClaim(ctx, rec)
+		if err == nil {
+			return rec, nil
+		}
+		if !errors.Is(err, state.ErrConflict) || attempt == markAttempts {
+			return rec, fmt.Errorf("mark nodeclaim %s disrupting: %w", rec.Name, err)
+		}
+		fresh, gerr := h.R.Store.GetNodeClaim(ctx, rec.Name)
+		if gerr != nil {
+			return rec, fmt.Errorf("mark nodeclaim %s disrupting: read it again: %w", rec.Name, gerr)
+		}
+		rec = fresh
+	}
+}
+
+// markAttempts bounds markDisrupting's retries on conflicting writes.
+const markAttempts = 5
+
 func reschedulablePods(v *provision.View, node *corev1.Node) []string {
 	if node == nil {
 		return nil

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -434,5 +435,46 @@ func TestRebalanceRecommendation(t *testing.T) {
 	nodes, _ := harness.NodesOf(c, suite.LC, "default", "rebalreplapp")
 	if _, still := nodes[replaced.Name]; still || len(nodes) == 0 {
 		t.Errorf("rebalreplapp runs on %v, want a replacement of %s", nodes, replaced.Name)
+	}
+}
+
+// TestInstanceTerminatedOutside: an instance terminated outside Nodewright
+// (EC2 console, an operator): its state-change notifications come through
+// the queue; the pods bound to it move to a replacement at once, whether or
+// not its Node is still there, not when the pod garbage collector finds
+// them 40 s later.
+func TestInstanceTerminatedOutside(t *testing.T) {
+	c := harness.Ctx(t)
+	oneNodePool(t, "gone")
+	h := suite.Harness(t, harness.Options{})
+	node := running(t, h, "gone", "goneapp", 3)
+	instance := harness.InstanceOf(node)
+	start := time.Now()
+	ec2c := ec2.NewFromConfig(suite.LC.AWSConfig())
+	if _, err := ec2c.TerminateInstances(c, &ec2.TerminateInstancesInput{InstanceIds: []string{instance}}); err != nil {
+		t.Fatal(err)
+	}
+	if handled, failed, err := h.DrainQueue(c, 30*time.Second); err != nil || handled == 0 || failed != 0 {
+		t.Fatalf("queue: %d handled, %d failed, %v", handled, failed, err)
+	}
+	if err := harness.Poll(c, 30*time.Second, "goneapp Running again off the terminated instance", func() (bool, string, error) {
+		pods, err := harness.Pods(c, suite.LC, "default", "goneapp")
+		if err != nil {
+			return false, "", err
+		}
+		ok := 0
+		for _, p := range pods {
+			if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil && p.Spec.NodeName != "" && p.Spec.NodeName != node.Name {
+				ok++
+			}
+		}
+		return ok == 3, fmt.Sprintf("%d of 3 Running elsewhere", ok), nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("instance terminated outside: pods Running on a replacement %s after the termination", time.Since(start).Round(100*time.Millisecond))
+	st, _ := harness.Store(suite.LC)
+	if _, err := st.NodeClaimByInstance(c, instance); err == nil {
+		t.Errorf("the record of terminated instance %s is still there", instance)
 	}
 }
