@@ -121,6 +121,12 @@ func (pl *player) waitFor(ctx context.Context, w *scenario.WaitFor) error {
 // queue (EventBridge) and, for kinds that end the instance, the instance
 // ends after the notice.
 func (pl *player) interrupt(ctx context.Context, in *scenario.Interrupt) error {
+	// "any" is the eligible node running the most pods (then the first by
+	// name): the interruption that moves the most.
+	pods := map[string]int{}
+	for _, p := range pl.obs.livePods() {
+		pods[p.Spec.NodeName]++
+	}
 	var node *corev1.Node
 	for _, n := range pl.obs.ourNodes() {
 		if in.Node != "any" && n.Name != in.Node {
@@ -129,8 +135,9 @@ func (pl *player) interrupt(ctx context.Context, in *scenario.Interrupt) error {
 		if in.Node == "any" && (n.Spec.Unschedulable || tainted(n) || (in.CapacityType != "" && n.Labels[apis.LabelCapacityType] != in.CapacityType)) {
 			continue
 		}
-		node = n
-		break
+		if node == nil || pods[n.Name] > pods[node.Name] || (pods[n.Name] == pods[node.Name] && n.Name < node.Name) {
+			node = n
+		}
 	}
 	if node == nil {
 		return fmt.Errorf("no node %q to interrupt (nodes: %d)", in.Node, len(pl.obs.ourNodes()))

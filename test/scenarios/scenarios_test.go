@@ -30,7 +30,7 @@ func shipped(t *testing.T) []string {
 		t.Fatal(err)
 	}
 	sort.Strings(files)
-	want := []string{"consolidation-scale-down.yaml", "default.yaml", "do-not-disrupt.yaml", "gpu-pool.yaml",
+	want := []string{"consolidation-scale-down.yaml", "default.yaml", "do-not-disrupt.yaml", "getting-started.yaml", "gpu-pool.yaml",
 		"nodepool-limit.yaml", "spot-capacity-fallback.yaml", "spot-interruption-pdb.yaml"}
 	if strings.Join(files, " ") != strings.Join(want, " ") {
 		t.Fatalf("scenarios %v, want %v", files, want)
