@@ -35,6 +35,7 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzHandle$$' -fuzztime=5s ./shared/webhook
 	$(GO) test -run='^$$' -fuzz=FuzzRead -fuzztime=15s ./shared/snapshot
 	$(GO) test -run='^$$' -fuzz=FuzzSolveQuantities -fuzztime=10s ./shared/scheduling
+	$(GO) test -run='^$$' -fuzz=FuzzParse -fuzztime=5s ./test/scenario
 
 ## synth: the CDK app's cloud assembly in cdk.out, offline (no AWS credentials, no npm);
 ## CLUSTER and CONFIG choose the cluster name and the configuration directory
