@@ -79,6 +79,25 @@ func (l *Launcher) Instances(ctx context.Context) ([]Running, error) {
 	return out, nil
 }
 
+// NodeName is the name the instance's Node takes (or took) in the cluster:
+// its private DNS name, as EKS names nodes. EC2 still describes an
+// instance for a while after it terminated, so this finds the Node of an
+// instance that went before Nodewright saw it register.
+func (l *Launcher) NodeName(ctx context.Context, instanceID string) (string, error) {
+	out, err := l.cfg.EC2.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{instanceID}})
+	if err != nil {
+		return "", fmt.Errorf("describe instance %s: %w", instanceID, err)
+	}
+	for _, r := range out.Reservations {
+		for _, i := range r.Instances {
+			if aws.ToString(i.InstanceId) == instanceID && aws.ToString(i.PrivateDnsName) != "" {
+				return aws.ToString(i.PrivateDnsName), nil
+			}
+		}
+	}
+	return "", fmt.Errorf("instance %s: no private DNS name", instanceID)
+}
+
 // Terminate terminates instances (in batches EC2 accepts); instances that
 // no longer exist are not an error.
 func (l *Launcher) Terminate(ctx context.Context, ids []string) error {

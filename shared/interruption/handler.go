@@ -167,11 +167,13 @@ func (h *Handler) instance(ctx context.Context, in trigger.Interruption, id stri
 	}
 	pool := poolOf(h.R, view, rec.NodePool)
 	node := nodeOf(view, id)
-	if node == nil && rec.NodeName != "" {
+	if node == nil {
 		// The Node is gone before its pods (the instance went first and
 		// the Node with it): the pods are still bound to its name, and
 		// they move now rather than when the pod GC finds them.
-		node = &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: rec.NodeName}}
+		if name := h.goneNodeName(ctx, rec, log); name != "" {
+			node = &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		}
 	}
 	d := Decide(in, rec, pool, h.Now())
 	if !d.Act {
@@ -369,6 +371,30 @@ func (h *Handler) markDisrupting(ctx context.Context, rec *state.NodeClaim, acti
 		}
 		rec = fresh
 	}
+}
+
+// nodeNamer finds the Node name of an instance (*fleet.Launcher).
+type nodeNamer interface {
+	NodeName(ctx context.Context, instanceID string) (string, error)
+}
+
+// goneNodeName is the name of a Node that is no longer in the cluster:
+// the record's, once registered; else the instance's private DNS name from
+// EC2 (an instance that ran pods and ended before a sweep registered it).
+func (h *Handler) goneNodeName(ctx context.Context, rec *state.NodeClaim, log *slog.Logger) string {
+	if rec.NodeName != "" {
+		return rec.NodeName
+	}
+	nn, ok := h.R.Fleet.(nodeNamer)
+	if !ok || rec.InstanceID == "" {
+		return ""
+	}
+	name, err := nn.NodeName(ctx, rec.InstanceID)
+	if err != nil {
+		log.Warn("find the node name of an instance whose Node is gone", "error", err)
+		return ""
+	}
+	return name
 }
 
 // markAttempts bounds markDisrupting's retries on conflicting writes.

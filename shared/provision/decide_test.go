@@ -2,6 +2,7 @@ package provision
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -116,6 +117,20 @@ func TestPrepare(t *testing.T) {
 	only := Prepare(Inputs{View: view, Records: records, Catalog: cat, Only: map[string]bool{"default/c": true}})
 	if want := []string{"default/c"}; !reflect.DeepEqual(podKeys(only.Input.Pods), want) {
 		t.Errorf("Only: pods %v, want %v (never the cluster's other pending pods)", podKeys(only.Input.Pods), want)
+	}
+	// A pod named to move whose node is gone (the instance ended before
+	// its Node was seen) is placed, not left out as unbound.
+	gone := Prepare(Inputs{View: view, Records: records, Catalog: cat, Only: map[string]bool{"default/lost": true}})
+	if want := []string{"default/lost"}; !reflect.DeepEqual(podKeys(gone.Input.Pods), want) || gone.Reschedulable != 1 {
+		t.Errorf("Only a pod of a gone node: pods %v (reschedulable %d), want %v", podKeys(gone.Input.Pods), gone.Reschedulable, want)
+	}
+	// A disrupted record whose Node is gone: its pods move in every solve.
+	goneRec := record("default-lllll", state.Disrupting, "i-9")
+	goneRec.NodeName = "ip-9"
+	goneRec.Disruption = &state.Disruption{Action: "interruption-i-9", Reschedule: true}
+	withGone := Prepare(Inputs{View: view, Records: append(records, goneRec), Catalog: cat, Zones: []string{"us-east-1a"}})
+	if !slices.Contains(podKeys(withGone.Input.Pods), "default/lost") || len(withGone.Warnings) != 0 {
+		t.Errorf("pods %v, warnings %v: the pod of a disrupted record's gone node should move", podKeys(withGone.Input.Pods), withGone.Warnings)
 	}
 }
 

@@ -141,6 +141,13 @@ func Prepare(in Inputs) Prepared {
 		}
 		nodes[n.Name] = sn
 	}
+	for _, r := range in.Records {
+		// A disrupted node whose Node is already gone (the instance went
+		// first): its pods are still bound to its name and move too.
+		if r.Disruption != nil && r.Disruption.Reschedule && r.NodeName != "" && nodes[r.NodeName] == nil {
+			going[r.NodeName] = true
+		}
+	}
 	var pods []*corev1.Pod
 	unbound := map[string]int{}
 	for _, p := range in.View.Pods {
@@ -150,7 +157,9 @@ func Prepare(in Inputs) Prepared {
 		}
 		switch {
 		case p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed:
-		case p.Spec.NodeName != "" && going[p.Spec.NodeName]:
+		case p.Spec.NodeName != "" && (going[p.Spec.NodeName] || (in.Only != nil && in.Only[key] && nodes[p.Spec.NodeName] == nil)):
+			// Pods of a node that is going, and pods the caller asks to
+			// move whose node is not listed (gone before them).
 			if !Reschedulable(p) || (in.Only != nil && !in.Only[key]) {
 				continue
 			}

@@ -37,9 +37,16 @@ func TestMain(m *testing.M) {
 // oneNodePool is a test pool whose nodes hold many small pods: one spot
 // type, so a Deployment lands on one node.
 func oneNodePool(t *testing.T, name string) *apis.NodePool {
+	return oneNodePoolOf(t, name, "c6g.2xlarge")
+}
+
+// oneNodePoolOf is oneNodePool on another type: an interruption marks its
+// spot offering unavailable for 3 minutes, so tests that need to launch
+// after an earlier test's interruption use types of their own.
+func oneNodePoolOf(t *testing.T, name, instanceType string) *apis.NodePool {
 	return suite.Pool(t, name, func(np *apis.NodePool) {
 		np.Spec.Template.Spec.Requirements = []apis.NodeSelectorRequirementWithMinValues{
-			{Key: apis.LabelInstanceType, Operator: corev1.NodeSelectorOpIn, Values: []string{"c6g.2xlarge"}},
+			{Key: apis.LabelInstanceType, Operator: corev1.NodeSelectorOpIn, Values: []string{instanceType}},
 			{Key: apis.LabelCapacityType, Operator: corev1.NodeSelectorOpIn, Values: []string{"spot"}},
 		}
 	})
@@ -337,7 +344,7 @@ func TestScheduledChangeOnTwoInstances(t *testing.T) {
 // replacement is still launching within 10 s of the message.
 func TestReplacementDoesNotWaitForProvision(t *testing.T) {
 	c := harness.Ctx(t)
-	oneNodePool(t, "busy")
+	oneNodePoolOf(t, "busy", "m6g.2xlarge")
 	h := suite.Harness(t, harness.Options{})
 	node := running(t, h, "busy", "busyapp", 4)
 	st, err := harness.Store(suite.LC)
@@ -382,10 +389,10 @@ func TestReplacementDoesNotWaitForProvision(t *testing.T) {
 // drained before any interruption comes.
 func TestRebalanceRecommendation(t *testing.T) {
 	c := harness.Ctx(t)
-	oneNodePool(t, "rebal")
+	oneNodePoolOf(t, "rebal", "c7g.2xlarge")
 	suite.Pool(t, "rebalrepl", func(np *apis.NodePool) {
 		np.Spec.Template.Spec.Requirements = []apis.NodeSelectorRequirementWithMinValues{
-			{Key: apis.LabelInstanceType, Operator: corev1.NodeSelectorOpIn, Values: []string{"c6g.2xlarge"}},
+			{Key: apis.LabelInstanceType, Operator: corev1.NodeSelectorOpIn, Values: []string{"m7g.2xlarge"}},
 			{Key: apis.LabelCapacityType, Operator: corev1.NodeSelectorOpIn, Values: []string{"spot"}},
 		}
 		np.Annotations = map[string]string{interruption.AnnotationRebalance: interruption.RebalanceReplace}
@@ -445,7 +452,7 @@ func TestRebalanceRecommendation(t *testing.T) {
 // them 40 s later.
 func TestInstanceTerminatedOutside(t *testing.T) {
 	c := harness.Ctx(t)
-	oneNodePool(t, "gone")
+	oneNodePoolOf(t, "gone", "r6g.2xlarge")
 	h := suite.Harness(t, harness.Options{})
 	node := running(t, h, "gone", "goneapp", 3)
 	instance := harness.InstanceOf(node)
@@ -457,7 +464,21 @@ func TestInstanceTerminatedOutside(t *testing.T) {
 	if handled, failed, err := h.DrainQueue(c, 30*time.Second); err != nil || handled == 0 || failed != 0 {
 		t.Fatalf("queue: %d handled, %d failed, %v", handled, failed, err)
 	}
-	if err := harness.Poll(c, 30*time.Second, "goneapp Running again off the terminated instance", func() (bool, string, error) {
+	st, _ := harness.Store(suite.LC)
+	if err := harness.Poll(c, 30*time.Second, "the interruption action done", func() (bool, string, error) {
+		a, err := st.GetAction(c, "interruption-"+instance)
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		return a.Step == state.StepDone, string(a.Step), nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	a, _ := st.GetAction(c, "interruption-"+instance)
+	if len(a.Replacements) == 0 || a.Evicted+len(a.Stranded) != 3 {
+		t.Errorf("action %+v: want a replacement and the 3 pods moved by the handler (not left to the pod GC)", *a)
+	}
+	if err := harness.Poll(c, 90*time.Second, "goneapp Running again off the terminated instance", func() (bool, string, error) {
 		pods, err := harness.Pods(c, suite.LC, "default", "goneapp")
 		if err != nil {
 			return false, "", err
@@ -470,10 +491,13 @@ func TestInstanceTerminatedOutside(t *testing.T) {
 		}
 		return ok == 3, fmt.Sprintf("%d of 3 Running elsewhere", ok), nil
 	}); err != nil {
+		pods, _ := harness.Pods(c, suite.LC, "default", "goneapp")
+		for _, p := range pods {
+			t.Logf("pod %s on %q: %s deleting=%v", p.Name, p.Spec.NodeName, p.Status.Phase, p.DeletionTimestamp != nil)
+		}
 		t.Fatal(err)
 	}
 	t.Logf("instance terminated outside: pods Running on a replacement %s after the termination", time.Since(start).Round(100*time.Millisecond))
-	st, _ := harness.Store(suite.LC)
 	if _, err := st.NodeClaimByInstance(c, instance); err == nil {
 		t.Errorf("the record of terminated instance %s is still there", instance)
 	}
