@@ -23,7 +23,7 @@ lint:
 
 ## unit: go test of every package
 unit:
-	@echo "==> go test ./..."; $(GO) test -count=1 ./...
+	@echo "==> go test ./..."; $(GO) test -count=1 -timeout=30m ./...
 
 ## fuzz: short fuzz runs of the parsers (CI runs them too)
 fuzz:

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
@@ -44,9 +45,10 @@ type observer struct {
 	toRunning  map[types.UID]float64   // pod -> seconds from creation to Running
 	boundTo    map[string]map[types.UID]bool
 	claims     map[string]*claimSeen
-	actions    map[string][2]string // action id -> kind, step seen
-	refused    map[string]bool      // offerings EC2 refused, seen
-	nodeOf     map[string]string    // instance id -> the name of its Node (once seen)
+	actions    map[string][2]string     // action id -> kind, step seen
+	refused    map[string]bool          // offerings EC2 refused, seen
+	nodeOf     map[string]string        // instance id -> the name of its Node (once seen)
+	evicted    map[types.UID]labels.Set // pods evicted through the Eviction API -> their labels
 	pdb        *pdbTracker
 	peakPods   []*corev1.Pod
 	lastCounts [2]int
@@ -65,7 +67,7 @@ func newObserver(lc *localcloud.Cloud, store *state.Store, now func() time.Time,
 	o := &observer{
 		lc: lc, store: store, now: now, start: now(), onEvent: onEvent,
 		created: map[types.UID]time.Time{}, toRunning: map[types.UID]float64{}, boundTo: map[string]map[types.UID]bool{},
-		claims: map[string]*claimSeen{}, actions: map[string][2]string{}, refused: map[string]bool{}, nodeOf: map[string]string{}, pdb: newPDBTracker(),
+		claims: map[string]*claimSeen{}, actions: map[string][2]string{}, refused: map[string]bool{}, nodeOf: map[string]string{}, evicted: map[types.UID]labels.Set{}, pdb: newPDBTracker(),
 	}
 	o.factory = informers.NewSharedInformerFactory(lc.Kube, 0)
 	o.pods = o.factory.Core().V1().Pods().Informer()
@@ -74,6 +76,12 @@ func newObserver(lc *localcloud.Cloud, store *state.Store, now func() time.Time,
 	handler := cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { o.pod(obj) },
 		UpdateFunc: func(_, obj any) { o.pod(obj) },
+		DeleteFunc: func(obj any) {
+			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = d.Obj
+			}
+			o.pod(obj)
+		},
 	}
 	_, _ = o.pods.AddEventHandler(handler)
 	_, _ = o.nodes.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -196,6 +204,9 @@ func (o *observer) pod(obj any) {
 	if _, seen := o.created[p.UID]; !seen {
 		o.created[p.UID] = o.now()
 	}
+	if evictedByAPI(p) {
+		o.evicted[p.UID] = labels.Set(p.Labels)
+	}
 	if p.Spec.NodeName != "" {
 		if o.boundTo[p.Spec.NodeName] == nil {
 			o.boundTo[p.Spec.NodeName] = map[types.UID]bool{}
@@ -205,6 +216,35 @@ func (o *observer) pod(obj any) {
 	if _, done := o.toRunning[p.UID]; !done && o.running(p) {
 		o.toRunning[p.UID] = o.now().Sub(o.created[p.UID]).Seconds()
 	}
+}
+
+// evictedByAPI reports whether the API server marked the pod for an
+// eviction (the DisruptionTarget condition it sets before deleting an
+// evicted pod); a Deployment's scale-down deletes pods without it.
+func evictedByAPI(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue && c.Reason == "EvictionByEvictionAPI" {
+			return true
+		}
+	}
+	return false
+}
+
+// evictedMatching counts the evicted pods whose labels match selector.
+func (o *observer) evictedMatching(selector string) (int, error) {
+	sel, err := labels.Parse(selector)
+	if err != nil {
+		return 0, fmt.Errorf("podsEvicted selector %q: %w", selector, err)
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	n := 0
+	for _, l := range o.evicted {
+		if sel.Matches(l) {
+			n++
+		}
+	}
+	return n, nil
 }
 
 // livePods are the workload pods not being deleted.

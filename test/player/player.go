@@ -485,6 +485,13 @@ func (pl *player) finish(ctx context.Context, rep *report.Report) error {
 	if e := pl.sc.Expect.NodesAtEnd; e != nil {
 		facts.NodesAtEnd = len(filterNodes(nodes, e))
 	}
+	if e := pl.sc.Expect.PodsEvicted; e != nil {
+		n, err := o.evictedMatching(e.Selector)
+		if err != nil {
+			return err
+		}
+		facts.PodsEvicted = n
+	}
 	rep.Expect = report.Check(pl.sc.Expect, s, facts)
 	return nil
 }

@@ -175,6 +175,8 @@ type Facts struct {
 	PodsRunning int
 	// NodesAtEnd counts the nodes nodesAtEnd's filter matches.
 	NodesAtEnd int
+	// PodsEvicted counts the evicted pods of podsEvicted's selector.
+	PodsEvicted int
 }
 
 // Check evaluates the scenario's expectations, in a fixed order.
@@ -201,6 +203,9 @@ func Check(e scenario.Expect, s Summary, f Facts) []Expectation {
 	add("nodesLaunched", e.NodesLaunched, float64(s.NodesLaunched), "")
 	if p := e.PodsRunningAtEnd; p != nil {
 		add("podsRunningAtEnd", &p.Range, float64(f.PodsRunning), p.Selector+" "+p.Range.String())
+	}
+	if p := e.PodsEvicted; p != nil {
+		add("podsEvicted", &p.Range, float64(f.PodsEvicted), p.Selector+" "+p.Range.String())
 	}
 	if e.PricePerHourAtEnd != nil {
 		add("pricePerHourAtEnd", e.PricePerHourAtEnd, math.Round(s.PricePerHourEnd*1e4)/1e4, "")

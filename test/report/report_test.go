@@ -60,6 +60,7 @@ expect:
   duplicateLaunches: 0
   consolidationActions: {min: 1}
   podsRunningAtEnd: {selector: app=inflate, count: 3}
+  podsEvicted: {selector: app=keeper, count: 0}
   pricePerHourAtEnd: {max: 0.10}
   nodesAtEnd: {capacityType: on-demand, min: 1}
 `
@@ -68,7 +69,7 @@ expect:
 		t.Fatal(err)
 	}
 	s := Summary{PDBViolations: 0, DuplicateLaunches: 1, ConsolidationActions: 2, PricePerHourEnd: 0.123456}
-	got := Check(sc.Expect, s, Facts{PodsRunning: 3, NodesAtEnd: 0})
+	got := Check(sc.Expect, s, Facts{PodsRunning: 3, NodesAtEnd: 0, PodsEvicted: 2})
 	var names []string
 	failed := map[string]bool{}
 	for _, e := range got {
@@ -77,18 +78,18 @@ expect:
 			failed[e.Name] = true
 		}
 	}
-	if want := []string{"pdbViolations", "duplicateLaunches", "consolidationActions", "podsRunningAtEnd", "pricePerHourAtEnd", "nodesAtEnd"}; !slices.Equal(names, want) {
+	if want := []string{"pdbViolations", "duplicateLaunches", "consolidationActions", "podsRunningAtEnd", "podsEvicted", "pricePerHourAtEnd", "nodesAtEnd"}; !slices.Equal(names, want) {
 		t.Fatalf("checked %v, want %v", names, want)
 	}
-	for _, n := range []string{"duplicateLaunches", "pricePerHourAtEnd", "nodesAtEnd"} {
+	for _, n := range []string{"duplicateLaunches", "podsEvicted", "pricePerHourAtEnd", "nodesAtEnd"} {
 		if !failed[n] {
 			t.Errorf("%s holds, want it failed (%+v)", n, got)
 		}
 	}
-	if len(failed) != 3 || Passed(got) {
+	if len(failed) != 4 || Passed(got) {
 		t.Errorf("failed %v; Passed %v", failed, Passed(got))
 	}
-	if got[4].Got != 0.1235 || got[3].Want != "app=inflate = 3" || got[5].Want != "on-demand >= 1" {
+	if got[5].Got != 0.1235 || got[3].Want != "app=inflate = 3" || got[4].Want != "app=keeper = 0" || got[4].Got != int64(2) || got[6].Want != "on-demand >= 1" {
 		t.Errorf("entries %+v", got)
 	}
 }

@@ -268,8 +268,11 @@ type Expect struct {
 	ConsolidationActions *Range
 	NodesLaunched        *Range
 	PodsRunningAtEnd     *PodsCount
-	PricePerHourAtEnd    *Range
-	NodesAtEnd           *NodesCondition
+	// PodsEvicted counts the pods of the selector evicted through the
+	// Eviction API during the scenario (a drain moving them).
+	PodsEvicted       *PodsCount
+	PricePerHourAtEnd *Range
+	NodesAtEnd        *NodesCondition
 }
 
 // PodsCount counts the Running pods the selector matches.
@@ -596,16 +599,17 @@ func (p *parser) step(n *yaml.Node, path string) (Step, error) {
 	case KindDelete:
 		sub = func(v *yaml.Node, path string) error { st.Delete = &Delete{}; return p.delete(v, path, st.Delete) }
 	case KindWaitFor:
+		// The timeout may sit inside the condition ({pods: {...}, timeout: 2m},
+		// as the issue writes it) or beside it, as a sibling key of the step.
+		var timeoutNode *yaml.Node
 		st.WaitFor = &WaitFor{Timeout: DefaultTimeout}
-		sub = func(v *yaml.Node, path string) error { return p.waitFor(v, path, st.WaitFor) }
+		sub = func(v *yaml.Node, path string) error { return p.waitFor(v, path, st.WaitFor, &timeoutNode) }
 		handlers["timeout"] = func(v *yaml.Node, path string) error {
-			if err := p.duration(v, path, &st.WaitFor.Timeout); err != nil {
-				return err
+			if timeoutNode != nil {
+				return p.errf(v, path, "timeout given twice (also at line %d)", timeoutNode.Line)
 			}
-			if st.WaitFor.Timeout == 0 {
-				return p.errf(v, path, "must be more than 0")
-			}
-			return nil
+			timeoutNode = v
+			return p.timeout(v, path, &st.WaitFor.Timeout)
 		}
 	case KindInterrupt:
 		sub = func(v *yaml.Node, path string) error {
@@ -691,8 +695,28 @@ func (p *parser) selector(v *yaml.Node, path string, out *string) error {
 	return nil
 }
 
-func (p *parser) waitFor(n *yaml.Node, path string, w *WaitFor) error {
+// timeout parses a waitFor's timeout: a positive duration.
+func (p *parser) timeout(v *yaml.Node, path string, out *time.Duration) error {
+	if err := p.duration(v, path, out); err != nil {
+		return err
+	}
+	if *out == 0 {
+		return p.errf(v, path, "must be more than 0")
+	}
+	return nil
+}
+
+// waitFor parses a waitFor's condition; a timeout inside it is recorded in
+// *timeoutNode so that a second one beside the condition is an error.
+func (p *parser) waitFor(n *yaml.Node, path string, w *WaitFor, timeoutNode **yaml.Node) error {
 	err := p.fields(n, path, map[string]func(*yaml.Node, string) error{
+		"timeout": func(v *yaml.Node, path string) error {
+			if *timeoutNode != nil {
+				return p.errf(v, path, "timeout given twice (also at line %d)", (*timeoutNode).Line)
+			}
+			*timeoutNode = v
+			return p.timeout(v, path, &w.Timeout)
+		},
 		"pods": func(v *yaml.Node, path string) error {
 			w.Pods = &PodsCondition{}
 			return p.podsCondition(v, path, w.Pods)
@@ -897,6 +921,16 @@ func (p *parser) count(out **Range) func(*yaml.Node, string) error {
 	}
 }
 
+// podsCount parses {selector, min, max, count}.
+func (p *parser) podsCount(v *yaml.Node, path string, c *PodsCount) error {
+	h := p.rangeFields(&c.Range, true)
+	h["selector"] = func(v *yaml.Node, path string) error { return p.selector(v, path, &c.Selector) }
+	if err := p.fields(v, path, h, "selector"); err != nil {
+		return err
+	}
+	return p.checkRange(v, path, c.Range, true)
+}
+
 func (p *parser) expect(n *yaml.Node, path string, e *Expect) error {
 	count := p.count
 	return p.fields(n, path, map[string]func(*yaml.Node, string) error{
@@ -908,13 +942,11 @@ func (p *parser) expect(n *yaml.Node, path string, e *Expect) error {
 		"nodesLaunched":        count(&e.NodesLaunched),
 		"podsRunningAtEnd": func(v *yaml.Node, path string) error {
 			e.PodsRunningAtEnd = &PodsCount{}
-			c := e.PodsRunningAtEnd
-			h := p.rangeFields(&c.Range, true)
-			h["selector"] = func(v *yaml.Node, path string) error { return p.selector(v, path, &c.Selector) }
-			if err := p.fields(v, path, h, "selector"); err != nil {
-				return err
-			}
-			return p.checkRange(v, path, c.Range, true)
+			return p.podsCount(v, path, e.PodsRunningAtEnd)
+		},
+		"podsEvicted": func(v *yaml.Node, path string) error {
+			e.PodsEvicted = &PodsCount{}
+			return p.podsCount(v, path, e.PodsEvicted)
 		},
 		"pricePerHourAtEnd": func(v *yaml.Node, path string) error {
 			e.PricePerHourAtEnd = &Range{}

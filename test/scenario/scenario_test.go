@@ -15,9 +15,8 @@ steps:
   - scale: {deployment: default/inflate, replicas: 30}
   - apply: more.yaml
   - delete: {kind: Deployment, name: default/other}
-  - waitFor: {pods: {selector: app=inflate, running: 30}}
-    timeout: 2m
-  - waitFor: {nodes: {nodePool: default, max: 2}}
+  - waitFor: {pods: {selector: app=inflate, running: 30}, timeout: 2m}
+  - waitFor: {nodes: {nodePool: default, max: 2}, timeout: 10m}
   - interrupt: {kind: spot, node: any}
   - waitFor: {interruptionsHandled: 1}
   - waitFor: {consolidationActions: {min: 1}}
@@ -32,6 +31,7 @@ expect:
   unschedulable: 0
   consolidationActions: {min: 1}
   podsRunningAtEnd: {selector: app=inflate, count: 3}
+  podsEvicted: {selector: app=inflate, max: 5}
   pricePerHourAtEnd: {max: 0.10}
   nodesAtEnd: {max: 2}
 `
@@ -74,7 +74,7 @@ func TestParseFull(t *testing.T) {
 	if w := st[3].WaitFor; w.Pods == nil || *w.Pods.Running != 30 || w.Pods.Selector != "app=inflate" || w.Timeout != 2*time.Minute {
 		t.Errorf("waitFor pods %+v", w)
 	}
-	if w := st[4].WaitFor; w.Nodes == nil || w.Nodes.NodePool != "default" || *w.Nodes.Max != 2 || w.Nodes.Min != nil || w.Timeout != DefaultTimeout {
+	if w := st[4].WaitFor; w.Nodes == nil || w.Nodes.NodePool != "default" || *w.Nodes.Max != 2 || w.Nodes.Min != nil || w.Timeout != 10*time.Minute {
 		t.Errorf("waitFor nodes %+v", w)
 	}
 	if in := st[5].Interrupt; in.Kind != InterruptSpot || in.Node != "any" || in.Notice != 2*time.Minute {
@@ -99,6 +99,9 @@ func TestParseFull(t *testing.T) {
 	}
 	if e.PodsRunningAtEnd.Selector != "app=inflate" || !e.PodsRunningAtEnd.Holds(3) || e.PodsRunningAtEnd.Holds(4) {
 		t.Errorf("podsRunningAtEnd %+v", e.PodsRunningAtEnd)
+	}
+	if e.PodsEvicted.Selector != "app=inflate" || !e.PodsEvicted.Holds(5) || e.PodsEvicted.Holds(6) {
+		t.Errorf("podsEvicted %+v", e.PodsEvicted)
 	}
 	if !e.PricePerHourAtEnd.Holds(0.1) || e.PricePerHourAtEnd.Holds(0.1001) || !e.NodesAtEnd.Holds(2) || e.NodesAtEnd.Holds(3) {
 		t.Errorf("price/nodes %+v %+v", e.PricePerHourAtEnd, e.NodesAtEnd)
@@ -138,6 +141,9 @@ func TestParseErrors(t *testing.T) {
 		{"unknown wait field", "name: x\nsteps:\n  - waitFor:\n      pods: {selector: a=b, runing: 1}\n", `s.yaml:4: steps[0].waitFor.pods: unknown field "runing" (known: pending, running, selector)`},
 		{"nodes without a bound", "name: x\nsteps:\n  - waitFor: {nodes: {nodePool: default}}\n", `steps[0].waitFor.nodes: want min, max or count`},
 		{"min above max", "name: x\nsteps:\n  - waitFor: {nodes: {min: 3, max: 2}}\n", `steps[0].waitFor.nodes: min 3 is more than max 2`},
+		{"timeout inside and beside", "name: x\nsteps:\n  - waitFor: {nodes: {max: 2}, timeout: 1m}\n    timeout: 2m\n", `s.yaml:4: steps[0].timeout: timeout given twice (also at line 3)`},
+		{"zero timeout inside", "name: x\nsteps:\n  - waitFor: {nodes: {max: 2}, timeout: 0s}\n", `s.yaml:3: steps[0].waitFor.timeout: must be more than 0`},
+		{"timeout alone", "name: x\nsteps:\n  - waitFor: {timeout: 1m}\n", `steps[0].waitFor: want exactly one of pods`},
 		{"zero timeout", "name: x\nsteps:\n  - waitFor: {nodes: {max: 2}}\n    timeout: 0s\n", `s.yaml:4: steps[0].timeout: must be more than 0`},
 		{"unknown interruption", "name: x\nsteps:\n  - interrupt: {kind: meteor}\n", `s.yaml:3: steps[0].interrupt.kind: unknown interruption "meteor" (known: spot, rebalance, scheduled-change, state-change)`},
 		{"interrupt without kind", "name: x\nsteps:\n  - interrupt: {node: any}\n", `steps[0].interrupt: missing field "kind"`},
@@ -146,7 +152,8 @@ func TestParseErrors(t *testing.T) {
 		{"exhaust without capacity type", "name: x\nsteps:\n  - capacity: {exhaust: [{zone: us-east-1a}]}\n", `steps[0].capacity.exhaust[0]: missing field "capacityType"`},
 		{"restore what", "name: x\nsteps:\n  - capacity: {restore: some}\n", `steps[0].capacity.restore: want all, got "some"`},
 		{"capacity both", "name: x\nsteps:\n  - capacity: {restore: all, exhaust: [{capacityType: spot}]}\n", `steps[0].capacity: want exactly one of exhaust and restore`},
-		{"unknown expectation", "name: x\nsteps: [{sleep: 1s}]\nexpect:\n  pdbViolation: 0\n", `s.yaml:4: expect: unknown field "pdbViolation" (known: consolidationActions, duplicateLaunches, interruptionsHandled, nodesAtEnd, nodesLaunched, pdbViolations, podsRunningAtEnd, pricePerHourAtEnd, unschedulable)`},
+		{"unknown expectation", "name: x\nsteps: [{sleep: 1s}]\nexpect:\n  pdbViolation: 0\n", `s.yaml:4: expect: unknown field "pdbViolation" (known: consolidationActions, duplicateLaunches, interruptionsHandled, nodesAtEnd, nodesLaunched, pdbViolations, podsEvicted, podsRunningAtEnd, pricePerHourAtEnd, unschedulable)`},
+		{"podsEvicted without selector", "name: x\nsteps: [{sleep: 1s}]\nexpect:\n  podsEvicted: {count: 0}\n", `s.yaml:4: expect.podsEvicted: missing field "selector"`},
 		{"negative expectation", "name: x\nsteps: [{sleep: 1s}]\nexpect: {pdbViolations: -1}\n", `expect.pdbViolations: -1: want at least 0`},
 		{"price not a number", "name: x\nsteps: [{sleep: 1s}]\nexpect: {pricePerHourAtEnd: {max: cheap}}\n", `expect.pricePerHourAtEnd.max: want a number, got "cheap"`},
 		{"price without a bound", "name: x\nsteps: [{sleep: 1s}]\nexpect: {pricePerHourAtEnd: {}}\n", `expect.pricePerHourAtEnd: want min, max or count`},
@@ -194,7 +201,7 @@ func TestStepString(t *testing.T) {
 	}
 	want := []string{
 		"scale default/inflate to 30", "apply more.yaml", "delete Deployment default/other",
-		"wait for pods app=inflate: 30 Running (at most 2m0s)", "wait for nodes nodePool default <= 2 (at most 2m0s)",
+		"wait for pods app=inflate: 30 Running (at most 2m0s)", "wait for nodes nodePool default <= 2 (at most 10m0s)",
 		"interrupt (spot) node any", "wait for interruptions handled = 1 (at most 2m0s)", "wait for consolidation actions >= 1 (at most 5m0s)", "capacity: exhaust * spot in us-east-1a", "capacity: restore all",
 		"advance the functions' clock by 5m0s", "sleep 10s",
 	}

@@ -105,10 +105,11 @@ wait:
 			t.Fatalf("no step 2 within 3 minutes:\n%s", strings.Join(seen, "\n"))
 		}
 	}
-	children := childrenOf(cmd.Process.Pid)
+	children, groups := descendantsOf(cmd.Process.Pid)
 	if len(children) < 5 {
-		t.Fatalf("%d child processes (%v): want the local cloud's servers", len(children), children)
+		t.Fatalf("%d processes below make run (%v): want the local cloud's servers", len(children), children)
 	}
+	delete(groups, cmd.Process.Pid) // make run's own group: the test's cleanup ends it
 	if err := cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}
@@ -133,13 +134,56 @@ wait:
 			t.Errorf("process %d (%s) outlived make run", pid, comm(pid))
 		}
 	}
+	if len(groups) == 0 {
+		t.Error("the local cloud's servers run in make run's own process group: want groups of their own, so that Ctrl-C in a terminal reaches make run first")
+	}
+	for _, pid := range inGroups(groups) {
+		t.Errorf("process %d (%s) of a local-cloud process group outlived make run", pid, comm(pid))
+	}
 	if _, err := os.Stat(filepath.Join(out, "report.json")); err != nil {
 		t.Errorf("no report after the interruption: %v", err)
 	}
 }
 
-// childrenOf lists the processes whose parent is pid.
-func childrenOf(pid int) []int {
+// descendantsOf lists every process below pid (children, their children
+// and so on), with the process groups they run in: the local cloud's
+// servers run in groups of their own, so a signal to make run's group
+// alone would not reach them.
+func descendantsOf(pid int) (pids []int, groups map[int]bool) {
+	parent := map[int][]int{}
+	pgrp := map[int]int{}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		f := statFields(p)
+		// state ppid pgrp ...
+		if len(f) < 3 {
+			continue
+		}
+		pp, _ := strconv.Atoi(f[1])
+		g, _ := strconv.Atoi(f[2])
+		parent[pp] = append(parent[pp], p)
+		pgrp[p] = g
+	}
+	groups = map[int]bool{}
+	queue := []int{pid}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		for _, c := range parent[p] {
+			pids = append(pids, c)
+			groups[pgrp[c]] = true
+			queue = append(queue, c)
+		}
+	}
+	return pids, groups
+}
+
+// inGroups lists the live processes of the given process groups.
+func inGroups(groups map[int]bool) []int {
 	var out []int
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
@@ -147,26 +191,28 @@ func childrenOf(pid int) []int {
 		if err != nil {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid ...: comm may hold spaces; fields after the last ')'.
-		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-		if len(f) > 1 && f[1] == strconv.Itoa(pid) {
-			out = append(out, p)
+		if f := statFields(p); len(f) >= 3 && f[0] != "Z" {
+			if g, _ := strconv.Atoi(f[2]); groups[g] {
+				out = append(out, p)
+			}
 		}
 	}
 	return out
 }
 
-// alive reports whether pid runs (a zombie does not).
-func alive(pid int) bool {
+// statFields are /proc/PID/stat's fields after the command name (which may
+// hold spaces): state, ppid, pgrp, ...
+func statFields(pid int) []string {
 	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
 	if err != nil {
-		return false
+		return nil
 	}
-	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	return strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+}
+
+// alive reports whether pid runs (a zombie does not).
+func alive(pid int) bool {
+	f := statFields(pid)
 	return len(f) > 0 && f[0] != "Z"
 }
 
