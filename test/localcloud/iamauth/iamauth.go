@@ -110,7 +110,14 @@ func (a *Authenticator) Close() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	return a.srv.Shutdown(ctx)
+	if err := a.srv.Shutdown(ctx); err != nil {
+		// the API server's kept-alive calls still active: end them
+		if errors.Is(err, context.DeadlineExceeded) {
+			return a.srv.Close()
+		}
+		return err
+	}
+	return nil
 }
 
 // WriteWebhookConfig writes the kubeconfig-format file the API server's
