@@ -37,6 +37,9 @@ const (
 
 // Run is one consolidation timer tick.
 type Run struct {
+	// R is the provision function's reconciler: the state table (leases,
+	// actions), the cluster view, registration.
+	R      *provision.Reconciler
 	Exec   *Executor
 	Decide func(consolidation.Inputs) ([]consolidation.Command, consolidation.Report)
 	// Images resolves an EC2NodeClass's AMIs now (drift); nil: no AMI drift.
@@ -64,11 +67,12 @@ type TickReport struct {
 func (r *Run) Tick(ctx context.Context) (*TickReport, error) {
 	rep := &TickReport{}
 	e := r.Exec
+	R := r.R
 	ttl := r.LeaseTTL
 	if ttl <= 0 {
 		ttl = DefaultLeaseTTL
 	}
-	lease, err := e.R.Store.Acquire(ctx, state.LeaseConsolidation, r.Holder, ttl)
+	lease, err := R.Store.Acquire(ctx, state.LeaseConsolidation, r.Holder, ttl)
 	if errors.Is(err, state.ErrHeld) {
 		e.Log.Info("another consolidation run is in progress")
 		return rep, nil
@@ -78,14 +82,14 @@ func (r *Run) Tick(ctx context.Context) (*TickReport, error) {
 	}
 	defer func() {
 		for {
-			rerun, err := e.R.Store.Release(context.WithoutCancel(ctx), lease)
+			rerun, err := R.Store.Release(context.WithoutCancel(ctx), lease)
 			if err != nil || !rerun {
 				return
 			}
 		}
 	}()
 	fresh := func(ctx context.Context) (consolidation.Inputs, error) { return r.Inputs(ctx) }
-	acts, err := e.R.Store.Actions(ctx)
+	acts, err := R.Store.Actions(ctx)
 	if err != nil {
 		return rep, err
 	}
@@ -107,7 +111,7 @@ func (r *Run) Tick(ctx context.Context) (*TickReport, error) {
 	if waiting {
 		return rep, nil
 	}
-	if _, err := e.R.Register(ctx); err != nil {
+	if _, err := R.Register(ctx); err != nil {
 		return rep, err
 	}
 	in, err := r.Inputs(ctx)
@@ -122,7 +126,7 @@ func (r *Run) Tick(ctx context.Context) (*TickReport, error) {
 	if len(cmds) == 0 {
 		e.Log.Info("nothing to consolidate", "candidates", drep.Candidates, "skipped", summarize(drep.Skipped), "rejected", summarize(drep.Rejected))
 	}
-	_ = e.R.Metrics.Emit(metrics.ConsolidationCandidates, float64(drep.Candidates), nil)
+	_ = e.Metrics.Emit(metrics.ConsolidationCandidates, float64(drep.Candidates), nil)
 	if len(cmds) == 0 {
 		return rep, nil
 	}
@@ -169,7 +173,7 @@ func (r *Run) carry(ctx context.Context, lease *state.Lease, a *state.Action, fr
 			e.Log.Info("consolidation action still waiting: next tick", "action", a.ID, "step", a.Step)
 			return nil
 		}
-		if err := e.R.Store.Renew(ctx, lease, ttl); err != nil {
+		if err := r.R.Store.Renew(ctx, lease, ttl); err != nil {
 			return err
 		}
 		wait := pollEvery
@@ -191,7 +195,7 @@ func (r *Run) carry(ctx context.Context, lease *state.Lease, a *state.Action, fr
 // current AMIs.
 func (r *Run) Inputs(ctx context.Context) (consolidation.Inputs, error) {
 	e := r.Exec
-	R := e.R
+	R := r.R
 	view, err := R.Source.View(ctx)
 	if err != nil {
 		return consolidation.Inputs{}, err
@@ -283,7 +287,7 @@ func (r *Run) fingerprint(ctx context.Context, in consolidation.Inputs) error {
 			// An empty node first seen: it has been empty since it came up.
 			rec.PodsChangedAt = rec.InitializedAt
 		}
-		if err := r.Exec.R.Store.PutNodeClaim(ctx, rec); err != nil && !errors.Is(err, state.ErrConflict) {
+		if err := r.R.Store.PutNodeClaim(ctx, rec); err != nil && !errors.Is(err, state.ErrConflict) {
 			return fmt.Errorf("record pods of %s: %w", rec.Name, err)
 		}
 	}

@@ -113,9 +113,9 @@ func New(ctx context.Context, lc *localcloud.Cloud, opts Options) (*Harness, err
 				return nil, err
 			}
 			run.Exec.ValidationWait = opts.ValidationWait
-			run.Exec.R.Options = opts.Provision
+			run.R.Options = opts.Provision
 			h.mu.Lock()
-			h.recs["consolidation"] = run.Exec.R
+			h.recs["consolidation"] = run.R
 			h.mu.Unlock()
 			return run, nil
 		},
