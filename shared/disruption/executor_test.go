@@ -111,7 +111,7 @@ func TestDeletionStepsInOrder(t *testing.T) {
 func TestResumesWhereTheLastInvocationStopped(t *testing.T) {
 	type want struct {
 		validations, launches, drains int
-		replacement               string // the replacement the action ends with ("": a new one)
+		replacement                   string // the replacement the action ends with ("": a new one)
 	}
 	for _, tc := range []struct {
 		name string
