@@ -79,7 +79,7 @@ type Handler struct {
 	Store    Store
 	Capacity Capacity
 	Source   provision.ClusterSource
-	Nodes    Tainter   // nil: Nodes are not tainted
+	Nodes    Tainter // nil: Nodes are not tainted
 	Events   provision.Events
 	Metrics  provision.Metrics
 	Names    NodeNamer // nil: a gone Node's name comes from its record only
