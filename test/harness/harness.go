@@ -78,6 +78,7 @@ type Harness struct {
 	requests atomic.Int64
 	mu       sync.Mutex
 	recs     map[string]*provision.Reconciler
+	batches  [][]string
 }
 
 // New wires the functions. It applies the stack's RBAC to the cluster.
@@ -335,6 +336,13 @@ func (h *Harness) DrainQueue(ctx context.Context, visibility time.Duration) (han
 			})
 			receipts[aws.ToString(m.MessageId)] = aws.ToString(m.ReceiptHandle)
 		}
+		bodies := make([]string, len(ev.Records))
+		for i, m := range ev.Records {
+			bodies[i] = m.Body
+		}
+		h.mu.Lock()
+		h.batches = append(h.batches, bodies)
+		h.mu.Unlock()
 		lctx, cancel := h.lambdaContext(ctx, 5*time.Minute)
 		resp, herr := h.Interruption.Handle(lctx, ev)
 		cancel()
@@ -356,6 +364,14 @@ func (h *Harness) DrainQueue(ctx context.Context, visibility time.Duration) (han
 			}
 		}
 	}
+}
+
+// Batches returns the message bodies of every SQS batch DrainQueue handed
+// the interruption function, in order.
+func (h *Harness) Batches() [][]string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([][]string(nil), h.batches...)
 }
 
 // Clock is the functions' clock: real time plus an offset tests and
@@ -401,6 +417,52 @@ func (r *Recorder) Values(name string) []float64 {
 		}
 	}
 	return out
+}
+
+// Point is one data point a function wrote: its value and its
+// dimensions (ClusterName included).
+type Point struct {
+	Value float64
+	Dims  map[string]string
+}
+
+// Points returns the data points written for metric name, in order.
+func (r *Recorder) Points(name string) []Point {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []Point
+	for _, m := range r.lines {
+		v, ok := m[name].(float64)
+		if !ok {
+			continue
+		}
+		p := Point{Value: v, Dims: map[string]string{}}
+		for k, x := range m {
+			if s, ok := x.(string); ok {
+				p.Dims[k] = s
+			}
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// Sum adds the values written for metric name whose dimensions include
+// every one of dims, and says how many points it added.
+func (r *Recorder) Sum(name string, dims map[string]string) (sum float64, n int) {
+	for _, p := range r.Points(name) {
+		match := true
+		for k, v := range dims {
+			if p.Dims[k] != v {
+				match = false
+			}
+		}
+		if match {
+			sum += p.Value
+			n++
+		}
+	}
+	return sum, n
 }
 
 // Names returns every metric name written.
