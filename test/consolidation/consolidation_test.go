@@ -619,22 +619,28 @@ func firstDeletion(t *testing.T, app string) func() time.Time {
 // replacement is launching (not initialized: the node agent holds its
 // startup taint): the action stays at its step, nothing is evicted, and
 // the next tick finishes it without a second launch. The replacement is
-// Ready (and initialized) before the first eviction; the action is a
+// Ready (and initialized) before the first eviction. A PDB that appears
+// after validation blocks the drain until the pool's
+// terminationGracePeriod, counted from the start of the drain (not from
+// planning, 8 minutes of slow boot earlier), forces it. The action is a
 // DisruptionPlanned event on the node and is counted in the metrics.
 func TestReplacementReadyFirstAndResumed(t *testing.T) {
 	c := harness.Ctx(t)
+	const grace = 10 * time.Minute
 	suite.Pool(t, "swap", func(np *apis.NodePool) {
 		np.Spec.Template.Spec.Requirements = append(np.Spec.Template.Spec.Requirements, arm64,
 			apis.NodeSelectorRequirementWithMinValues{Key: apis.LabelInstanceSize, Operator: corev1.NodeSelectorOpIn, Values: []string{"2xlarge", "large", "medium"}},
 			apis.NodeSelectorRequirementWithMinValues{Key: apis.LabelCapacityType, Operator: corev1.NodeSelectorOpIn, Values: []string{"on-demand"}})
 		np.Spec.Template.Spec.StartupTaints = []corev1.Taint{{Key: agentTaint, Effect: corev1.TaintEffectNoSchedule}}
+		np.Spec.Template.Spec.TerminationGracePeriod = &metav1.Duration{Duration: grace}
 		np.Spec.Disruption.ConsolidateAfter = dur("30s")
 		np.Spec.Disruption.Budgets = []apis.Budget{{Nodes: "100%"}}
 	})
 	ag := startAgent(t, "swap")
 	ag.open.Store(true)
 	ready := watchReadiness(t, "swap")
-	h := suite.Harness(t, harness.Options{ValidationWait: validationWait})
+	// A tick leaves a blocked drain to the next after 10 s.
+	h := suite.Harness(t, harness.Options{ValidationWait: validationWait, ConsolidationMaxWait: 10 * time.Second})
 	// Six 1-CPU pods: one 2xlarge is cheaper than six larges.
 	launch(t, h, harness.OnPool("swap", "swapapp", 6, "1", "1Gi"))
 	before := live(t, "swap")
@@ -707,19 +713,66 @@ func TestReplacementReadyFirstAndResumed(t *testing.T) {
 	}
 	repl := a.Replacements[0]
 
-	// The next tick carries it on: the replacement initializes, then the
-	// drain, the termination.
+	// The replacement boots slowly (8 minutes on the functions' clock),
+	// and meanwhile a PDB that allows nothing appears: the drain will be
+	// blocked until terminationGracePeriod forces it, counted from the
+	// start of the drain, not from planning.
+	h.Clock.Advance(8 * time.Minute)
+	if err := harness.PDB(c, suite.LC, "default", "swapapp", 0); err != nil {
+		t.Fatal(err)
+	}
+	drainFrom := h.Clock.Now()
 	ag.open.Store(true)
-	if err := harness.Poll(c, 3*time.Minute, "the action done", func() (bool, string, error) {
-		tick(t, h)
+	go func() { done <- h.Tick(c) }()
+	var deadline time.Time
+	if err := harness.Poll(c, 2*time.Minute, "the drain begun and blocked", func() (bool, string, error) {
 		x, err := st.GetAction(c, a.ID)
 		if err != nil {
 			return false, "", err
 		}
 		a = x
+		rec, err := st.GetNodeClaim(c, old.Name)
+		if err != nil {
+			return false, "", err
+		}
+		if rec.Disruption != nil {
+			deadline = rec.Disruption.Deadline
+		}
+		return x.Step == state.StepDraining && !deadline.IsZero(), x.Step, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if deadline.Before(drainFrom.Add(grace)) || deadline.After(h.Clock.Now().Add(grace)) {
+		t.Errorf("drain deadline %v: want terminationGracePeriod (%s) after the drain began (between %v and %v); the action was planned at %v",
+			deadline, grace, drainFrom.Add(grace), h.Clock.Now().Add(grace), a.CreatedAt)
+	}
+	if pods, _ := harness.Pods(c, suite.LC, "default", "swapapp"); len(pods) != 1 || pods[0].DeletionTimestamp != nil || !evicted().IsZero() {
+		t.Errorf("the PDB allows nothing and the grace period has not passed: want the pod in place")
+	}
+	if err := <-done; err != nil { // the tick leaves the blocked drain to the next
+		t.Fatal(err)
+	}
+	if x, _ := st.GetAction(c, a.ID); x == nil || x.Step != state.StepDraining {
+		t.Fatalf("after the tick: %+v; want the action still draining", x)
+	}
+	// Past the grace period the next tick forces the drain: the pod is
+	// deleted, the node terminated.
+	h.Clock.Advance(grace)
+	if err := harness.Poll(c, 3*time.Minute, "the action done", func() (bool, string, error) {
+		x, err := st.GetAction(c, a.ID)
+		if err != nil {
+			return false, "", err
+		}
+		a = x
+		if x.Step != state.StepDone {
+			tick(t, h)
+		}
 		return x.Step == state.StepDone, x.Step + " " + x.Cause, nil
 	}); err != nil {
 		t.Fatal(err)
+	}
+	if len(a.Stranded) != 1 || a.Evicted != 0 {
+		t.Errorf("action: %d evicted, forced %v; want the one pod deleted past the grace period", a.Evicted, a.Stranded)
 	}
 	recs, _ := harness.PoolRecords(c, st, "swap")
 	launched := 0

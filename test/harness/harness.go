@@ -60,6 +60,9 @@ type Options struct {
 	BatchIdle, BatchMax time.Duration
 	// ValidationWait is consolidation's wait (0: 15 s).
 	ValidationWait time.Duration
+	// ConsolidationMaxWait bounds how long a consolidation tick waits on
+	// an action before it leaves it to the next (0: 2 minutes).
+	ConsolidationMaxWait time.Duration
 	// Provision tunes the reconciler (registration timeout, orphan grace).
 	Provision provision.Options
 }
@@ -114,6 +117,7 @@ func New(ctx context.Context, lc *localcloud.Cloud, opts Options) (*Harness, err
 				return nil, err
 			}
 			run.Exec.ValidationWait = opts.ValidationWait
+			run.MaxWait = opts.ConsolidationMaxWait
 			run.R.Options = opts.Provision
 			h.mu.Lock()
 			h.recs["consolidation"] = run.R
