@@ -83,6 +83,29 @@ type Inputs struct {
 	// SpotToSpot allows replacing a spot node with a cheaper spot node
 	// (given SpotToSpotMinOptions cheaper options).
 	SpotToSpot bool
+	// Budget bounds the run's work (the zero value: no bound).
+	Budget Budget
+}
+
+// Budget bounds one run's work (Decide or Validate), so that a tick ends
+// inside the function's timeout whatever the cluster holds. Every
+// simulation is one solve; the run stops simulating once it has made
+// MaxSolves of them or the deadline has passed, and each solve is bounded
+// by MaxGroups group placements (scheduling.Budget). The candidates the
+// run did not reach are reported (Report.Unreached) and wait for the next
+// tick; a command found before the budget ran out still stands (its
+// simulation was complete). The solve count and the group bound cut at the
+// same place on every run; the deadline is a backstop against the clock.
+type Budget struct {
+	// MaxSolves is the most simulations the run makes (0: no bound).
+	MaxSolves int
+	// MaxGroups bounds each simulation's group placements (0: no bound); a
+	// simulation that does not place every pod within it fails.
+	MaxGroups int
+	// Deadline: no simulation starts at or after it (zero: none).
+	Deadline time.Time
+	// Now is the clock Deadline is read on (nil: time.Now).
+	Now func() time.Time
 }
 
 // Command is one consolidation action to carry out.
@@ -124,4 +147,11 @@ type Report struct {
 	// budget or annotation that cannot be read, a node whose price is not
 	// known), by object.
 	Warnings []string
+	// BudgetSpent names the bound of Inputs.Budget that stopped the run
+	// ("solves" or "deadline"; "" when none did), Solves counts the
+	// simulations it made, and Unreached are the candidates (Node names,
+	// sorted) no method considered because of it: the next run takes them.
+	BudgetSpent string
+	Solves      int
+	Unreached   []string
 }

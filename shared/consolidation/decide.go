@@ -29,18 +29,53 @@ type decider struct {
 // method that finds work, in order expiration and drift, emptiness,
 // multi-node, single-node; and a report of the nodes it considered. It is
 // deterministic: the same inputs give the same commands.
+//
+// Inputs.Budget bounds its work: once the budget is spent no method
+// simulates further, a command already found stands, and the candidates
+// not reached are reported (Report.Unreached) for the next run.
 func Decide(in Inputs) ([]Command, Report) {
 	d := newDecider(&in)
+	if d.v.work.spent != "" {
+		return d.finish(nil)
+	}
 	methods := []func() []Command{d.expireAndDrift, d.emptiness, d.multiNode, d.singleNode}
 	for _, m := range methods {
 		if cmds := m(); len(cmds) > 0 {
 			d.rep.Method = cmds[0].Method
-			d.rep.Warnings = d.v.warnings
-			return cmds, d.rep
+			return d.finish(cmds)
+		}
+		if d.v.work.spent != "" {
+			break
 		}
 	}
+	return d.finish(nil)
+}
+
+// finish completes the report: warnings, the work spent and, when the
+// budget stopped the run, the candidates no method reached.
+func (d *decider) finish(cmds []Command) ([]Command, Report) {
 	d.rep.Warnings = d.v.warnings
-	return nil, d.rep
+	d.rep.Solves, d.rep.BudgetSpent = d.v.work.solves, d.v.work.spent
+	if d.v.work.spent == "" {
+		return cmds, d.rep
+	}
+	in := map[string]bool{}
+	for _, c := range cmds {
+		for _, n := range c.Nodes {
+			in[n] = true
+		}
+	}
+	for _, list := range [][]*nodeInfo{d.expired, d.drifted, d.consolidatable} {
+		for _, n := range list {
+			name := n.name()
+			if _, rejected := d.rep.Rejected[name]; !rejected && !in[name] {
+				in[name] = true
+				d.rep.Unreached = append(d.rep.Unreached, name)
+			}
+		}
+	}
+	sort.Strings(d.rep.Unreached)
+	return cmds, d.rep
 }
 
 func newDecider(in *Inputs) *decider {
@@ -119,6 +154,9 @@ func (d *decider) expireAndDrift() []Command {
 	}
 	for _, n := range d.expired {
 		out := d.sim.simulate([]*nodeInfo{n}, all, false)
+		if out.spent {
+			return cmds
+		}
 		if out.res == nil {
 			d.rep.Rejected[n.name()] = "expiration: " + out.fail
 			continue
@@ -141,6 +179,9 @@ func (d *decider) expireAndDrift() []Command {
 			continue
 		}
 		out := d.sim.simulate([]*nodeInfo{n}, all, true)
+		if out.spent {
+			return cmds
+		}
 		if out.fail != "" {
 			d.rep.Rejected[n.name()] = "drift: " + out.fail
 			continue
@@ -215,10 +256,13 @@ func (d *decider) multiNode() []Command {
 	for lo <= hi {
 		mid := (lo + hi) / 2
 		cmd, _ := d.consolidate(cands[:mid+1], true)
-		if cmd != nil {
+		switch {
+		case cmd != nil:
 			best = cmd
 			lo = mid + 1
-		} else {
+		case d.v.work.spent != "":
+			lo = hi + 1 // the budget is spent: keep what was found
+		default:
 			hi = mid - 1
 		}
 	}
@@ -237,6 +281,9 @@ func (d *decider) singleNode() []Command {
 		if cmd != nil {
 			return []Command{*cmd}
 		}
+		if d.v.work.spent != "" {
+			return nil // this candidate and the rest are not reached
+		}
 		d.rep.Rejected[n.name()] = "single-node: " + why
 	}
 	return nil
@@ -252,6 +299,9 @@ func (d *decider) consolidate(cands []*nodeInfo, multi bool) (*Command, string) 
 	}
 	// Deleting needs no instance type: try it first, on a small solve.
 	out := d.sim.simulate(cands, nil, true)
+	if out.spent {
+		return nil, out.fail
+	}
 	if out.fail == "" && len(out.res.NodeClaims) == 0 {
 		cmd := d.command(method, ReasonUnderutilized, cands, nil, "its pods fit on the other nodes")
 		return &cmd, ""

@@ -1,9 +1,11 @@
 package consolidation
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/catalog"
+	"github.com/nodewright/nodewright/shared/quantity"
 	"github.com/nodewright/nodewright/shared/scheduling"
 )
 
@@ -47,9 +50,14 @@ func (v *view) baseline() map[string]bool {
 	}
 	s := newSim(v)
 	in, _ := s.input(nil, v.waiting, v.typesByPrice)
-	res, err := scheduling.Solve(in)
+	res, err := v.solve(in)
 	if err != nil {
 		v.warn("simulate pending pods: %v", err)
+		if v.work.cut != "" && v.work.spent == "" {
+			// Without the pending pods' places no node is known to be
+			// free of them: the run stops here.
+			v.work.spent = v.work.cut
+		}
 		return nominated
 	}
 	byKey := map[string]*corev1.Pod{}
@@ -151,23 +159,23 @@ func (v *view) limited(n *nodeInfo) bool {
 type room struct{ cpu, mem, pods int64 }
 
 // roomOf reads allocatable; a dimension it does not list does not limit.
+// Amounts too large to count saturate (shared/quantity), never wrap.
 func roomOf(l corev1.ResourceList) room {
 	r := room{math.MaxInt64, math.MaxInt64, math.MaxInt64}
-	if q, ok := l[corev1.ResourceCPU]; ok {
-		r.cpu = q.MilliValue()
-	}
-	if q, ok := l[corev1.ResourceMemory]; ok {
-		r.mem = q.Value()
-	}
-	if q, ok := l[corev1.ResourcePods]; ok {
-		r.pods = q.Value()
+	for name, dst := range map[corev1.ResourceName]*int64{corev1.ResourceCPU: &r.cpu, corev1.ResourceMemory: &r.mem, corev1.ResourcePods: &r.pods} {
+		if q, ok := l[name]; ok {
+			*dst = quantity.Clamped(name, q)
+		}
 	}
 	return r
 }
 
+// podRoom is what a pod asks for; a request too large to count saturates
+// (it fits no node) instead of wrapping to a negative amount that fits
+// every node.
 func podRoom(p *corev1.Pod) room {
 	req := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})
-	return room{cpu: req.Cpu().MilliValue(), mem: req.Memory().Value(), pods: 1}
+	return room{cpu: quantity.Clamped(corev1.ResourceCPU, *req.Cpu()), mem: quantity.Clamped(corev1.ResourceMemory, *req.Memory()), pods: 1}
 }
 
 func (r room) holds(a room) bool { return r.cpu >= a.cpu && r.mem >= a.mem && r.pods >= a.pods }
@@ -193,6 +201,58 @@ type outcome struct {
 	res *scheduling.Result
 	// fail says why the pods do not all have a place ("" when they do).
 	fail string
+	// spent: the run's work budget was spent before this simulation, which
+	// was not made (the candidates were not reached).
+	spent bool
+}
+
+// errBudget: the run's work budget (Inputs.Budget) is spent; the
+// simulation was not made.
+var errBudget = errors.New("the run's work budget is spent")
+
+// work is what a run has spent of Inputs.Budget.
+type work struct {
+	solves int
+	// spent names the bound that stopped the run ("" while none has).
+	spent string
+	// cut names the bound that cut the last solve short ("" if none did).
+	cut string
+}
+
+// solve is one simulation within the run's work budget: refused once the
+// budget is spent; a solve the budget cut short (pods deferred) fails, as
+// its placements are incomplete.
+func (v *view) solve(in scheduling.Input) (*scheduling.Result, error) {
+	b := v.in.Budget
+	now := time.Now
+	if b.Now != nil {
+		now = b.Now
+	}
+	v.work.cut = ""
+	switch {
+	case v.work.spent != "":
+	case b.MaxSolves > 0 && v.work.solves >= b.MaxSolves:
+		v.work.spent = "solves"
+	case !b.Deadline.IsZero() && !now().Before(b.Deadline):
+		v.work.spent = "deadline"
+	}
+	if v.work.spent != "" {
+		return nil, fmt.Errorf("%w (%s)", errBudget, v.work.spent)
+	}
+	v.work.solves++
+	in.Budget = scheduling.Budget{MaxGroups: b.MaxGroups, Deadline: b.Deadline, Now: b.Now}
+	res, err := scheduling.Solve(in)
+	if err != nil {
+		return nil, err
+	}
+	if res.BudgetSpent != "" {
+		v.work.cut = res.BudgetSpent
+		if res.BudgetSpent == "deadline" {
+			v.work.spent = "deadline"
+		}
+		return nil, fmt.Errorf("the simulation's work budget (%s) ran out with %d pods not placed", res.BudgetSpent, len(res.Deferred))
+	}
+	return res, nil
 }
 
 // simulate removes the candidates and places their reschedulable pods on
@@ -213,9 +273,9 @@ func (s *sim) simulate(cands []*nodeInfo, types []*catalog.InstanceType, strict 
 	if strict && homeless > 0 && len(types) == 0 {
 		return outcome{fail: fmt.Sprintf("%d of its pods have no room on any other initialized node", homeless)}
 	}
-	res, err := scheduling.Solve(in)
+	res, err := s.v.solve(in)
 	if err != nil {
-		return outcome{fail: err.Error()}
+		return outcome{fail: err.Error(), spent: errors.Is(err, errBudget)}
 	}
 	out := outcome{res: res}
 	if !strict {

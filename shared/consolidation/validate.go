@@ -27,6 +27,9 @@ func Validate(cmd Command, in Inputs) error {
 	}
 	v := newView(&in)
 	nominated := v.baseline()
+	if v.work.spent != "" {
+		return fmt.Errorf("the validation's work budget ran out (%s) simulating the pending pods: decide again", v.work.spent)
+	}
 	cls := graceful
 	var reason apis.DisruptionReason
 	switch cmd.Method {

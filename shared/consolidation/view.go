@@ -52,6 +52,8 @@ type view struct {
 	// hashes are the NodePools' and EC2NodeClasses' hashes, by kind/name.
 	hashes   map[string]string
 	warnings []string
+	// work is what the run spent of Inputs.Budget.
+	work work
 }
 
 // nodeInfo is one Node.

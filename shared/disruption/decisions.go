@@ -40,7 +40,7 @@ func ActionDecision(a *state.Action, explanation string) *state.Decision {
 func (e *Executor) recordDecision(ctx context.Context, a *state.Action, explanation string) {
 	d := ActionDecision(a, explanation)
 	d.Time = e.Now()
-	if err := e.R.Store.RecordDecision(ctx, d, a.ID+"#"+a.Step); err != nil {
+	if err := e.Store.RecordDecision(ctx, d, a.ID+"#"+a.Step); err != nil {
 		e.Log.Warn("record decision", "action", a.ID, "error", err)
 	}
 }

@@ -1,12 +1,22 @@
 // Package disruption carries out consolidation's commands as state
-// machines in the state table: planned (candidates tainted
-// karpenter.sh/disrupted:NoSchedule, then a validation wait), validated
-// again on fresh state (or abandoned, with the taint removed), replacing
-// (replacements launched and waited for until initialized), draining
-// (Eviction API, PDBs honoured, terminationGracePeriod forcing), done.
-// Every step is written before the next begins, so a later invocation
-// resumes any action where the last one stopped, and conditional writes
-// keep two invocations from acting on one node.
+// machines in the state table:
+//
+//	planned -> replacing -> replacement-ready -> draining -> terminating -> done
+//	   \___________\______________\________________________________/-> abandoned
+//
+// planned: the candidates are marked disrupting and tainted
+// karpenter.sh/disrupted:NoSchedule, then the validation wait; the command
+// is validated again on fresh state (or abandoned, the taint removed).
+// replacing: the replacements are launching (a command without
+// replacements goes straight to draining). replacement-ready: every
+// replacement is initialized (its Node Ready) and no pod has been evicted
+// yet. draining: the candidates' pods go through the Eviction API, PDBs
+// honoured; terminationGracePeriod counts from the moment this step
+// begins, and past it the pods left are deleted. terminating: the
+// instances are terminated and the Nodes and records removed. Every step
+// is written before the next begins, so a later invocation resumes any
+// action exactly where the last one stopped, and conditional writes keep
+// two invocations from acting on one node.
 package disruption
 
 import (
@@ -27,6 +37,7 @@ import (
 	"github.com/nodewright/nodewright/shared/consolidation"
 	"github.com/nodewright/nodewright/shared/metrics"
 	"github.com/nodewright/nodewright/shared/provision"
+	"github.com/nodewright/nodewright/shared/scheduling"
 	"github.com/nodewright/nodewright/shared/state"
 )
 
@@ -34,22 +45,103 @@ import (
 // decision is checked again and carried out (Karpenter waits 15 s).
 const DefaultValidationWait = 15 * time.Second
 
-// Executor carries out consolidation commands with the provision
-// function's reconciler (store, view, launcher, node writes, drainer).
+// Store is the part of the state table the executor reads and writes
+// (*state.Store).
+type Store interface {
+	StartAction(ctx context.Context, a *state.Action, claims []*state.NodeClaim) error
+	PutAction(ctx context.Context, a *state.Action) error
+	NodeClaims(ctx context.Context) ([]*state.NodeClaim, error)
+	GetNodeClaim(ctx context.Context, name string) (*state.NodeClaim, error)
+	PutNodeClaim(ctx context.Context, nc *state.NodeClaim) error
+	RecordDecision(ctx context.Context, d *state.Decision, id string) error
+}
+
+// Capacity launches replacements, follows them as they join, and retires
+// nodes (*provision.Reconciler).
+type Capacity interface {
+	// LaunchClaims launches planned NodeClaims as they are, fenced by the
+	// lease; it returns the records launched.
+	LaunchClaims(ctx context.Context, lease *state.Lease, claims []scheduling.NodeClaim, reason string) (*provision.Report, []*state.NodeClaim, error)
+	// Register moves records on as their Nodes join (registered,
+	// initialized).
+	Register(ctx context.Context) (*provision.Report, error)
+	// Retire terminates a node's instance and removes its Node and record
+	// (a record marked terminating is not drained again).
+	Retire(ctx context.Context, req provision.RetireRequest) (provision.Retired, error)
+}
+
+// Tainter taints and untaints Nodes (provision.Nodes).
+type Tainter interface {
+	Taint(ctx context.Context, name string, taint corev1.Taint, cordon bool) error
+	Untaint(ctx context.Context, name, key string) error
+}
+
+// Executor carries out consolidation commands. NewExecutor wires it to
+// the provision function's reconciler.
 type Executor struct {
-	R              *provision.Reconciler
-	Now            func() time.Time
-	Log            *slog.Logger
+	Store    Store
+	Capacity Capacity
+	Source   provision.ClusterSource
+	Nodes    Tainter
+	Drainer  provision.Drainer
+	Events   provision.Events
+	Metrics  provision.Metrics
+	// NodePools and NodeClasses are the deployed configuration (merged
+	// with the cluster's objects for each pool's terminationGracePeriod).
+	NodePools   []*apis.NodePool
+	NodeClasses []*apis.EC2NodeClass
+	Now         func() time.Time
+	Log         *slog.Logger
+	// ValidationWait is the wait between planning and validation (0:
+	// DefaultValidationWait).
 	ValidationWait time.Duration
+	// ReadyTimeout: a replacement not initialized this long after it was
+	// recorded abandons the action (0: provision.DefaultRegistrationTimeout).
+	ReadyTimeout time.Duration
 	// Validate re-checks a command on fresh inputs (consolidation.Validate).
 	Validate func(consolidation.Command, consolidation.Inputs) error
 }
+
+// NewExecutor is an executor over the provision function's reconciler:
+// its store, launcher, cluster view, node writes, drainer, events and
+// metrics.
+func NewExecutor(r *provision.Reconciler, now func() time.Time, log *slog.Logger) *Executor {
+	e := &Executor{
+		Store: r.Store, Capacity: r, Source: r.Source, Drainer: r.Drainer, Events: r.Events, Metrics: r.Metrics,
+		NodePools: r.NodePools, NodeClasses: r.NodeClasses, Now: now, Log: log, Validate: consolidation.Validate,
+	}
+	if r.Nodes != nil {
+		e.Nodes = r.Nodes
+	}
+	if r.Events == nil {
+		e.Events = nopEvents{}
+	}
+	if r.Metrics == nil {
+		e.Metrics = nopMetrics{}
+	}
+	return e
+}
+
+type nopEvents struct{}
+
+func (nopEvents) Event(context.Context, provision.Ref, string, string, string) {}
+
+type nopMetrics struct{}
+
+func (nopMetrics) Emit(string, float64, metrics.Dims) error { return nil }
 
 func (e *Executor) wait() time.Duration {
 	if e.ValidationWait <= 0 {
 		return DefaultValidationWait
 	}
 	return e.ValidationWait
+}
+
+func (e *Executor) readyTimeout() time.Duration {
+	if e.ReadyTimeout <= 0 {
+		return provision.DefaultRegistrationTimeout
+	}
+	return e.ReadyTimeout
 }
 
 // ActionID is a command's action ID: its method and a hash of its
@@ -86,11 +178,14 @@ func (e *Executor) Start(ctx context.Context, cmd consolidation.Command, records
 		NodeClaims: cmd.Candidates, Nodes: cmd.Nodes, PriceBefore: cmd.PriceBefore, PriceAfter: cmd.PriceAfter,
 		Plan: plan, ValidateAt: now.Add(e.wait()),
 	}
-	if err := e.R.Store.StartAction(ctx, a, cands); err != nil {
+	if err := e.Store.StartAction(ctx, a, cands); err != nil {
 		return nil, fmt.Errorf("start %s: %w", a.ID, err)
 	}
 	for _, n := range cmd.Nodes {
-		if err := e.R.Nodes.Taint(ctx, n, disruptedTaint(), false); err != nil {
+		if e.Nodes == nil {
+			break
+		}
+		if err := e.Nodes.Taint(ctx, n, disruptedTaint(), false); err != nil {
 			e.Log.Warn("taint candidate", "node", n, "error", err)
 		}
 	}
@@ -128,6 +223,8 @@ func (e *Executor) Advance(ctx context.Context, lease *state.Lease, a *state.Act
 }
 
 // step makes one step; progressed is false when the action must wait.
+// Each step ends by writing the action, so a later invocation starts from
+// the step written last.
 func (e *Executor) step(ctx context.Context, lease *state.Lease, a *state.Action, fresh Inputs) (bool, error) {
 	var cmd consolidation.Command
 	if err := json.Unmarshal(a.Plan, &cmd); err != nil {
@@ -146,41 +243,18 @@ func (e *Executor) step(ctx context.Context, lease *state.Lease, a *state.Action
 		if err := e.Validate(cmd, in); err != nil {
 			return true, e.abandon(ctx, a, err.Error())
 		}
-		if len(cmd.Replacements) > 0 {
-			rep, launched, err := e.R.LaunchClaims(ctx, lease, cmd.Replacements, fmt.Sprintf("replacement for %s: consolidation %s", strings.Join(a.NodeClaims, ","), cmd.Method))
-			if err != nil {
-				return false, err
-			}
-			if len(launched) < len(cmd.Replacements) {
-				for _, l := range launched {
-					// A partial replacement is not the plan: take it back.
-					_ = e.R.Fleet.Terminate(ctx, []string{l.InstanceID})
-					_ = e.R.Store.DeleteNodeClaim(ctx, l)
-				}
-				cause := "replacement launch failed"
-				if f := rep.Failed(); len(f) > 0 {
-					cause += ": " + f[0].Error
-				}
-				return true, e.abandon(ctx, a, cause)
-			}
-			for _, l := range launched {
-				a.Replacements = append(a.Replacements, l.Name)
-			}
-			a.Step = state.StepReplacing
-		} else {
-			a.Step = state.StepDraining
+		if len(cmd.Replacements) == 0 {
+			return true, e.beginDraining(ctx, a)
 		}
-		if err := e.R.Store.PutAction(ctx, a); err != nil {
-			return false, err
-		}
-		if err := e.reschedule(ctx, a); err != nil {
-			return false, err
-		}
-		return true, nil
+		a.Step = state.StepReplacing
+		return true, e.Store.PutAction(ctx, a)
 	case state.StepReplacing:
+		if len(a.Replacements) == 0 {
+			return e.launch(ctx, lease, a, cmd)
+		}
 		// The replacements join while this action waits: move their
 		// records on (registered, initialized) as the provision sweep does.
-		if _, err := e.R.Register(ctx); err != nil {
+		if _, err := e.Capacity.Register(ctx); err != nil {
 			return false, err
 		}
 		ready, failed, err := e.replacementsReady(ctx, a)
@@ -193,28 +267,186 @@ func (e *Executor) step(ctx context.Context, lease *state.Lease, a *state.Action
 		if !ready {
 			return false, nil
 		}
-		a.Step = state.StepDraining
-		return true, e.R.Store.PutAction(ctx, a)
+		a.Step = state.StepReplacementReady
+		if err := e.Store.PutAction(ctx, a); err != nil {
+			return false, err
+		}
+		e.Log.Info("consolidation replacements ready", "action", a.ID, "replacements", a.Replacements)
+		return true, nil
+	case state.StepReplacementReady:
+		return true, e.beginDraining(ctx, a)
 	case state.StepDraining:
 		done, err := e.drain(ctx, a)
 		if err != nil || !done {
 			return false, err
 		}
+		if err := e.markTerminating(ctx, a); err != nil {
+			return false, err
+		}
+		a.Step = state.StepTerminate
+		return true, e.Store.PutAction(ctx, a)
+	case state.StepTerminate:
+		done, err := e.terminate(ctx, a)
+		if err != nil || !done {
+			return false, err
+		}
 		a.Step = state.StepDone
-		if err := e.R.Store.PutAction(ctx, a); err != nil {
+		if err := e.Store.PutAction(ctx, a); err != nil {
 			return false, err
 		}
 		e.recordDecision(ctx, a, "")
 		saved := a.PriceBefore - a.PriceAfter
-		_ = e.R.Metrics.Emit(metrics.ConsolidationActions, 1, metrics.Dims{metrics.DimMethod: a.Method, metrics.DimReason: a.Reason})
-		_ = e.R.Metrics.Emit(metrics.ConsolidationNodesRemoved, float64(len(a.NodeClaims)), nil)
-		_ = e.R.Metrics.Emit(metrics.ConsolidationSavings, saved, nil)
+		_ = e.Metrics.Emit(metrics.ConsolidationActions, 1, metrics.Dims{metrics.DimMethod: a.Method, metrics.DimReason: a.Reason})
+		_ = e.Metrics.Emit(metrics.ConsolidationNodesRemoved, float64(len(a.NodeClaims)), nil)
+		_ = e.Metrics.Emit(metrics.ConsolidationSavings, saved, nil)
 		e.Log.Info("consolidation done", "action", a.ID, "method", a.Method, "reason", a.Reason, "nodes", a.Nodes,
-			"priceBefore", a.PriceBefore, "priceAfter", a.PriceAfter, "evicted", a.Evicted)
+			"priceBefore", a.PriceBefore, "priceAfter", a.PriceAfter, "evicted", a.Evicted, "forced", len(a.Stranded))
 		return true, nil
 	}
 	return false, fmt.Errorf("unknown step %q", a.Step)
 }
+
+// replacementReason is the launch reason of an action's replacements: it
+// names the action, so that a later invocation finds replacements an
+// earlier one launched but did not live to write into the action.
+func replacementReason(a *state.Action) string {
+	return fmt.Sprintf("replacement for %s: consolidation %s (%s)", strings.Join(a.NodeClaims, ","), a.Method, a.ID)
+}
+
+// launch launches the command's replacements (or adopts those an earlier
+// invocation launched for this action) and writes them into the action;
+// the candidates' pods then move onto them in every solve.
+func (e *Executor) launch(ctx context.Context, lease *state.Lease, a *state.Action, cmd consolidation.Command) (bool, error) {
+	reason := replacementReason(a)
+	recs, err := e.Store.NodeClaims(ctx)
+	if err != nil {
+		return false, err
+	}
+	var launched []*state.NodeClaim
+	for _, r := range recs {
+		if r.Reason == reason {
+			launched = append(launched, r)
+		}
+	}
+	cause := "replacement launch failed"
+	if len(launched) > 0 {
+		e.Log.Info("consolidation replacements launched by an earlier invocation", "action", a.ID, "replacements", len(launched))
+		cause = "replacements of an earlier invocation are incomplete"
+	} else {
+		rep, l, err := e.Capacity.LaunchClaims(ctx, lease, cmd.Replacements, reason)
+		if err != nil {
+			return false, fmt.Errorf("launch replacements: %w", err)
+		}
+		launched = l
+		if rep != nil {
+			if f := rep.Failed(); len(f) > 0 {
+				cause += ": " + f[0].Error
+			}
+		}
+	}
+	if len(launched) < len(cmd.Replacements) {
+		// A partial replacement is not the plan: take it back.
+		for _, l := range launched {
+			if _, err := e.Capacity.Retire(ctx, provision.RetireRequest{Record: l, Action: a.ID, Reason: "partial replacement taken back"}); err != nil {
+				e.Log.Warn("take back a partial replacement", "nodeClaim", l.Name, "error", err)
+			}
+		}
+		return true, e.abandon(ctx, a, cause)
+	}
+	for _, l := range launched {
+		a.Replacements = append(a.Replacements, l.Name)
+	}
+	if err := e.Store.PutAction(ctx, a); err != nil {
+		return false, err
+	}
+	e.Log.Info("consolidation replacements launching", "action", a.ID, "replacements", a.Replacements)
+	return true, e.markCandidates(ctx, a, nil)
+}
+
+// beginDraining starts the drain: the candidates' pods are to move (solves
+// place them elsewhere from now on) and each candidate's
+// terminationGracePeriod starts counting now, as its drain deadline. It
+// writes the action at StepDraining.
+func (e *Executor) beginDraining(ctx context.Context, a *state.Action) error {
+	grace := map[string]time.Duration{}
+	if len(a.NodeClaims) > 0 && e.Source != nil {
+		view, err := e.Source.View(ctx)
+		if err != nil {
+			return err
+		}
+		pools, _, _ := provision.MergeConfig(e.NodePools, e.NodeClasses, view)
+		for _, p := range pools {
+			if g := p.Spec.Template.Spec.TerminationGracePeriod; g != nil {
+				grace[p.Name] = g.Duration
+			}
+		}
+	}
+	now := e.Now()
+	var earliest time.Time
+	err := e.markCandidates(ctx, a, func(r *state.NodeClaim) bool {
+		d := r.Disruption
+		if g, ok := grace[r.NodePool]; ok && d.Deadline.IsZero() {
+			d.Deadline = now.Add(g)
+			return true
+		}
+		return false
+	}, func(r *state.NodeClaim) {
+		if dl := r.Disruption.Deadline; !dl.IsZero() && (earliest.IsZero() || dl.Before(earliest)) {
+			earliest = dl
+		}
+	})
+	if err != nil {
+		return err
+	}
+	a.Step, a.Deadline = state.StepDraining, earliest
+	if err := e.Store.PutAction(ctx, a); err != nil {
+		return err
+	}
+	e.Log.Info("consolidation draining", "action", a.ID, "nodes", a.Nodes, "deadline", a.Deadline)
+	return nil
+}
+
+// markCandidates marks the candidates' records so solves place their pods
+// elsewhere (Reschedule), lets change alter the disruption further
+// (reporting whether it did), and shows each record as written to seen.
+// A conflicting write is read again and retried.
+func (e *Executor) markCandidates(ctx context.Context, a *state.Action, change func(*state.NodeClaim) bool, seen ...func(*state.NodeClaim)) error {
+	for _, name := range a.NodeClaims {
+		for attempt := 1; ; attempt++ {
+			r, err := e.Store.GetNodeClaim(ctx, name)
+			if errors.Is(err, state.ErrNotFound) {
+				break
+			}
+			if err != nil {
+				return fmt.Errorf("mark nodeclaim %s: %w", name, err)
+			}
+			if r.Disruption == nil || r.Disruption.Action != a.ID {
+				break
+			}
+			changed := !r.Disruption.Reschedule
+			r.Disruption.Reschedule = true
+			if change != nil && change(r) {
+				changed = true
+			}
+			if changed {
+				err = e.Store.PutNodeClaim(ctx, r)
+			}
+			if err == nil {
+				for _, f := range seen {
+					f(r)
+				}
+				break
+			}
+			if !errors.Is(err, state.ErrConflict) || attempt == markAttempts {
+				return fmt.Errorf("mark nodeclaim %s: %w", name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// markAttempts bounds the retries of a conflicting record write.
+const markAttempts = 5
 
 // withoutAction shows validation the cluster as if this action had not
 // marked its candidates (their own disruption must not disqualify them).
@@ -249,39 +481,12 @@ func withoutAction(in consolidation.Inputs, a *state.Action) consolidation.Input
 	return out
 }
 
-// reschedule marks the candidates' records so solves place their pods
-// elsewhere (on the in-flight replacements) from now on.
-func (e *Executor) reschedule(ctx context.Context, a *state.Action) error {
-	for _, name := range a.NodeClaims {
-		for attempt := 0; attempt < 3; attempt++ {
-			r, err := e.R.Store.GetNodeClaim(ctx, name)
-			if errors.Is(err, state.ErrNotFound) {
-				break
-			}
-			if err != nil {
-				return err
-			}
-			if r.Disruption == nil || r.Disruption.Action != a.ID || r.Disruption.Reschedule {
-				break
-			}
-			r.Disruption.Reschedule = true
-			if err = e.R.Store.PutNodeClaim(ctx, r); err == nil || !errors.Is(err, state.ErrConflict) {
-				if err != nil {
-					return err
-				}
-				break
-			}
-		}
-	}
-	return nil
-}
-
 // replacementsReady reports whether every replacement is initialized, or
 // why the action cannot go on (a replacement gone, or not registered in
 // time).
 func (e *Executor) replacementsReady(ctx context.Context, a *state.Action) (bool, string, error) {
 	for _, name := range a.Replacements {
-		r, err := e.R.Store.GetNodeClaim(ctx, name)
+		r, err := e.Store.GetNodeClaim(ctx, name)
 		if errors.Is(err, state.ErrNotFound) {
 			return false, "replacement " + name + " is gone", nil
 		}
@@ -289,7 +494,7 @@ func (e *Executor) replacementsReady(ctx context.Context, a *state.Action) (bool
 			return false, "", err
 		}
 		if r.Phase != state.Initialized {
-			if e.Now().Sub(r.CreatedAt) > provision.DefaultRegistrationTimeout {
+			if e.Now().Sub(r.CreatedAt) > e.readyTimeout() {
 				return false, "replacement " + name + " did not become ready in time", nil
 			}
 			return false, "", nil
@@ -298,43 +503,118 @@ func (e *Executor) replacementsReady(ctx context.Context, a *state.Action) (bool
 	return true, "", nil
 }
 
-// drain retires every candidate (drain, terminate, remove); done when all
-// are gone.
-func (e *Executor) drain(ctx context.Context, a *state.Action) (bool, error) {
-	view, err := e.R.Source.View(ctx)
+// candidate is a candidate's record and its Node (nil when gone).
+type candidate struct {
+	rec  *state.NodeClaim
+	node *corev1.Node
+}
+
+// candidates reads the candidates still recorded, with their Nodes.
+func (e *Executor) candidates(ctx context.Context, a *state.Action) ([]candidate, error) {
+	view, err := e.Source.View(ctx)
 	if err != nil {
-		return false, err
+		return nil, err
 	}
-	pools := map[string]*apis.NodePool{}
-	merged, _, _ := provision.MergeConfig(e.R.NodePools, e.R.NodeClasses, view)
-	for _, p := range merged {
-		pools[p.Name] = p
-	}
-	all := true
+	var out []candidate
 	for _, name := range a.NodeClaims {
-		r, err := e.R.Store.GetNodeClaim(ctx, name)
+		r, err := e.Store.GetNodeClaim(ctx, name)
 		if errors.Is(err, state.ErrNotFound) {
 			continue
 		}
 		if err != nil {
-			return false, err
+			return nil, err
 		}
-		var node *corev1.Node
+		c := candidate{rec: r}
 		for _, n := range view.Nodes {
-			if provision.InstanceIDOf(n.Spec.ProviderID) == r.InstanceID {
-				node = n
+			if r.InstanceID != "" && provision.InstanceIDOf(n.Spec.ProviderID) == r.InstanceID {
+				c.node = n
 			}
 		}
-		var grace *time.Duration
-		if p := pools[r.NodePool]; p != nil && p.Spec.Template.Spec.TerminationGracePeriod != nil {
-			d := p.Spec.Template.Spec.TerminationGracePeriod.Duration
-			grace = &d
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// drain takes one drain step on every candidate (Eviction API, PDBs
+// honoured; past a candidate's deadline its pods left are deleted); done
+// when no candidate has a pod left to move.
+func (e *Executor) drain(ctx context.Context, a *state.Action) (bool, error) {
+	cands, err := e.candidates(ctx, a)
+	if err != nil {
+		return false, err
+	}
+	all, progressed := true, false
+	for _, c := range cands {
+		if c.node == nil || c.rec.Phase == state.Terminating {
+			continue
 		}
-		res, err := e.R.Retire(ctx, provision.RetireRequest{Node: node, Record: r, Action: a.ID, Reason: "Consolidation" + a.Reason, Grace: grace})
-		a.Evicted += len(res.Drain.Evicted)
-		if n := len(res.Drain.Evicted) + len(res.Drain.Deleted); n > 0 {
-			_ = e.R.Metrics.Emit(metrics.PodsEvicted, float64(n), metrics.Dims{metrics.DimReason: state.KindConsolidation})
+		var deadline time.Time
+		if d := c.rec.Disruption; d != nil && d.Action == a.ID {
+			deadline = d.Deadline
 		}
+		res, err := e.Drainer.Drain(ctx, c.node.Name, provision.DrainOptions{Deadline: deadline})
+		if n := len(res.Evicted) + len(res.Deleted); n > 0 {
+			a.Evicted += len(res.Evicted)
+			a.Stranded = append(a.Stranded, res.Deleted...)
+			progressed = true
+			_ = e.Metrics.Emit(metrics.PodsEvicted, float64(n), metrics.Dims{metrics.DimReason: state.KindConsolidation})
+		}
+		if err != nil {
+			return false, fmt.Errorf("drain %s: %w", c.node.Name, err)
+		}
+		if !res.Done {
+			all = false
+			e.Log.Info("consolidation draining", "action", a.ID, "node", c.node.Name, "evicted", len(res.Evicted),
+				"forced", len(res.Deleted), "blocked", len(res.Blocked), "remaining", len(res.Remaining), "deadline", deadline)
+		}
+	}
+	if progressed && !all {
+		// What moved so far is on record even if this invocation ends.
+		if err := e.Store.PutAction(ctx, a); err != nil {
+			return false, err
+		}
+	}
+	return all, nil
+}
+
+// markTerminating marks the drained candidates' records terminating: from
+// then on they are only terminated and removed, never drained again.
+func (e *Executor) markTerminating(ctx context.Context, a *state.Action) error {
+	for _, name := range a.NodeClaims {
+		for attempt := 1; ; attempt++ {
+			r, err := e.Store.GetNodeClaim(ctx, name)
+			if errors.Is(err, state.ErrNotFound) {
+				break
+			}
+			if err != nil {
+				return fmt.Errorf("mark nodeclaim %s terminating: %w", name, err)
+			}
+			if r.Phase == state.Terminating {
+				break
+			}
+			r.Phase = state.Terminating
+			err = e.Store.PutNodeClaim(ctx, r)
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, state.ErrConflict) || attempt == markAttempts {
+				return fmt.Errorf("mark nodeclaim %s terminating: %w", name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// terminate terminates every drained candidate's instance and removes its
+// Node and record; done when all are gone.
+func (e *Executor) terminate(ctx context.Context, a *state.Action) (bool, error) {
+	cands, err := e.candidates(ctx, a)
+	if err != nil {
+		return false, err
+	}
+	all := true
+	for _, c := range cands {
+		res, err := e.Capacity.Retire(ctx, provision.RetireRequest{Node: c.node, Record: c.rec, Action: a.ID, Reason: "Consolidation" + a.Reason})
 		if err != nil {
 			return false, err
 		}
@@ -347,29 +627,31 @@ func (e *Executor) drain(ctx context.Context, a *state.Action) (bool, error) {
 // disruption mark are removed; replacements already launched stay (they
 // are capacity the next solves use or consolidation removes).
 func (e *Executor) abandon(ctx context.Context, a *state.Action, cause string) error {
-	e.Log.Info("consolidation abandoned", "action", a.ID, "cause", cause)
+	e.Log.Info("consolidation abandoned", "action", a.ID, "step", a.Step, "cause", cause)
 	for _, name := range a.NodeClaims {
-		r, err := e.R.Store.GetNodeClaim(ctx, name)
+		r, err := e.Store.GetNodeClaim(ctx, name)
 		if err != nil {
 			continue
 		}
 		if r.Disruption != nil && r.Disruption.Action == a.ID {
 			r.Disruption = nil
 			r.Phase = state.Initialized
-			if err := e.R.Store.PutNodeClaim(ctx, r); err != nil {
+			if err := e.Store.PutNodeClaim(ctx, r); err != nil {
 				return err
 			}
 		}
 	}
 	for _, n := range a.Nodes {
-		if err := e.R.Nodes.Untaint(ctx, n, apis.TaintKeyDisrupted); err != nil {
-			e.Log.Warn("remove the disrupted taint", "node", n, "error", err)
+		if e.Nodes != nil {
+			if err := e.Nodes.Untaint(ctx, n, apis.TaintKeyDisrupted); err != nil {
+				e.Log.Warn("remove the disrupted taint", "node", n, "error", err)
+			}
 		}
 		e.event(ctx, n, corev1.EventTypeNormal, "DisruptionAbandoned", "consolidation "+a.Method+" abandoned: "+cause)
 	}
 	a.Step, a.Cause = state.StepAbandoned, cause
-	_ = e.R.Metrics.Emit(metrics.ConsolidationAbandoned, 1, metrics.Dims{metrics.DimReason: causeClass(cause)})
-	if err := e.R.Store.PutAction(ctx, a); err != nil {
+	_ = e.Metrics.Emit(metrics.ConsolidationAbandoned, 1, metrics.Dims{metrics.DimReason: causeClass(cause)})
+	if err := e.Store.PutAction(ctx, a); err != nil {
 		return err
 	}
 	e.recordDecision(ctx, a, "")
@@ -395,5 +677,5 @@ func causeClass(cause string) string {
 }
 
 func (e *Executor) event(ctx context.Context, node, typ, reason, msg string) {
-	e.R.Events.Event(ctx, provision.Ref{Kind: "Node", Name: node}, typ, reason, msg)
+	e.Events.Event(ctx, provision.Ref{Kind: "Node", Name: node}, typ, reason, msg)
 }

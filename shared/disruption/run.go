@@ -33,10 +33,21 @@ const (
 	// leaves them to the next tick: waiting costs Lambda time, and the
 	// state machine resumes where it stopped.
 	DefaultMaxWait = 2 * time.Minute
+	// DefaultDecideSolves bounds the simulations of one decision (or
+	// validation): the 500-node packed benchmark cluster, where every
+	// candidate is simulated and none can go, takes 505 in about a second.
+	DefaultDecideSolves = 5_000
+	// DefaultDecideTime bounds a decision's wall time; it shrinks so that
+	// the tick keeps the time to carry its command out (MaxWait and
+	// finishMargin) before the invocation's deadline.
+	DefaultDecideTime = 5 * time.Minute
 )
 
 // Run is one consolidation timer tick.
 type Run struct {
+	// R is the provision function's reconciler: the state table (leases,
+	// actions), the cluster view, registration.
+	R      *provision.Reconciler
 	Exec   *Executor
 	Decide func(consolidation.Inputs) ([]consolidation.Command, consolidation.Report)
 	// Images resolves an EC2NodeClass's AMIs now (drift); nil: no AMI drift.
@@ -46,6 +57,10 @@ type Run struct {
 	LeaseTTL   time.Duration
 	// MaxWait bounds the time a tick waits on open actions (0: DefaultMaxWait).
 	MaxWait time.Duration
+	// Budget bounds each decision's and validation's work (zero fields:
+	// DefaultDecideSolves, provision.DefaultSolveGroups per solve,
+	// DefaultDecideTime shortened to the invocation's deadline).
+	Budget consolidation.Budget
 }
 
 // TickReport is what a tick did.
@@ -56,6 +71,10 @@ type TickReport struct {
 	Started    *state.Action          `json:"started,omitempty"`
 	Command    *consolidation.Command `json:"command,omitempty"`
 	Finished   []*state.Action        `json:"finished,omitempty"`
+	// BudgetSpent and Unreached: the decision's work budget ran out before
+	// it reached these candidates (the next tick takes them).
+	BudgetSpent string   `json:"budgetSpent,omitempty"`
+	Unreached   []string `json:"unreached,omitempty"`
 }
 
 // Tick carries on the open consolidation actions and, when none is left
@@ -64,11 +83,12 @@ type TickReport struct {
 func (r *Run) Tick(ctx context.Context) (*TickReport, error) {
 	rep := &TickReport{}
 	e := r.Exec
+	R := r.R
 	ttl := r.LeaseTTL
 	if ttl <= 0 {
 		ttl = DefaultLeaseTTL
 	}
-	lease, err := e.R.Store.Acquire(ctx, state.LeaseConsolidation, r.Holder, ttl)
+	lease, err := R.Store.Acquire(ctx, state.LeaseConsolidation, r.Holder, ttl)
 	if errors.Is(err, state.ErrHeld) {
 		e.Log.Info("another consolidation run is in progress")
 		return rep, nil
@@ -78,14 +98,14 @@ func (r *Run) Tick(ctx context.Context) (*TickReport, error) {
 	}
 	defer func() {
 		for {
-			rerun, err := e.R.Store.Release(context.WithoutCancel(ctx), lease)
+			rerun, err := R.Store.Release(context.WithoutCancel(ctx), lease)
 			if err != nil || !rerun {
 				return
 			}
 		}
 	}()
 	fresh := func(ctx context.Context) (consolidation.Inputs, error) { return r.Inputs(ctx) }
-	acts, err := e.R.Store.Actions(ctx)
+	acts, err := R.Store.Actions(ctx)
 	if err != nil {
 		return rep, err
 	}
@@ -107,7 +127,7 @@ func (r *Run) Tick(ctx context.Context) (*TickReport, error) {
 	if waiting {
 		return rep, nil
 	}
-	if _, err := e.R.Register(ctx); err != nil {
+	if _, err := R.Register(ctx); err != nil {
 		return rep, err
 	}
 	in, err := r.Inputs(ctx)
@@ -119,10 +139,15 @@ func (r *Run) Tick(ctx context.Context) (*TickReport, error) {
 	}
 	cmds, drep := r.Decide(in)
 	rep.Candidates, rep.Skipped = drep.Candidates, drep.Skipped
+	rep.BudgetSpent, rep.Unreached = drep.BudgetSpent, drep.Unreached
+	if drep.BudgetSpent != "" {
+		e.Log.Warn("the decision's work budget ran out: the candidates not reached wait for the next tick", "spent", drep.BudgetSpent,
+			"solves", drep.Solves, "unreached", len(drep.Unreached), "first", firstFew(drep.Unreached, 10))
+	}
 	if len(cmds) == 0 {
 		e.Log.Info("nothing to consolidate", "candidates", drep.Candidates, "skipped", summarize(drep.Skipped), "rejected", summarize(drep.Rejected))
 	}
-	_ = e.R.Metrics.Emit(metrics.ConsolidationCandidates, float64(drep.Candidates), nil)
+	_ = e.Metrics.Emit(metrics.ConsolidationCandidates, float64(drep.Candidates), nil)
 	if len(cmds) == 0 {
 		return rep, nil
 	}
@@ -150,11 +175,7 @@ func (r *Run) Tick(ctx context.Context) (*TickReport, error) {
 // waiting between steps.
 func (r *Run) carry(ctx context.Context, lease *state.Lease, a *state.Action, fresh Inputs, ttl time.Duration) error {
 	e := r.Exec
-	maxWait := r.MaxWait
-	if maxWait <= 0 {
-		maxWait = DefaultMaxWait
-	}
-	giveUp := time.Now().Add(maxWait)
+	giveUp := time.Now().Add(r.maxWait())
 	for {
 		if err := e.Advance(ctx, lease, a, fresh); err != nil {
 			return err
@@ -169,7 +190,7 @@ func (r *Run) carry(ctx context.Context, lease *state.Lease, a *state.Action, fr
 			e.Log.Info("consolidation action still waiting: next tick", "action", a.ID, "step", a.Step)
 			return nil
 		}
-		if err := e.R.Store.Renew(ctx, lease, ttl); err != nil {
+		if err := r.R.Store.Renew(ctx, lease, ttl); err != nil {
 			return err
 		}
 		wait := pollEvery
@@ -191,7 +212,7 @@ func (r *Run) carry(ctx context.Context, lease *state.Lease, a *state.Action, fr
 // current AMIs.
 func (r *Run) Inputs(ctx context.Context) (consolidation.Inputs, error) {
 	e := r.Exec
-	R := e.R
+	R := r.R
 	view, err := R.Source.View(ctx)
 	if err != nil {
 		return consolidation.Inputs{}, err
@@ -222,7 +243,7 @@ func (r *Run) Inputs(ctx context.Context) (consolidation.Inputs, error) {
 	in := consolidation.Inputs{
 		Now: e.Now(), Nodes: view.Nodes, Pods: view.Pods, PDBs: view.PDBs, DaemonSets: view.DaemonSets,
 		Records: records, Actions: open, NodePools: pools, NodeClasses: classes, Catalog: R.Catalog, Zones: zones,
-		Unavailable: state.NewUnavailableSet(unavail).Has, SpotToSpot: r.SpotToSpot,
+		Unavailable: state.NewUnavailableSet(unavail).Has, SpotToSpot: r.SpotToSpot, Budget: r.budget(ctx),
 	}
 	if R.Spot != nil {
 		if err := R.Spot.Ensure(ctx); err == nil {
@@ -245,6 +266,50 @@ func (r *Run) Inputs(ctx context.Context) (consolidation.Inputs, error) {
 		}
 	}
 	return in, nil
+}
+
+// budget is a decision's work budget (see Run.Budget).
+func (r *Run) budget(ctx context.Context) consolidation.Budget {
+	dl, ok := ctx.Deadline()
+	return budgetFor(r.Budget, r.Exec.Now, time.Until(dl), ok, r.maxWait()+finishMargin)
+}
+
+// budgetFor fills b's zero fields: the default bounds, and a deadline on
+// now's clock DefaultDecideTime away, or sooner so that reserve is left of
+// the invocation's left time (when bounded).
+func budgetFor(b consolidation.Budget, now func() time.Time, left time.Duration, bounded bool, reserve time.Duration) consolidation.Budget {
+	if b.MaxSolves <= 0 {
+		b.MaxSolves = DefaultDecideSolves
+	}
+	if b.MaxGroups <= 0 {
+		b.MaxGroups = provision.DefaultSolveGroups
+	}
+	if b.Now == nil {
+		b.Now = now
+	}
+	if b.Deadline.IsZero() {
+		room := DefaultDecideTime
+		if bounded {
+			room = min(room, max(left-reserve, 0))
+		}
+		b.Deadline = b.Now().Add(room)
+	}
+	return b
+}
+
+func (r *Run) maxWait() time.Duration {
+	if r.MaxWait <= 0 {
+		return DefaultMaxWait
+	}
+	return r.MaxWait
+}
+
+// firstFew is at most n of names.
+func firstFew(names []string, n int) []string {
+	if len(names) > n {
+		return names[:n]
+	}
+	return names
 }
 
 // fingerprint records when each of Nodewright's nodes last saw its set of
@@ -283,7 +348,7 @@ func (r *Run) fingerprint(ctx context.Context, in consolidation.Inputs) error {
 			// An empty node first seen: it has been empty since it came up.
 			rec.PodsChangedAt = rec.InitializedAt
 		}
-		if err := r.Exec.R.Store.PutNodeClaim(ctx, rec); err != nil && !errors.Is(err, state.ErrConflict) {
+		if err := r.R.Store.PutNodeClaim(ctx, rec); err != nil && !errors.Is(err, state.ErrConflict) {
 			return fmt.Errorf("record pods of %s: %w", rec.Name, err)
 		}
 	}

@@ -48,6 +48,7 @@ func (h *Interruption) Handle(ctx context.Context, ev events.SQSEvent) (resp eve
 	if now == nil {
 		now = time.Now
 	}
-	ih := &interruption.Handler{R: r, Now: now, Log: h.Log.With("requestId", requestID(ctx)), Holder: requestID(ctx), After: h.AfterMessage}
+	ih := interruption.New(r, now, h.Log.With("requestId", requestID(ctx)), requestID(ctx))
+	ih.After = h.AfterMessage
 	return ih.HandleBatch(ctx, ev), nil
 }

@@ -36,18 +36,112 @@ const (
 	deadlineMargin = 15 * time.Second
 )
 
-// Handler handles the interruption queue's messages with the provision
-// function's reconciler (its store, cluster view, launcher, node writes,
-// drainer, events and metrics).
+// Store is the part of the state table the handler reads and writes
+// (*state.Store).
+type Store interface {
+	NodeClaimByInstance(ctx context.Context, instanceID string) (*state.NodeClaim, error)
+	GetNodeClaim(ctx context.Context, name string) (*state.NodeClaim, error)
+	PutNodeClaim(ctx context.Context, nc *state.NodeClaim) error
+	GetAction(ctx context.Context, id string) (*state.Action, error)
+	PutAction(ctx context.Context, a *state.Action) error
+	MarkUnavailable(ctx context.Context, offs []state.Offering, ttl time.Duration) error
+	Acquire(ctx context.Context, name, holder string, ttl time.Duration, asks ...string) (*state.Lease, error)
+	Renew(ctx context.Context, l *state.Lease, ttl time.Duration) error
+	Release(ctx context.Context, l *state.Lease) (rerun bool, err error)
+	FirstSeen(ctx context.Context, id string, ttl time.Duration) (bool, error)
+}
+
+// Capacity launches replacements for pods and retires nodes
+// (*provision.Reconciler).
+type Capacity interface {
+	// Replace launches capacity for the pods at once, under the node's
+	// lease, through the provision code path.
+	Replace(ctx context.Context, lease *state.Lease, pods []string, reason string) (*provision.Report, error)
+	// Retire drains the node one step, and terminates and removes it once
+	// drained.
+	Retire(ctx context.Context, req provision.RetireRequest) (provision.Retired, error)
+}
+
+// Tainter taints and cordons Nodes (provision.Nodes).
+type Tainter interface {
+	Taint(ctx context.Context, name string, taint corev1.Taint, cordon bool) error
+}
+
+// NodeNamer finds the Node name of an instance (*fleet.Launcher).
+type NodeNamer interface {
+	NodeName(ctx context.Context, instanceID string) (string, error)
+}
+
+// Handler handles the interruption queue's messages. New wires it to the
+// provision function's reconciler (its store, cluster view, launcher, node
+// writes, drainer, events and metrics).
 type Handler struct {
-	R        *provision.Reconciler
-	Now      func() time.Time
-	Log      *slog.Logger
-	LeaseTTL time.Duration
+	Store    Store
+	Capacity Capacity
+	Source   provision.ClusterSource
+	Nodes    Tainter // nil: Nodes are not tainted
+	Events   provision.Events
+	Metrics  provision.Metrics
+	Names    NodeNamer // nil: a gone Node's name comes from its record only
+	// NodePools and NodeClasses are the deployed configuration (merged
+	// with the cluster's objects).
+	NodePools   []*apis.NodePool
+	NodeClasses []*apis.EC2NodeClass
+	Now         func() time.Time
+	Log         *slog.Logger
+	LeaseTTL    time.Duration
+	// Poll is the pause between drain passes of one node (0: drainPoll).
+	Poll time.Duration
 	// Holder names this invocation in leases.
 	Holder string
 	// After, when set, sees what each message did (tests).
 	After func(events.SQSMessage, []Outcome, error)
+}
+
+// New is a handler over the provision function's reconciler (nil: a
+// handler that can only acknowledge events that need no action).
+func New(r *provision.Reconciler, now func() time.Time, log *slog.Logger, holder string) *Handler {
+	h := &Handler{Now: now, Log: log, Holder: holder, Events: nopEvents{}, Metrics: nopMetrics{}}
+	if r == nil {
+		return h
+	}
+	h.Store, h.Capacity, h.Source = r.Store, r, r.Source
+	h.NodePools, h.NodeClasses = r.NodePools, r.NodeClasses
+	if r.Nodes != nil {
+		h.Nodes = r.Nodes
+	}
+	if r.Events != nil {
+		h.Events = r.Events
+	}
+	if r.Metrics != nil {
+		h.Metrics = r.Metrics
+	}
+	if nn, ok := r.Fleet.(NodeNamer); ok {
+		h.Names = nn
+	}
+	return h
+}
+
+type nopEvents struct{}
+
+func (nopEvents) Event(context.Context, provision.Ref, string, string, string) {}
+
+type nopMetrics struct{}
+
+func (nopMetrics) Emit(string, float64, metrics.Dims) error { return nil }
+
+// emit writes a data point (never failing the caller).
+func (h *Handler) emit(name string, v float64, dims metrics.Dims) {
+	if h.Metrics != nil {
+		_ = h.Metrics.Emit(name, v, dims)
+	}
+}
+
+func (h *Handler) poll() time.Duration {
+	if h.Poll <= 0 {
+		return drainPoll
+	}
+	return h.Poll
 }
 
 // Outcome is what handling one instance did.
@@ -83,9 +177,7 @@ func (h *Handler) HandleBatch(ctx context.Context, ev events.SQSEvent) events.SQ
 			}
 			if err != nil {
 				h.Log.Error("interruption message failed", "messageId", msg.MessageId, "error", logging.Err(err))
-				if h.R != nil && h.R.Metrics != nil {
-					_ = h.R.Metrics.Emit(metrics.InterruptionMessagesFailed, 1, nil)
-				}
+				h.emit(metrics.InterruptionMessagesFailed, 1, nil)
 				failed[i] = true
 			}
 		}()
@@ -118,13 +210,10 @@ func (h *Handler) Message(ctx context.Context, msg events.SQSMessage) (outs []Ou
 	log := h.Log.With("messageId", msg.MessageId, "eventId", in.EventID, "kind", in.Kind)
 	if in.Kind == trigger.KindUnknown {
 		log.Warn("event of an unknown kind: acknowledged")
-		if h.R == nil || h.R.Metrics == nil {
-			return nil, nil
-		}
-		_ = h.R.Metrics.Emit(metrics.Interruptions, 1, metrics.Dims{metrics.DimKind: string(in.Kind)})
+		h.emit(metrics.Interruptions, 1, metrics.Dims{metrics.DimKind: string(in.Kind)})
 		return nil, nil
 	}
-	if h.R == nil {
+	if h.Store == nil || h.Capacity == nil || h.Source == nil {
 		return nil, errors.New("interruption handler has no reconciler")
 	}
 	var errs []error
@@ -138,12 +227,12 @@ func (h *Handler) Message(ctx context.Context, msg events.SQSMessage) (outs []Ou
 	if err := errors.Join(errs...); err != nil {
 		return outs, err
 	}
-	first, err := h.R.Store.FirstSeen(ctx, in.EventID, messageMemory)
+	first, err := h.Store.FirstSeen(ctx, in.EventID, messageMemory)
 	if err != nil {
 		log.Warn("remember message", "error", err)
 	}
 	if first {
-		_ = h.R.Metrics.Emit(metrics.Interruptions, 1, metrics.Dims{metrics.DimKind: string(in.Kind)})
+		h.emit(metrics.Interruptions, 1, metrics.Dims{metrics.DimKind: string(in.Kind)})
 	}
 	return outs, nil
 }
@@ -151,7 +240,7 @@ func (h *Handler) Message(ctx context.Context, msg events.SQSMessage) (outs []Ou
 // instance handles one instance of an event.
 func (h *Handler) instance(ctx context.Context, in trigger.Interruption, id string, arrived time.Time, log *slog.Logger) (Outcome, error) {
 	out := Outcome{Instance: id}
-	rec, err := h.R.Store.NodeClaimByInstance(ctx, id)
+	rec, err := h.Store.NodeClaimByInstance(ctx, id)
 	if errors.Is(err, state.ErrNotFound) {
 		out.Note = "not a Nodewright instance"
 		log.Info("instance is not ours: acknowledged")
@@ -161,11 +250,11 @@ func (h *Handler) instance(ctx context.Context, in trigger.Interruption, id stri
 		return out, err
 	}
 	out.Ours, out.NodeClaim = true, rec.Name
-	view, err := h.R.Source.View(ctx)
+	view, err := h.Source.View(ctx)
 	if err != nil {
 		return out, err
 	}
-	pool := poolOf(h.R, view, rec.NodePool)
+	pool := h.poolOf(view, rec.NodePool)
 	node := nodeOf(view, id)
 	if node == nil {
 		// The Node is gone before its pods (the instance went first and
@@ -180,13 +269,13 @@ func (h *Handler) instance(ctx context.Context, in trigger.Interruption, id stri
 		out.Note = d.Note
 		log.Info("no action", "nodeClaim", rec.Name, "why", d.Note)
 		if in.Kind == trigger.KindRebalanceRecommendation && node != nil {
-			h.R.Events.Event(ctx, provision.Ref{Kind: "Node", Name: node.Name, UID: string(node.UID)}, corev1.EventTypeNormal,
+			h.Events.Event(ctx, provision.Ref{Kind: "Node", Name: node.Name, UID: string(node.UID)}, corev1.EventTypeNormal,
 				"RebalanceRecommended", "EC2 recommends rebalancing this spot instance: "+d.Note)
 		}
 		return out, nil
 	}
 	if d.MarkUnavailable && rec.InstanceType != "" {
-		if err := h.R.Store.MarkUnavailable(ctx, []state.Offering{{InstanceType: rec.InstanceType, Zone: rec.Zone, CapacityType: rec.CapacityType, Code: string(in.Kind)}}, state.UnavailableTTL); err != nil {
+		if err := h.Store.MarkUnavailable(ctx, []state.Offering{{InstanceType: rec.InstanceType, Zone: rec.Zone, CapacityType: rec.CapacityType, Code: string(in.Kind)}}, state.UnavailableTTL); err != nil {
 			log.Warn("mark the interrupted offering unavailable", "error", err)
 		}
 	}
@@ -194,7 +283,7 @@ func (h *Handler) instance(ctx context.Context, in trigger.Interruption, id stri
 	if ttl <= 0 {
 		ttl = DefaultLeaseTTL
 	}
-	lease, err := h.R.Store.Acquire(ctx, state.LeaseNode(rec.Name), h.Holder, ttl)
+	lease, err := h.Store.Acquire(ctx, state.LeaseNode(rec.Name), h.Holder, ttl)
 	if errors.Is(err, state.ErrHeld) {
 		out.Note = "another invocation is handling this node"
 		log.Info("another invocation is handling this node: acknowledged", "nodeClaim", rec.Name)
@@ -205,7 +294,7 @@ func (h *Handler) instance(ctx context.Context, in trigger.Interruption, id stri
 	}
 	defer func() {
 		for {
-			rerun, err := h.R.Store.Release(context.WithoutCancel(ctx), lease)
+			rerun, err := h.Store.Release(context.WithoutCancel(ctx), lease)
 			if err != nil || !rerun {
 				return
 			}
@@ -223,7 +312,7 @@ func (h *Handler) act(ctx context.Context, lease *state.Lease, in trigger.Interr
 	if !deadline.IsZero() && in.Kind != trigger.KindStateChange {
 		deadline = deadline.Add(-deadlineMargin)
 	}
-	a, err := h.R.Store.GetAction(ctx, actionID)
+	a, err := h.Store.GetAction(ctx, actionID)
 	switch {
 	case errors.Is(err, state.ErrNotFound):
 		a = &state.Action{ID: actionID, Kind: state.KindInterruption, Reason: d.Reason, Step: state.StepReplacing,
@@ -231,7 +320,7 @@ func (h *Handler) act(ctx context.Context, lease *state.Lease, in trigger.Interr
 		if node != nil {
 			a.Nodes = []string{node.Name}
 		}
-		if err := h.R.Store.PutAction(ctx, a); err != nil {
+		if err := h.Store.PutAction(ctx, a); err != nil {
 			return out, fmt.Errorf("record interruption: %w", err)
 		}
 		log.Info("interruption recorded", "nodeClaim", rec.Name, "deadline", deadline)
@@ -254,28 +343,28 @@ func (h *Handler) act(ctx context.Context, lease *state.Lease, in trigger.Interr
 	if rec, err = h.markDisrupting(ctx, rec, actionID, d.Reason, a.Deadline); err != nil {
 		return out, err
 	}
-	if node != nil && h.R.Nodes != nil {
+	if node != nil && h.Nodes != nil {
 		taint := corev1.Taint{Key: apis.TaintKeyDisrupted, Effect: corev1.TaintEffectNoSchedule}
-		if err := h.R.Nodes.Taint(ctx, node.Name, taint, true); err != nil {
+		if err := h.Nodes.Taint(ctx, node.Name, taint, true); err != nil {
 			log.Warn("taint and cordon", "node", node.Name, "error", err)
 		}
 	}
 	if a.Step == state.StepReplacing {
 		pods := reschedulablePods(view, node)
 		if len(pods) > 0 {
-			rep, err := h.R.Replace(ctx, lease, pods, fmt.Sprintf("replacement for %s: %s", rec.Name, d.Reason))
+			rep, err := h.Capacity.Replace(ctx, lease, pods, fmt.Sprintf("replacement for %s: %s", rec.Name, d.Reason))
 			if err != nil {
 				return out, fmt.Errorf("replace: %w", err)
 			}
 			for _, l := range rep.Launched() {
 				a.Replacements = append(a.Replacements, l.NodeClaim)
 			}
-			_ = h.R.Metrics.Emit(metrics.InterruptionToReplacement, h.Now().Sub(arrived).Seconds(), nil)
+			h.emit(metrics.InterruptionToReplacement, h.Now().Sub(arrived).Seconds(), nil)
 			log.Info("replacement launched", "pods", len(pods), "nodeClaims", a.Replacements, "pricePerHour", rep.PricePerHour(),
 				"sinceMessage", h.Now().Sub(arrived).String())
 		}
 		a.Step = state.StepDraining
-		if err := h.R.Store.PutAction(ctx, a); err != nil {
+		if err := h.Store.PutAction(ctx, a); err != nil {
 			return out, fmt.Errorf("record replacement: %w", err)
 		}
 	}
@@ -290,46 +379,59 @@ func (h *Handler) act(ctx context.Context, lease *state.Lease, in trigger.Interr
 			left := max(a.Deadline.Sub(h.Now()), time.Second)
 			req.MaxGracePeriod = &left
 		}
-		res, err := h.R.Retire(ctx, req)
+		res, err := h.Capacity.Retire(ctx, req)
+		moved := len(res.Drain.Evicted) + len(res.Drain.Deleted)
 		a.Evicted += len(res.Drain.Evicted)
-		if len(res.Drain.Evicted)+len(res.Drain.Deleted) > 0 {
-			_ = h.R.Metrics.Emit(metrics.PodsEvicted, float64(len(res.Drain.Evicted)+len(res.Drain.Deleted)), metrics.Dims{metrics.DimReason: string(state.KindInterruption)})
+		if moved > 0 {
+			h.emit(metrics.PodsEvicted, float64(moved), metrics.Dims{metrics.DimReason: string(state.KindInterruption)})
 		}
+		// Pods deleted past the deadline could not be moved in time: the
+		// action records them (stranded).
 		a.Stranded = append(a.Stranded, res.Drain.Deleted...)
 		if err != nil {
-			_ = h.R.Store.PutAction(ctx, a)
+			_ = h.Store.PutAction(ctx, a)
 			return out, err
 		}
 		if res.Done {
 			break
 		}
+		if moved > 0 {
+			// What moved is on record even if this invocation dies.
+			if err := h.Store.PutAction(ctx, a); err != nil {
+				return out, fmt.Errorf("record drain progress: %w", err)
+			}
+		}
 		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < 10*time.Second {
 			out.Note = "drain continues in a later invocation"
-			_ = h.R.Store.PutAction(ctx, a)
+			log.Info("drain continues in a later invocation (the next message or the provision sweep)", "nodeClaim", rec.Name,
+				"evicted", a.Evicted, "stranded", len(a.Stranded), "blocked", len(res.Drain.Blocked), "deadline", a.Deadline)
+			_ = h.Store.PutAction(ctx, a)
 			return out, nil
 		}
-		if err := h.R.Store.Renew(ctx, lease, h.leaseTTL()); err != nil {
+		if err := h.Store.Renew(ctx, lease, h.leaseTTL()); err != nil {
 			return out, err
 		}
 		select {
 		case <-ctx.Done():
 			return out, ctx.Err()
-		case <-time.After(drainPoll):
+		case <-time.After(h.poll()):
 		}
-		if rec, err = h.R.Store.GetNodeClaim(ctx, rec.Name); err != nil {
-			if errors.Is(err, state.ErrNotFound) {
-				break
-			}
+		fresh, err := h.Store.GetNodeClaim(ctx, rec.Name)
+		if errors.Is(err, state.ErrNotFound) {
+			break // retired meanwhile (the sweep)
+		}
+		if err != nil {
 			return out, err
 		}
+		rec = fresh
 	}
 	out.Drained, out.Terminated, out.Stranded = true, true, a.Stranded
-	_ = h.R.Metrics.Emit(metrics.InterruptionToDrained, h.Now().Sub(arrived).Seconds(), nil)
+	h.emit(metrics.InterruptionToDrained, h.Now().Sub(arrived).Seconds(), nil)
 	a.Step = state.StepDone
 	if len(a.Stranded) > 0 {
 		a.Cause = fmt.Sprintf("%d pods could not be moved before the deadline and were deleted", len(a.Stranded))
 	}
-	if err := h.R.Store.PutAction(ctx, a); err != nil {
+	if err := h.Store.PutAction(ctx, a); err != nil {
 		log.Warn("record interruption done", "error", err)
 	}
 	log.Info("interrupted node retired", "nodeClaim", rec.Name, "evicted", a.Evicted, "stranded", len(a.Stranded), "sinceMessage", h.Now().Sub(arrived).String())
@@ -358,24 +460,19 @@ func (h *Handler) markDisrupting(ctx context.Context, rec *state.NodeClaim, acti
 			rec.Phase = state.Disrupting
 		}
 		rec.Disruption = &state.Disruption{Action: actionID, Reason: reason, Since: h.Now(), Reschedule: true, Deadline: deadline}
-		err := h.R.Store.PutNodeClaim(ctx, rec)
+		err := h.Store.PutNodeClaim(ctx, rec)
 		if err == nil {
 			return rec, nil
 		}
 		if !errors.Is(err, state.ErrConflict) || attempt == markAttempts {
 			return rec, fmt.Errorf("mark nodeclaim %s disrupting: %w", rec.Name, err)
 		}
-		fresh, gerr := h.R.Store.GetNodeClaim(ctx, rec.Name)
+		fresh, gerr := h.Store.GetNodeClaim(ctx, rec.Name)
 		if gerr != nil {
 			return rec, fmt.Errorf("mark nodeclaim %s disrupting: read it again: %w", rec.Name, gerr)
 		}
 		rec = fresh
 	}
-}
-
-// nodeNamer finds the Node name of an instance (*fleet.Launcher).
-type nodeNamer interface {
-	NodeName(ctx context.Context, instanceID string) (string, error)
 }
 
 // goneNodeName is the name of a Node that is no longer in the cluster:
@@ -385,11 +482,10 @@ func (h *Handler) goneNodeName(ctx context.Context, rec *state.NodeClaim, log *s
 	if rec.NodeName != "" {
 		return rec.NodeName
 	}
-	nn, ok := h.R.Fleet.(nodeNamer)
-	if !ok || rec.InstanceID == "" {
+	if h.Names == nil || rec.InstanceID == "" {
 		return ""
 	}
-	name, err := nn.NodeName(ctx, rec.InstanceID)
+	name, err := h.Names.NodeName(ctx, rec.InstanceID)
 	if err != nil {
 		log.Warn("find the node name of an instance whose Node is gone", "error", err)
 		return ""
@@ -425,8 +521,8 @@ func nodeOf(v *provision.View, instanceID string) *corev1.Node {
 	return nil
 }
 
-func poolOf(r *provision.Reconciler, v *provision.View, name string) *apis.NodePool {
-	pools, _, _ := provision.MergeConfig(r.NodePools, r.NodeClasses, v)
+func (h *Handler) poolOf(v *provision.View, name string) *apis.NodePool {
+	pools, _, _ := provision.MergeConfig(h.NodePools, h.NodeClasses, v)
 	for _, p := range pools {
 		if p.Name == name {
 			return p

@@ -149,7 +149,8 @@ func Consolidation(ctx context.Context, o Options) (*disruption.Run, error) {
 		return nil, err
 	}
 	run := &disruption.Run{
-		Exec:       &disruption.Executor{R: r, Now: o.Now, Log: o.Log, Validate: consolidation.Validate},
+		R:          r,
+		Exec:       disruption.NewExecutor(r, o.Now, o.Log),
 		Decide:     consolidation.Decide,
 		SpotToSpot: true,
 	}

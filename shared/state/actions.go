@@ -26,8 +26,13 @@ const (
 // Abandoned end it.
 const (
 	StepPlanned   = "planned"   // candidates marked; validating (consolidation)
-	StepReplacing = "replacing" // replacement NodeClaims launched, not Ready yet
-	StepDraining  = "draining"  // evicting the candidates' pods
+	StepReplacing = "replacing" // replacement NodeClaims launching, not Ready yet
+	// StepReplacementReady: every replacement is initialized; the drain
+	// has not begun (consolidation).
+	StepReplacementReady = "replacement-ready"
+	StepDraining         = "draining" // evicting the candidates' pods
+	// StepTerminate: drained; the instances are being terminated and the
+	// Nodes and records removed.
 	StepTerminate = "terminating"
 	StepDone      = "done"
 	StepAbandoned = "abandoned"

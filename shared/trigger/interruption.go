@@ -132,6 +132,11 @@ func DecodeInterruption(body []byte) (Interruption, error) {
 	case ev.Source == HealthSource && ev.DetailType == DetailTypeHealth:
 		out.Kind = KindScheduledChange
 		out.InstanceIDs, out.Deadline, err = healthDetail(ev.Detail)
+		if errors.Is(err, errOtherHealthEvent) {
+			// Another service's event, or EC2's of another category: not an
+			// interruption, and not malformed either.
+			return Interruption{Kind: KindUnknown, EventID: ev.ID, Time: ev.Time}, nil
+		}
 	default:
 		out.Kind = KindUnknown
 		return out, nil
@@ -156,6 +161,10 @@ func instanceDetail(raw json.RawMessage) ([]string, string, error) {
 	return []string{d.InstanceID}, d.State, nil
 }
 
+// errOtherHealthEvent: an AWS Health event that is not an EC2 scheduled
+// change (it decodes as KindUnknown: acknowledged and counted).
+var errOtherHealthEvent = errors.New("not an EC2 scheduled change")
+
 func healthDetail(raw json.RawMessage) ([]string, time.Time, error) {
 	var d struct {
 		Service           string `json:"service"`
@@ -169,7 +178,7 @@ func healthDetail(raw json.RawMessage) ([]string, time.Time, error) {
 		return nil, time.Time{}, err
 	}
 	if d.Service != HealthServiceEC2 || d.EventTypeCategory != HealthCategoryScheduledChange {
-		return nil, time.Time{}, fmt.Errorf("health event for service %s, category %s: want %s %s", logging.Quote(d.Service), logging.Quote(d.EventTypeCategory), HealthServiceEC2, HealthCategoryScheduledChange)
+		return nil, time.Time{}, fmt.Errorf("health event for service %s, category %s: %w", logging.Quote(d.Service), logging.Quote(d.EventTypeCategory), errOtherHealthEvent)
 	}
 	// Entities other than instances (dedicated hosts, for example) are not
 	// Nodewright's to handle; an event with none of ours decodes to nothing.

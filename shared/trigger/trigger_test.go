@@ -184,6 +184,11 @@ func TestDecodeInterruptionUnknownKinds(t *testing.T) {
 	for _, body := range []string{
 		withDetail(t, EC2Source, "EC2 AMI State Change", `{"x":1}`),
 		withDetail(t, "aws.s3", DetailTypeSpotInterruption, `{"instance-id":"i-0123456789abcdef0"}`),
+		// AWS Health events other than EC2's scheduled changes: not ours to
+		// act on, and not malformed (they must not go to the DLQ).
+		withDetail(t, HealthSource, DetailTypeHealth, `{"service":"RDS","eventTypeCategory":"scheduledChange","affectedEntities":[{"entityValue":"i-0123456789abcdef0"}]}`),
+		withDetail(t, HealthSource, DetailTypeHealth, `{"service":"EC2","eventTypeCategory":"issue","affectedEntities":[{"entityValue":"i-0123456789abcdef0"}]}`),
+		withDetail(t, HealthSource, DetailTypeHealth, `{"service":"EC2","eventTypeCategory":"accountNotification"}`),
 	} {
 		got, err := DecodeInterruption([]byte(body))
 		if err != nil || got.Kind != KindUnknown || len(got.InstanceIDs) != 0 {
@@ -205,8 +210,6 @@ func TestDecodeInterruptionErrors(t *testing.T) {
 		{"state change to no EC2 state", withDetail(t, EC2Source, DetailTypeStateChange, `{"instance-id":"i-0123456789abcdef0","state":"exploded"}`), `state "exploded" is not an EC2 instance state`},
 		{"state in the wrong case", withDetail(t, EC2Source, DetailTypeStateChange, `{"instance-id":"i-0123456789abcdef0","state":"Running"}`), "not an EC2 instance state"},
 		{"huge instance id is truncated", withDetail(t, EC2Source, DetailTypeSpotInterruption, `{"instance-id":"`+strings.Repeat("i", 2<<20)+`"}`), "... (2097152 bytes)"},
-		{"health other service", withDetail(t, HealthSource, DetailTypeHealth, `{"service":"RDS","eventTypeCategory":"scheduledChange"}`), `service "RDS"`},
-		{"health other category", withDetail(t, HealthSource, DetailTypeHealth, `{"service":"EC2","eventTypeCategory":"issue"}`), `category "issue"`},
 		{"health detail not object", withDetail(t, HealthSource, DetailTypeHealth, `[1]`), "cannot unmarshal"},
 	}
 	for _, tc := range cases {

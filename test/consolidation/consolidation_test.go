@@ -8,10 +8,14 @@
 package consolidation_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,6 +28,7 @@ import (
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/catalog"
 	"github.com/nodewright/nodewright/shared/consolidation"
+	"github.com/nodewright/nodewright/shared/metrics"
 	"github.com/nodewright/nodewright/shared/pricing"
 	"github.com/nodewright/nodewright/shared/scheduling"
 	"github.com/nodewright/nodewright/shared/state"
@@ -285,6 +290,15 @@ func TestEmptyNodesAndBudgets(t *testing.T) {
 	if counts[0] != 5 || counts[1] != 4 || counts[2] != 3 {
 		t.Errorf("nodes after each tick %v: want one removed per tick (budget of 1)", counts)
 	}
+	if sum, _ := h.Metrics.Sum(metrics.ConsolidationActions, map[string]string{metrics.DimMethod: consolidation.MethodEmptiness, metrics.DimReason: consolidation.ReasonEmpty}); sum != 3 {
+		t.Errorf("metric %s{emptiness, Empty}: %v, want 3", metrics.ConsolidationActions, sum)
+	}
+	if sum, _ := h.Metrics.Sum(metrics.ConsolidationNodesRemoved, nil); sum != 3 {
+		t.Errorf("metric %s: %v, want 3", metrics.ConsolidationNodesRemoved, sum)
+	}
+	if _, n := h.Metrics.Sum(metrics.ConsolidationCandidates, nil); n == 0 {
+		t.Errorf("metric %s never emitted", metrics.ConsolidationCandidates)
+	}
 	// An active window of zero blocks everything.
 	pool := currentPool(t, "empty")
 	sched, d := "* * * * *", metav1.Duration{Duration: 2 * time.Minute}
@@ -297,40 +311,70 @@ func TestEmptyNodesAndBudgets(t *testing.T) {
 	}
 }
 
-// TestDoNotDisruptAndPDBs: a pod annotated do-not-disrupt keeps its node;
-// a PDB with zero allowed disruptions keeps its node; a do-not-disrupt pod
-// that appears during the validation wait cancels the action and the taint
-// is removed.
+// TestDoNotDisruptAndPDBs: three c6g.xlarge nodes each left with one
+// 1-CPU pod (a quarter of a node): any one's pod fits on another, so
+// without protection each is a node consolidation would remove. The node
+// of a do-not-disrupt pod and the node of a pod whose PDB allows nothing
+// stay; the third, the control, goes (proving the other two would have).
+// A do-not-disrupt pod that appears on the control during the validation
+// wait cancels the action and the taint is removed; once the PDB is
+// deleted its node goes too.
 func TestDoNotDisruptAndPDBs(t *testing.T) {
 	c := harness.Ctx(t)
-	smallPool(t, "keep", nil)
+	suite.Pool(t, "keep", func(np *apis.NodePool) {
+		np.Spec.Template.Spec.Requirements = []apis.NodeSelectorRequirementWithMinValues{
+			{Key: apis.LabelInstanceType, Operator: corev1.NodeSelectorOpIn, Values: []string{"c6g.xlarge"}},
+			{Key: apis.LabelCapacityType, Operator: corev1.NodeSelectorOpIn, Values: []string{"spot"}},
+		}
+		np.Spec.Disruption.ConsolidateAfter = dur("30s")
+		np.Spec.Disruption.Budgets = []apis.Budget{{Nodes: "100%"}}
+	})
 	h := suite.Harness(t, harness.Options{ValidationWait: 10 * time.Second})
-	dnd := harness.OnPool("keep", "keepdnd", 1, "1", "256Mi")
+	// Three pods of 1 CPU fill a c6g.xlarge (3.92 CPU allocatable): each
+	// Deployment gets a node of its own.
+	dnd := harness.OnPool("keep", "keepdnd", 3, "1", "256Mi")
 	dnd.Annotations = map[string]string{apis.AnnotationDoNotDisrupt: "true"}
-	launch(t, h, dnd)
-	pdb := harness.OnPool("keep", "keeppdb", 1, "1", "256Mi")
-	launch(t, h, pdb)
+	apps := []string{"keepdnd", "keeppdb", "keepctl"}
+	for _, w := range []harness.Workload{dnd, harness.OnPool("keep", "keeppdb", 3, "1", "256Mi"), harness.OnPool("keep", "keepctl", 3, "1", "256Mi")} {
+		launch(t, h, w)
+	}
+	home := map[string]string{} // app -> node
+	for _, app := range apps {
+		nodes, err := harness.NodesOf(c, suite.LC, "default", app)
+		if err != nil || len(nodes) != 1 {
+			t.Fatalf("%s runs on %d nodes (%v), want one of its own", app, len(nodes), err)
+		}
+		for n := range nodes {
+			home[app] = n
+		}
+		if err := harness.Scale(c, suite.LC, "default", app, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if home["keepdnd"] == home["keeppdb"] || home["keeppdb"] == home["keepctl"] || home["keepdnd"] == home["keepctl"] {
+		t.Fatalf("apps share nodes: %v", home)
+	}
+	for _, app := range apps {
+		if err := harness.WaitRunning(c, suite.LC, "default", app, 1, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if err := harness.PDB(c, suite.LC, "default", "keeppdb", 0); err != nil {
 		t.Fatal(err)
 	}
-	launch(t, h, harness.OnPool("keep", "keeplate", 2, "1", "256Mi"))
-	if err := harness.Scale(c, suite.LC, "default", "keeplate", 1); err != nil {
-		t.Fatal(err)
+	if recs := live(t, "keep"); len(recs) != 3 {
+		t.Fatalf("%d nodes, want 3", len(recs))
 	}
-	if err := harness.WaitRunning(c, suite.LC, "default", "keeplate", 1, time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	if recs := live(t, "keep"); len(recs) != 4 {
-		t.Fatalf("%d nodes, want 4 (one 1-CPU pod per c6g.large)", len(recs))
-	}
-	// The empty node is a candidate; while the tick waits to validate, a
-	// do-not-disrupt pod appears on it.
+	control := home["keepctl"]
+
+	// The control is the only candidate; while the tick waits to validate,
+	// a do-not-disrupt pod appears on it.
 	tick(t, h)
 	h.Clock.Advance(31 * time.Second)
 	done := make(chan error, 1)
 	go func() { done <- h.Tick(c) }()
 	var tainted string
-	if err := harness.Poll(c, time.Minute, "a candidate tainted", func() (bool, string, error) {
+	if err := harness.Poll(c, 2*time.Minute, "a candidate tainted", func() (bool, string, error) {
 		nodes, err := suite.LC.Kube.CoreV1().Nodes().List(c, metav1.ListOptions{LabelSelector: apis.LabelNodePool + "=keep"})
 		if err != nil {
 			return false, "", err
@@ -346,6 +390,9 @@ func TestDoNotDisruptAndPDBs(t *testing.T) {
 		return false, "", nil
 	}); err != nil {
 		t.Fatal(err)
+	}
+	if tainted != control {
+		t.Fatalf("node %s tainted as a candidate; want only the control %s (%v)", tainted, control, home)
 	}
 	guard := harness.PodOf(harness.OnPool("keep", "keepguard", 1, "100m", "64Mi"), 0)
 	guard.Annotations = map[string]string{apis.AnnotationDoNotDisrupt: "true"}
@@ -370,52 +417,424 @@ func TestDoNotDisruptAndPDBs(t *testing.T) {
 	acts, _ := st.Actions(c)
 	abandoned := false
 	for _, a := range acts {
-		if a.Step == state.StepAbandoned && strings.Contains(a.Cause, "do-not-disrupt") {
+		if a.Step == state.StepAbandoned && strings.Contains(a.Cause, "do-not-disrupt") && slices.Contains(a.Nodes, control) {
 			abandoned = true
 		}
 	}
 	if !abandoned {
-		t.Error("no action abandoned for the do-not-disrupt pod")
+		t.Error("no action on the control abandoned for the do-not-disrupt pod")
 	}
-	// More ticks: the nodes of the do-not-disrupt pods and of the pod
-	// whose PDB allows nothing stay (the last app's pod may move onto
-	// the guarded node's free room, and its node go: that is allowed).
-	protected := map[string]string{tainted: "the guard's node"}
-	for _, app := range []string{"keepdnd", "keeppdb"} {
-		pods, err := harness.Pods(c, suite.LC, "default", app)
-		if err != nil || len(pods) != 1 {
-			t.Fatalf("pods of %s: %d, %v", app, len(pods), err)
+	if _, n := h.Metrics.Sum(metrics.ConsolidationAbandoned, map[string]string{metrics.DimReason: "DoNotDisrupt"}); n == 0 {
+		t.Errorf("metric %s with Reason=DoNotDisrupt never emitted", metrics.ConsolidationAbandoned)
+	}
+	for _, reason := range []string{"DisruptionPlanned", "DisruptionAbandoned"} {
+		if !nodeEvent(t, control, reason) {
+			t.Errorf("no %s event on the control node %s", reason, control)
 		}
-		protected[pods[0].Spec.NodeName] = app + "'s node"
+	}
+
+	// The guard goes: the control is consolidated (its pod moves to a
+	// protected node's room), the protected nodes stay.
+	if err := suite.LC.Kube.CoreV1().Pods("default").Delete(c, guard.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(0))}); err != nil {
+		t.Fatal(err)
+	}
+	ticksUntil(t, h, 31*time.Second, 5, "the control node removed", func() (bool, string) {
+		_, err := suite.LC.Kube.CoreV1().Nodes().Get(c, control, metav1.GetOptions{})
+		return err != nil, fmt.Sprintf("%d nodes", len(live(t, "keep")))
+	})
+	if err := harness.WaitRunning(c, suite.LC, "default", "keepctl", 1, time.Minute); err != nil {
+		t.Fatal(err)
 	}
 	for range 3 {
 		h.Clock.Advance(31 * time.Second)
 		tick(t, h)
 	}
-	for node, what := range protected {
-		if _, err := suite.LC.Kube.CoreV1().Nodes().Get(c, node, metav1.GetOptions{}); err != nil {
-			t.Errorf("%s %s is gone after three more ticks: %v", what, node, err)
-		}
-	}
 	for _, app := range []string{"keepdnd", "keeppdb"} {
+		if _, err := suite.LC.Kube.CoreV1().Nodes().Get(c, home[app], metav1.GetOptions{}); err != nil {
+			t.Errorf("%s's node %s is gone: it is protected (%v)", app, home[app], err)
+		}
 		pods, _ := harness.Pods(c, suite.LC, "default", app)
-		if len(pods) != 1 || protected[pods[0].Spec.NodeName] == "" {
+		if len(pods) != 1 || pods[0].Spec.NodeName != home[app] || pods[0].DeletionTimestamp != nil {
 			t.Errorf("the pod of %s moved: it is protected", app)
 		}
 	}
+	if sum, _ := h.Metrics.Sum(metrics.ConsolidationActions, map[string]string{metrics.DimReason: consolidation.ReasonUnderutilized}); sum < 1 {
+		t.Errorf("metric %s with Reason=Underutilized: %v, want the control's action counted", metrics.ConsolidationActions, sum)
+	}
+
+	// Without its PDB the second node is one consolidation removes too.
+	if err := suite.LC.Kube.PolicyV1().PodDisruptionBudgets("default").Delete(c, "keeppdb", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ticksUntil(t, h, 31*time.Second, 5, "keeppdb's node removed once its PDB is gone", func() (bool, string) {
+		_, err := suite.LC.Kube.CoreV1().Nodes().Get(c, home["keeppdb"], metav1.GetOptions{})
+		return err != nil, fmt.Sprintf("%d nodes", len(live(t, "keep")))
+	})
+	if _, err := suite.LC.Kube.CoreV1().Nodes().Get(c, home["keepdnd"], metav1.GetOptions{}); err != nil {
+		t.Errorf("the do-not-disrupt pod's node %s is gone (%v)", home["keepdnd"], err)
+	}
+}
+
+// nodeEvent reports whether a Kubernetes event with reason names node.
+func nodeEvent(t *testing.T, node, reason string) bool {
+	t.Helper()
+	c := harness.Ctx(t)
+	found := false
+	_ = harness.Poll(c, 30*time.Second, reason+" on "+node, func() (bool, string, error) {
+		evs, err := suite.LC.Kube.CoreV1().Events("").List(c, metav1.ListOptions{FieldSelector: "involvedObject.name=" + node})
+		if err != nil {
+			return false, "", err
+		}
+		for _, e := range evs.Items {
+			if e.Reason == reason {
+				found = true
+				return true, "", nil
+			}
+		}
+		return false, fmt.Sprintf("%d events", len(evs.Items)), nil
+	})
+	return found
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// agentTaint is a startup taint that the test's node agent (standing for a
+// CNI or storage agent) removes once it is let: until then a node is not
+// initialized, whatever its Ready condition.
+const agentTaint = "nodewright.io/test-agent"
+
+// agent removes agentTaint from the pool's nodes while open.
+type agent struct{ open atomic.Bool }
+
+func startAgent(t *testing.T, pool string) *agent {
+	t.Helper()
+	a := &agent{}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	go func() {
+		defer wg.Done()
+		tk := time.NewTicker(200 * time.Millisecond)
+		defer tk.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tk.C:
+			}
+			if !a.open.Load() {
+				continue
+			}
+			nodes, err := suite.LC.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: apis.LabelNodePool + "=" + pool})
+			if err != nil {
+				continue
+			}
+			for _, n := range nodes.Items {
+				if !slices.ContainsFunc(n.Spec.Taints, func(tn corev1.Taint) bool { return tn.Key == agentTaint }) {
+					continue
+				}
+				n.Spec.Taints = slices.DeleteFunc(n.Spec.Taints, func(tn corev1.Taint) bool { return tn.Key == agentTaint })
+				_, _ = suite.LC.Kube.CoreV1().Nodes().Update(ctx, &n, metav1.UpdateOptions{}) // a conflict: the next pass
+			}
+		}
+	}()
+	return a
+}
+
+// readiness records when each Node was first seen Ready with agentTaint
+// gone (initialized, as Nodewright judges it).
+type readiness struct {
+	mu sync.Mutex
+	at map[string]time.Time
+}
+
+func watchReadiness(t *testing.T, pool string) *readiness {
+	t.Helper()
+	c := harness.Ctx(t)
+	w, err := suite.LC.Kube.CoreV1().Nodes().Watch(c, metav1.ListOptions{LabelSelector: apis.LabelNodePool + "=" + pool})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &readiness{at: map[string]time.Time{}}
+	go func() {
+		for ev := range w.ResultChan() {
+			n, ok := ev.Object.(*corev1.Node)
+			if !ok || slices.ContainsFunc(n.Spec.Taints, func(tn corev1.Taint) bool { return tn.Key == agentTaint }) {
+				continue
+			}
+			for _, cond := range n.Status.Conditions {
+				if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
+					r.mu.Lock()
+					if _, seen := r.at[n.Name]; !seen {
+						r.at[n.Name] = time.Now()
+					}
+					r.mu.Unlock()
+				}
+			}
+		}
+	}()
+	t.Cleanup(w.Stop)
+	return r
+}
+
+func (r *readiness) of(node string) time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.at[node]
+}
+
+// firstDeletion watches app's pods and returns a function that tells
+// when the first of them began terminating (an eviction or a deletion).
+func firstDeletion(t *testing.T, app string) func() time.Time {
+	t.Helper()
+	c := harness.Ctx(t)
+	w, err := suite.LC.Kube.CoreV1().Pods("default").Watch(c, metav1.ListOptions{LabelSelector: "app=" + app})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var first time.Time
+	go func() {
+		for ev := range w.ResultChan() {
+			if p, ok := ev.Object.(*corev1.Pod); ok && (p.DeletionTimestamp != nil || ev.Type == "DELETED") {
+				mu.Lock()
+				if first.IsZero() {
+					first = time.Now()
+				}
+				mu.Unlock()
+			}
+		}
+	}()
+	t.Cleanup(w.Stop)
+	return func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return first
+	}
+}
+
+// TestReplacementReadyFirstAndResumed: a 2xlarge node left with one 1-CPU
+// pod is replaced by a cheaper node. The tick's invocation ends while the
+// replacement is launching (not initialized: the node agent holds its
+// startup taint): the action stays at its step, nothing is evicted, and
+// the next tick finishes it without a second launch. The replacement is
+// Ready (and initialized) before the first eviction. A PDB that appears
+// after validation blocks the drain until the pool's
+// terminationGracePeriod, counted from the start of the drain (not from
+// planning, 8 minutes of slow boot earlier), forces it. The action is a
+// DisruptionPlanned event on the node and is counted in the metrics.
+func TestReplacementReadyFirstAndResumed(t *testing.T) {
+	c := harness.Ctx(t)
+	const grace = 10 * time.Minute
+	suite.Pool(t, "swap", func(np *apis.NodePool) {
+		np.Spec.Template.Spec.Requirements = append(np.Spec.Template.Spec.Requirements, arm64,
+			apis.NodeSelectorRequirementWithMinValues{Key: apis.LabelInstanceSize, Operator: corev1.NodeSelectorOpIn, Values: []string{"2xlarge", "large", "medium"}},
+			apis.NodeSelectorRequirementWithMinValues{Key: apis.LabelCapacityType, Operator: corev1.NodeSelectorOpIn, Values: []string{"on-demand"}})
+		np.Spec.Template.Spec.StartupTaints = []corev1.Taint{{Key: agentTaint, Effect: corev1.TaintEffectNoSchedule}}
+		np.Spec.Template.Spec.TerminationGracePeriod = &metav1.Duration{Duration: grace}
+		np.Spec.Disruption.ConsolidateAfter = dur("30s")
+		np.Spec.Disruption.Budgets = []apis.Budget{{Nodes: "100%"}}
+	})
+	ag := startAgent(t, "swap")
+	ag.open.Store(true)
+	ready := watchReadiness(t, "swap")
+	// A tick leaves a blocked drain to the next after 10 s.
+	h := suite.Harness(t, harness.Options{ValidationWait: validationWait, ConsolidationMaxWait: 10 * time.Second})
+	// Six 1-CPU pods: one 2xlarge is cheaper than six larges.
+	launch(t, h, harness.OnPool("swap", "swapapp", 6, "1", "1Gi"))
+	before := live(t, "swap")
+	if len(before) != 1 {
+		t.Fatalf("%d nodes for six 1-CPU pods, want one 2xlarge", len(before))
+	}
+	old := before[0]
+	nodes, err := harness.NodesOf(c, suite.LC, "default", "swapapp")
+	if err != nil || len(nodes) != 1 {
+		t.Fatalf("swapapp on %d nodes (%v), want one", len(nodes), err)
+	}
+	oldNode := ""
+	for n := range nodes {
+		oldNode = n
+	}
+	if err := harness.Scale(c, suite.LC, "default", "swapapp", 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := harness.WaitRunning(c, suite.LC, "default", "swapapp", 1, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	// The pods' scale-down deletions are over: what follows is consolidation's.
+	if err := harness.Poll(c, time.Minute, "swapapp down to one pod", func() (bool, string, error) {
+		n, err := harness.Count(c, suite.LC, "default", "swapapp")
+		return err == nil && n.Total == 1, n.String(), err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	evicted := firstDeletion(t, "swapapp")
+	tick(t, h)
+	h.Clock.Advance(31 * time.Second)
+
+	// The agent holds the replacement's startup taint; the invocation ends
+	// once the replacement is launching.
+	ag.open.Store(false)
+	tctx, cancel := context.WithCancel(c)
+	done := make(chan error, 1)
+	go func() { done <- h.Tick(tctx) }()
+	st, _ := harness.Store(suite.LC)
+	var a *state.Action
+	if err := harness.Poll(c, 2*time.Minute, "the replacement launching", func() (bool, string, error) {
+		acts, err := st.Actions(c)
+		if err != nil {
+			return false, "", err
+		}
+		for _, x := range acts {
+			if x.Kind == state.KindConsolidation && slices.Contains(x.NodeClaims, old.Name) {
+				a = x
+				return x.Step == state.StepReplacing && len(x.Replacements) == 1, x.Step, nil
+			}
+		}
+		return false, "no action on " + old.Name, nil
+	}); err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	cancel()
+	if err := <-done; err == nil {
+		t.Log("the interrupted tick returned without an error")
+	}
+	a, err = st.GetAction(c, a.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Step != state.StepReplacing || len(a.Replacements) != 1 {
+		t.Fatalf("after the interrupted tick: step %s, replacements %v; want replacing with the one replacement", a.Step, a.Replacements)
+	}
+	if _, err := suite.LC.Kube.CoreV1().Nodes().Get(c, oldNode, metav1.GetOptions{}); err != nil || !evicted().IsZero() {
+		t.Fatalf("after the interrupted tick: node %s %v, first eviction at %v; want the node and its pod untouched", oldNode, err, evicted())
+	}
+	repl := a.Replacements[0]
+
+	// The replacement boots slowly (8 minutes on the functions' clock),
+	// and meanwhile a PDB that allows nothing appears: the drain will be
+	// blocked until terminationGracePeriod forces it, counted from the
+	// start of the drain, not from planning.
+	h.Clock.Advance(8 * time.Minute)
+	if err := harness.PDB(c, suite.LC, "default", "swapapp", 0); err != nil {
+		t.Fatal(err)
+	}
+	drainFrom := h.Clock.Now()
+	ag.open.Store(true)
+	go func() { done <- h.Tick(c) }()
+	var deadline time.Time
+	if err := harness.Poll(c, 2*time.Minute, "the drain begun and blocked", func() (bool, string, error) {
+		x, err := st.GetAction(c, a.ID)
+		if err != nil {
+			return false, "", err
+		}
+		a = x
+		rec, err := st.GetNodeClaim(c, old.Name)
+		if err != nil {
+			return false, "", err
+		}
+		if rec.Disruption != nil {
+			deadline = rec.Disruption.Deadline
+		}
+		return x.Step == state.StepDraining && !deadline.IsZero(), x.Step, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if deadline.Before(drainFrom.Add(grace)) || deadline.After(h.Clock.Now().Add(grace)) {
+		t.Errorf("drain deadline %v: want terminationGracePeriod (%s) after the drain began (between %v and %v); the action was planned at %v",
+			deadline, grace, drainFrom.Add(grace), h.Clock.Now().Add(grace), a.CreatedAt)
+	}
+	if pods, _ := harness.Pods(c, suite.LC, "default", "swapapp"); len(pods) != 1 || pods[0].DeletionTimestamp != nil || !evicted().IsZero() {
+		t.Errorf("the PDB allows nothing and the grace period has not passed: want the pod in place")
+	}
+	if err := <-done; err != nil { // the tick leaves the blocked drain to the next
+		t.Fatal(err)
+	}
+	if x, _ := st.GetAction(c, a.ID); x == nil || x.Step != state.StepDraining {
+		t.Fatalf("after the tick: %+v; want the action still draining", x)
+	}
+	// Past the grace period the next tick forces the drain: the pod is
+	// deleted, the node terminated.
+	h.Clock.Advance(grace)
+	if err := harness.Poll(c, 3*time.Minute, "the action done", func() (bool, string, error) {
+		x, err := st.GetAction(c, a.ID)
+		if err != nil {
+			return false, "", err
+		}
+		a = x
+		if x.Step != state.StepDone {
+			tick(t, h)
+		}
+		return x.Step == state.StepDone, x.Step + " " + x.Cause, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(a.Stranded) != 1 || a.Evicted != 0 {
+		t.Errorf("action: %d evicted, forced %v; want the one pod deleted past the grace period", a.Evicted, a.Stranded)
+	}
+	recs, _ := harness.PoolRecords(c, st, "swap")
+	launched := 0
+	var replRec *state.NodeClaim
+	for _, r := range recs {
+		if strings.Contains(r.Reason, a.ID) {
+			launched++
+		}
+		if r.Name == repl {
+			replRec = r
+		}
+	}
+	if launched != 1 || replRec == nil || len(recs) != 1 {
+		t.Fatalf("records %d, %d launched for the action: want only the one replacement %s", len(recs), launched, repl)
+	}
+	if _, err := suite.LC.Kube.CoreV1().Nodes().Get(c, oldNode, metav1.GetOptions{}); err == nil {
+		t.Errorf("the replaced node %s is still there", oldNode)
+	}
+	if err := harness.WaitRunning(c, suite.LC, "default", "swapapp", 1, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	readyAt, first := ready.of(replRec.NodeName), evicted()
+	if readyAt.IsZero() || first.IsZero() || !readyAt.Before(first) {
+		t.Errorf("replacement %s Ready and initialized at %v, first eviction at %v: want the replacement first", replRec.NodeName, readyAt, first)
+	}
+	if !nodeEvent(t, oldNode, "DisruptionPlanned") {
+		t.Errorf("no DisruptionPlanned event on %s", oldNode)
+	}
+	if sum, _ := h.Metrics.Sum(metrics.ConsolidationActions, map[string]string{metrics.DimMethod: consolidation.MethodSingleNode, metrics.DimReason: consolidation.ReasonUnderutilized}); sum != 1 {
+		t.Errorf("metric %s{single-node, Underutilized}: %v, want 1", metrics.ConsolidationActions, sum)
+	}
+	if sum, _ := h.Metrics.Sum(metrics.ConsolidationNodesRemoved, nil); sum != 1 {
+		t.Errorf("metric %s: %v, want 1", metrics.ConsolidationNodesRemoved, sum)
+	}
+	if sum, _ := h.Metrics.Sum(metrics.ConsolidationSavings, nil); sum <= 0 || sum > old.PricePerHour {
+		t.Errorf("metric %s: %v, want the saving (0, %v]", metrics.ConsolidationSavings, sum, old.PricePerHour)
+	}
+	if _, n := h.Metrics.Sum(metrics.ConsolidationCandidates, nil); n == 0 {
+		t.Errorf("metric %s never emitted", metrics.ConsolidationCandidates)
+	}
+	if sum, _ := h.Metrics.Sum(metrics.PodsEvicted, map[string]string{metrics.DimReason: state.KindConsolidation}); sum != 1 {
+		t.Errorf("metric %s{consolidation}: %v, want the one pod", metrics.PodsEvicted, sum)
+	}
+	t.Logf("%s ($%.4f/h) replaced by %s ($%.4f/h): replacement initialized %s before the first eviction",
+		old.InstanceType, old.PricePerHour, replRec.InstanceType, replRec.PricePerHour, first.Sub(readyAt).Round(10*time.Millisecond))
 }
 
 // TestPoliciesDriftExpiryAndMinSaving: WhenEmpty pools never replace busy
-// nodes; a minimum saving the replacement would not reach blocks it; a new
-// AMI behind the EC2NodeClass's alias makes nodes drift and they are
-// replaced one budget at a time; a node past expireAfter is replaced.
+// nodes; a minimum saving the replacement would not reach blocks it, while
+// the same pool without it (the control) has its node replaced; a new AMI
+// behind the EC2NodeClass's alias makes nodes drift and they are replaced
+// one budget at a time; a node past expireAfter is replaced.
 func TestPoliciesDriftExpiryAndMinSaving(t *testing.T) {
 	c := harness.Ctx(t)
-	// A big node holding one small pod, on three pools.
+	// A big node holding one small pod, on three pools (on-demand, so that
+	// the spot-to-spot rule plays no part: a large is a quarter of the
+	// price of the 2xlarge).
 	big := func(name string, mutate func(*apis.NodePool)) {
 		suite.Pool(t, name, func(np *apis.NodePool) {
 			np.Spec.Template.Spec.Requirements = append(np.Spec.Template.Spec.Requirements,
-				apis.NodeSelectorRequirementWithMinValues{Key: apis.LabelInstanceSize, Operator: corev1.NodeSelectorOpIn, Values: []string{"2xlarge", "large", "medium"}}, arm64)
+				apis.NodeSelectorRequirementWithMinValues{Key: apis.LabelInstanceSize, Operator: corev1.NodeSelectorOpIn, Values: []string{"2xlarge", "large", "medium"}}, arm64,
+				apis.NodeSelectorRequirementWithMinValues{Key: apis.LabelCapacityType, Operator: corev1.NodeSelectorOpIn, Values: []string{"on-demand"}})
 			np.Spec.Disruption.ConsolidateAfter = dur("30s")
 			np.Spec.Disruption.Budgets = []apis.Budget{{Nodes: "1"}}
 			mutate(np)
@@ -425,41 +844,65 @@ func TestPoliciesDriftExpiryAndMinSaving(t *testing.T) {
 	big("minsave", func(np *apis.NodePool) {
 		np.Annotations = map[string]string{consolidation.AnnotationMinSavingsPercent: "99"}
 	})
+	big("minsavectl", func(np *apis.NodePool) {})
 	h := suite.Harness(t, harness.Options{ValidationWait: validationWait})
-	for _, pool := range []string{"whenempty", "minsave"} {
+	pools := []string{"whenempty", "minsave", "minsavectl"}
+	for _, pool := range pools {
 		w := harness.OnPool(pool, pool+"app", 6, "1", "1Gi")
 		launch(t, h, w)
 		if err := harness.Scale(c, suite.LC, "default", pool+"app", 1); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for _, pool := range []string{"whenempty", "minsave"} {
+	busy := map[string]string{} // pool -> the node of its one pod
+	for _, pool := range pools {
 		if err := harness.WaitRunning(c, suite.LC, "default", pool+"app", 1, time.Minute); err != nil {
 			t.Fatal(err)
 		}
+		nodes, err := harness.NodesOf(c, suite.LC, "default", pool+"app")
+		if err != nil || len(nodes) != 1 {
+			t.Fatalf("%sapp on %d nodes (%v)", pool, len(nodes), err)
+		}
+		for n := range nodes {
+			busy[pool] = n
+		}
 	}
-	before := map[string]int{"whenempty": len(live(t, "whenempty")), "minsave": len(live(t, "minsave"))}
+	replaced := func(pool string) []string {
+		var out []string
+		for _, r := range live(t, pool) {
+			if strings.Contains(r.Reason, "consolidation") {
+				out = append(out, r.Name)
+			}
+		}
+		return out
+	}
 	tick(t, h)
-	for range 3 {
+	// The control's busy node is replaced by a cheaper one: the same
+	// replacement the minimum saving blocks on minsave.
+	ticksUntil(t, h, 31*time.Second, 5, "the control pool's node replaced", func() (bool, string) {
+		return len(replaced("minsavectl")) > 0, fmt.Sprintf("%d nodes in minsavectl", len(live(t, "minsavectl")))
+	})
+	for range 2 { // ticks that consider the other pools' nodes again
 		h.Clock.Advance(31 * time.Second)
 		tick(t, h)
 	}
-	for pool, n := range before {
-		recs := live(t, pool)
-		busy := 0
-		for _, r := range recs {
-			if r.PodsHash != "" {
-				busy++
-			}
+	if r := replaced("minsave"); len(r) > 0 {
+		t.Errorf("pool minsave: replacements %v launched below the minimum saving", r)
+	}
+	if r := replaced("whenempty"); len(r) > 0 {
+		t.Errorf("pool whenempty: replacements %v launched for a busy node", r)
+	}
+	for _, pool := range []string{"whenempty", "minsave"} {
+		if _, err := suite.LC.Kube.CoreV1().Nodes().Get(c, busy[pool], metav1.GetOptions{}); err != nil {
+			t.Errorf("pool %s: its busy node %s is gone (%v)", pool, busy[pool], err)
 		}
-		if len(recs) == 0 || (pool == "minsave" && len(recs) < 1) {
-			t.Errorf("pool %s: %d nodes left of %d", pool, len(recs), n)
+		pods, _ := harness.Pods(c, suite.LC, "default", pool+"app")
+		if len(pods) != 1 || pods[0].Spec.NodeName != busy[pool] {
+			t.Errorf("pool %s: its pod moved off %s", pool, busy[pool])
 		}
-		for _, r := range recs {
-			if strings.Contains(r.Reason, "consolidation") {
-				t.Errorf("pool %s: a replacement %s was launched (%s)", pool, r.Name, r.Reason)
-			}
-		}
+	}
+	if _, err := suite.LC.Kube.CoreV1().Nodes().Get(c, busy["minsavectl"], metav1.GetOptions{}); err == nil {
+		t.Errorf("pool minsavectl: the replaced node %s is still there", busy["minsavectl"])
 	}
 
 	// Drift: the alias now resolves to another image (for amd64: this

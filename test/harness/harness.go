@@ -60,6 +60,9 @@ type Options struct {
 	BatchIdle, BatchMax time.Duration
 	// ValidationWait is consolidation's wait (0: 15 s).
 	ValidationWait time.Duration
+	// ConsolidationMaxWait bounds how long a consolidation tick waits on
+	// an action before it leaves it to the next (0: 2 minutes).
+	ConsolidationMaxWait time.Duration
 	// Provision tunes the reconciler (registration timeout, orphan grace).
 	Provision provision.Options
 }
@@ -78,6 +81,7 @@ type Harness struct {
 	requests atomic.Int64
 	mu       sync.Mutex
 	recs     map[string]*provision.Reconciler
+	batches  [][]string
 }
 
 // New wires the functions. It applies the stack's RBAC to the cluster.
@@ -113,9 +117,10 @@ func New(ctx context.Context, lc *localcloud.Cloud, opts Options) (*Harness, err
 				return nil, err
 			}
 			run.Exec.ValidationWait = opts.ValidationWait
-			run.Exec.R.Options = opts.Provision
+			run.MaxWait = opts.ConsolidationMaxWait
+			run.R.Options = opts.Provision
 			h.mu.Lock()
-			h.recs["consolidation"] = run.Exec.R
+			h.recs["consolidation"] = run.R
 			h.mu.Unlock()
 			return run, nil
 		},
@@ -335,6 +340,13 @@ func (h *Harness) DrainQueue(ctx context.Context, visibility time.Duration) (han
 			})
 			receipts[aws.ToString(m.MessageId)] = aws.ToString(m.ReceiptHandle)
 		}
+		bodies := make([]string, len(ev.Records))
+		for i, m := range ev.Records {
+			bodies[i] = m.Body
+		}
+		h.mu.Lock()
+		h.batches = append(h.batches, bodies)
+		h.mu.Unlock()
 		lctx, cancel := h.lambdaContext(ctx, 5*time.Minute)
 		resp, herr := h.Interruption.Handle(lctx, ev)
 		cancel()
@@ -356,6 +368,14 @@ func (h *Harness) DrainQueue(ctx context.Context, visibility time.Duration) (han
 			}
 		}
 	}
+}
+
+// Batches returns the message bodies of every SQS batch DrainQueue handed
+// the interruption function, in order.
+func (h *Harness) Batches() [][]string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([][]string(nil), h.batches...)
 }
 
 // Clock is the functions' clock: real time plus an offset tests and
@@ -401,6 +421,52 @@ func (r *Recorder) Values(name string) []float64 {
 		}
 	}
 	return out
+}
+
+// Point is one data point a function wrote: its value and its
+// dimensions (ClusterName included).
+type Point struct {
+	Value float64
+	Dims  map[string]string
+}
+
+// Points returns the data points written for metric name, in order.
+func (r *Recorder) Points(name string) []Point {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []Point
+	for _, m := range r.lines {
+		v, ok := m[name].(float64)
+		if !ok {
+			continue
+		}
+		p := Point{Value: v, Dims: map[string]string{}}
+		for k, x := range m {
+			if s, ok := x.(string); ok {
+				p.Dims[k] = s
+			}
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// Sum adds the values written for metric name whose dimensions include
+// every one of dims, and says how many points it added.
+func (r *Recorder) Sum(name string, dims map[string]string) (sum float64, n int) {
+	for _, p := range r.Points(name) {
+		match := true
+		for k, v := range dims {
+			if p.Dims[k] != v {
+				match = false
+			}
+		}
+		if match {
+			sum += p.Value
+			n++
+		}
+	}
+	return sum, n
 }
 
 // Names returns every metric name written.

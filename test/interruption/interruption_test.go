@@ -9,11 +9,13 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	awsevents "github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,6 +23,7 @@ import (
 	"github.com/nodewright/nodewright/events"
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/interruption"
+	"github.com/nodewright/nodewright/shared/metrics"
 	"github.com/nodewright/nodewright/shared/state"
 	"github.com/nodewright/nodewright/test/harness"
 	"github.com/nodewright/nodewright/test/localcloud"
@@ -99,6 +102,7 @@ func TestSpotInterruptionWithPDB(t *testing.T) {
 	}
 	defer watch.Stop()
 	firstGone := firstEviction(t, "spotapp")
+	disrupted := watchDisrupted(t, node.Name)
 	instance := harness.InstanceOf(node)
 	start := time.Now()
 	if err := suite.LC.AWS.Interrupt(c, instance, awsfront.SpotInterruption, 2*time.Minute); err != nil {
@@ -159,8 +163,74 @@ func TestSpotInterruptionWithPDB(t *testing.T) {
 			t.Errorf("instance %s still runs", instance)
 		}
 	}
+	if tainted, cordoned := disrupted(); !tainted || !cordoned {
+		t.Errorf("node %s seen tainted karpenter.sh/disrupted:NoSchedule %v, cordoned %v: want both before it went", node.Name, tainted, cordoned)
+	}
+	offs, err := st.Unavailable(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	marked := false
+	for _, o := range offs {
+		if o.InstanceType == node.Labels[corev1.LabelInstanceTypeStable] && o.Zone == node.Labels[corev1.LabelTopologyZone] && o.CapacityType == apis.CapacityTypeSpot {
+			marked = true
+		}
+	}
+	if !marked {
+		t.Errorf("unavailable offerings %+v: want %s spot in %s", offs, node.Labels[corev1.LabelInstanceTypeStable], node.Labels[corev1.LabelTopologyZone])
+	}
+	if sum, _ := h.Metrics.Sum(metrics.Interruptions, map[string]string{metrics.DimKind: "SpotInterruption"}); sum < 1 {
+		t.Errorf("metric %s{SpotInterruption}: %v, want the message counted", metrics.Interruptions, sum)
+	}
+	for _, m := range []string{metrics.InterruptionToReplacement, metrics.InterruptionToDrained} {
+		pts := h.Metrics.Points(m)
+		if len(pts) != 1 || pts[0].Value <= 0 || pts[0].Value > 120 {
+			t.Errorf("metric %s: %+v, want one value within the notice", m, pts)
+		}
+	}
+	if sum, _ := h.Metrics.Sum(metrics.PodsEvicted, map[string]string{metrics.DimReason: state.KindInterruption}); sum != 10 {
+		t.Errorf("metric %s{interruption}: %v, want the 10 pods", metrics.PodsEvicted, sum)
+	}
+	if sum, _ := h.Metrics.Sum(metrics.InterruptionMessagesFailed, nil); sum != 0 {
+		t.Errorf("metric %s: %v, want none", metrics.InterruptionMessagesFailed, sum)
+	}
 	t.Logf("spot interruption: all 10 pods Running again %s after the message (replacement launched %s after it)",
 		took.Round(100*time.Millisecond), rep.CreatedAt.Sub(start).Round(100*time.Millisecond))
+}
+
+// watchDisrupted watches a Node and returns a function that tells whether
+// it was ever seen tainted karpenter.sh/disrupted:NoSchedule, and cordoned.
+func watchDisrupted(t *testing.T, node string) func() (tainted, cordoned bool) {
+	t.Helper()
+	c := harness.Ctx(t)
+	w, err := suite.LC.Kube.CoreV1().Nodes().Watch(c, metav1.ListOptions{FieldSelector: "metadata.name=" + node})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var tainted, cordoned bool
+	go func() {
+		for ev := range w.ResultChan() {
+			n, ok := ev.Object.(*corev1.Node)
+			if !ok {
+				continue
+			}
+			mu.Lock()
+			for _, tn := range n.Spec.Taints {
+				if tn.Key == apis.TaintKeyDisrupted && tn.Effect == corev1.TaintEffectNoSchedule {
+					tainted = true
+				}
+			}
+			cordoned = cordoned || n.Spec.Unschedulable
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(w.Stop)
+	return func() (bool, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		return tainted, cordoned
+	}
 }
 
 // firstEviction watches app's pods and returns a function that tells when
@@ -236,35 +306,254 @@ func TestDuplicatesDoNothingNew(t *testing.T) {
 	}
 }
 
-// TestMalformedMessageReachesTheDLQ: a batch with one malformed body and
-// two valid ones: the valid ones are handled, the malformed one comes back
-// as a batch item failure, again at each delivery, and rests in the DLQ
-// after the queue's receive limit.
+// TestMalformedMessageReachesTheDLQ: one batch carries a body that is not
+// JSON beside two valid messages for our instances (a spot interruption
+// and a rebalance recommendation): the valid ones are handled (the node
+// replaced and drained; a RebalanceRecommended event), the malformed one
+// comes back as a batch item failure at each delivery and rests in the DLQ
+// after the queue's receive limit; every failure is counted.
 func TestMalformedMessageReachesTheDLQ(t *testing.T) {
 	c := harness.Ctx(t)
+	oneNodePoolOf(t, "malspot", "r7g.2xlarge")
+	oneNodePoolOf(t, "malrebal", "c8g.2xlarge")
 	h := suite.Harness(t, harness.Options{})
-	bad := `{"version":"0","id":"evt-bad","detail-type":"EC2 Spot Instance Interruption Warning","source":"aws.ec2","detail":{"instance-id":"not-an-instance"}}`
-	foreign, _ := harness.Event(events.SpotInterruptionWarning, "evt-foreign", time.Now(), "", "i-0fedcba9876543210")
-	unknown := `{"version":"0","id":"evt-unknown","detail-type":"EC2 AMI State Change","source":"aws.ec2","detail":{}}`
-	for _, b := range []string{bad, string(foreign), unknown} {
+	spotNode := running(t, h, "malspot", "malspotapp", 2)
+	rebalNode := running(t, h, "malrebal", "malrebalapp", 2)
+	if _, _, err := h.DrainQueue(c, time.Second); err != nil { // earlier tests' leftovers
+		t.Fatal(err)
+	}
+	bad := `this is not JSON {"id":"evt-bad","detail-type":"EC2 Spot Instance Interruption Warning"`
+	spot, _ := harness.Event(events.SpotInterruptionWarning, "evt-mal-spot", time.Now(), "", harness.InstanceOf(spotNode))
+	rebal, _ := harness.Event(events.RebalanceRecommendation, "evt-mal-rebal", time.Now(), "", harness.InstanceOf(rebalNode))
+	ours := map[string]string{bad: "malformed", string(spot): "spot", string(rebal): "rebalance"}
+	var mu sync.Mutex
+	results := map[string][]bool{} // kind -> success at each delivery
+	h.Interruption.AfterMessage = func(m awsevents.SQSMessage, _ []interruption.Outcome, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if k, ok := ours[m.Body]; ok {
+			results[k] = append(results[k], err == nil)
+		}
+	}
+	for _, b := range []string{bad, string(spot), string(rebal)} {
 		if err := h.Send(c, []byte(b)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	var handled, failed int
 	if err := harness.Poll(c, 2*time.Minute, "the malformed message in the DLQ", func() (bool, string, error) {
-		hd, f, err := h.DrainQueue(c, time.Second)
-		handled, failed = handled+hd, failed+f
-		if err != nil {
+		if _, _, err := h.DrainQueue(c, time.Second); err != nil {
 			return false, "", err
 		}
 		dlq, err := h.DLQ(c)
-		return err == nil && len(dlq) == 1 && dlq[0] == bad, fmt.Sprintf("%d handled, %d failed, DLQ %d", handled, failed, len(dlq)), err
+		mu.Lock()
+		defer mu.Unlock()
+		return err == nil && len(dlq) == 1 && dlq[0] == bad, fmt.Sprintf("deliveries %v, DLQ %d", results, len(dlq)), err
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if handled != 2 || failed != 3 {
-		t.Errorf("%d handled, %d failures; want the two valid messages handled once and the malformed one failed at each of its 3 receives", handled, failed)
+	mu.Lock()
+	got := fmt.Sprint(results)
+	mu.Unlock()
+	if want := "map[malformed:[false false false] rebalance:[true] spot:[true]]"; got != want {
+		t.Errorf("deliveries %s, want %s: the valid ones handled once, the malformed one failed at each of its 3 receives", got, want)
+	}
+	together := false
+	for _, b := range h.Batches() {
+		if slices.Contains(b, bad) && slices.Contains(b, string(spot)) && slices.Contains(b, string(rebal)) {
+			together = true
+		}
+	}
+	if !together {
+		t.Errorf("batches %d: the three messages never came in one batch", len(h.Batches()))
+	}
+	if sum, _ := h.Metrics.Sum(metrics.InterruptionMessagesFailed, nil); sum != 3 {
+		t.Errorf("metric %s: %v, want 3 (one per failed delivery)", metrics.InterruptionMessagesFailed, sum)
+	}
+	// The valid ones did their work.
+	if err := harness.WaitRunning(c, suite.LC, "default", "malspotapp", 2, 2*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := harness.Store(suite.LC)
+	if a, err := st.GetAction(c, "interruption-"+harness.InstanceOf(spotNode)); err != nil || a.Step != state.StepDone || len(a.Replacements) != 1 {
+		t.Errorf("spot interruption in the batch: action %+v %v; want done with one replacement", a, err)
+	}
+	if _, err := suite.LC.Kube.CoreV1().Nodes().Get(c, spotNode.Name, metav1.GetOptions{}); err == nil {
+		t.Errorf("interrupted node %s still exists", spotNode.Name)
+	}
+	if !nodeEvent(t, rebalNode.Name, "RebalanceRecommended") {
+		t.Errorf("no RebalanceRecommended event on %s", rebalNode.Name)
+	}
+	if _, err := suite.LC.Kube.CoreV1().Nodes().Get(c, rebalNode.Name, metav1.GetOptions{}); err != nil {
+		t.Errorf("node %s is gone after a rebalance recommendation: %v", rebalNode.Name, err)
+	}
+	for _, kind := range []string{"SpotInterruption", "RebalanceRecommendation"} {
+		if sum, _ := h.Metrics.Sum(metrics.Interruptions, map[string]string{metrics.DimKind: kind}); sum != 1 {
+			t.Errorf("metric %s{%s}: %v, want 1", metrics.Interruptions, kind, sum)
+		}
+	}
+}
+
+// nodeEvent reports whether a Kubernetes event with reason names node
+// (waiting a little: events are written asynchronously).
+func nodeEvent(t *testing.T, node, reason string) bool {
+	t.Helper()
+	c := harness.Ctx(t)
+	return harness.Poll(c, 30*time.Second, reason+" on "+node, func() (bool, string, error) {
+		evs, err := suite.LC.Kube.CoreV1().Events("").List(c, metav1.ListOptions{FieldSelector: "involvedObject.name=" + node})
+		if err != nil {
+			return false, "", err
+		}
+		for _, e := range evs.Items {
+			if e.Reason == reason {
+				return true, "", nil
+			}
+		}
+		return false, fmt.Sprintf("%d events", len(evs.Items)), nil
+	}) == nil
+}
+
+// TestDrainOutlivesItsInvocation: a node replaced proactively (a
+// rebalance recommendation on an annotated pool: no deadline) whose pods a
+// PDB allowing nothing holds: the invocation ends with the node tainted,
+// cordoned and drained of nothing, the action at draining and its
+// replacement launched; once the PDB allows one disruption, the provision
+// function's sweep carries the drain on (no message needed) until the node
+// is gone, never violating the PDB.
+func TestDrainOutlivesItsInvocation(t *testing.T) {
+	c := harness.Ctx(t)
+	suite.Pool(t, "outlive", func(np *apis.NodePool) {
+		np.Spec.Template.Spec.Requirements = []apis.NodeSelectorRequirementWithMinValues{
+			{Key: apis.LabelInstanceType, Operator: corev1.NodeSelectorOpIn, Values: []string{"m8g.2xlarge"}},
+			{Key: apis.LabelCapacityType, Operator: corev1.NodeSelectorOpIn, Values: []string{"spot"}},
+		}
+		np.Annotations = map[string]string{interruption.AnnotationRebalance: interruption.RebalanceReplace}
+	})
+	h := suite.Harness(t, harness.Options{})
+	node := running(t, h, "outlive", "outliveapp", 3)
+	if err := harness.PDB(c, suite.LC, "default", "outliveapp", 0); err != nil {
+		t.Fatal(err)
+	}
+	watch, err := harness.WatchPDB(c, suite.LC, "default", "outliveapp", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer watch.Stop()
+	instance := harness.InstanceOf(node)
+	if err := suite.LC.AWS.Interrupt(c, instance, awsfront.Rebalance, 0); err != nil {
+		t.Fatal(err)
+	}
+	// An invocation of 75 s (the replacement's solve keeps a minute for
+	// launching): the drain stops 10 s before its end.
+	short, cancel := context.WithTimeout(c, 75*time.Second)
+	handled, failed, err := h.DrainQueue(short, 30*time.Second)
+	cancel()
+	if err != nil || handled == 0 || failed != 0 {
+		t.Fatalf("queue: %d handled, %d failed, %v", handled, failed, err)
+	}
+	st, _ := harness.Store(suite.LC)
+	a, err := st.GetAction(c, "interruption-"+instance)
+	if err != nil || a.Step != state.StepDraining || len(a.Replacements) != 1 || a.Evicted != 0 {
+		t.Fatalf("after the invocation: action %+v %v; want draining, one replacement, nothing evicted", a, err)
+	}
+	n, err := suite.LC.Kube.CoreV1().Nodes().Get(c, node.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("node %s: %v", node.Name, err)
+	}
+	if !n.Spec.Unschedulable || !slices.ContainsFunc(n.Spec.Taints, func(tn corev1.Taint) bool {
+		return tn.Key == apis.TaintKeyDisrupted && tn.Effect == corev1.TaintEffectNoSchedule
+	}) {
+		t.Errorf("node %s: cordoned %v, taints %v; want cordoned and tainted karpenter.sh/disrupted:NoSchedule", node.Name, n.Spec.Unschedulable, n.Spec.Taints)
+	}
+	pods, _ := harness.Pods(c, suite.LC, "default", "outliveapp")
+	for _, p := range pods {
+		if p.Spec.NodeName != node.Name || p.DeletionTimestamp != nil {
+			t.Errorf("pod %s on %s (deleting %v): the PDB allows nothing, want it in place", p.Name, p.Spec.NodeName, p.DeletionTimestamp != nil)
+		}
+	}
+
+	// The PDB allows one disruption now; the sweep carries the drain on.
+	if err := suite.LC.Kube.PolicyV1().PodDisruptionBudgets("default").Delete(c, "outliveapp", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := harness.PDB(c, suite.LC, "default", "outliveapp", 1); err != nil {
+		t.Fatal(err)
+	}
+	sweeps := 0
+	if err := harness.Poll(c, 3*time.Minute, "the sweep to finish the drain", func() (bool, string, error) {
+		if err := h.Sweep(c); err != nil {
+			return false, "", err
+		}
+		sweeps++
+		x, err := st.GetAction(c, "interruption-"+instance)
+		if err != nil {
+			return false, "", err
+		}
+		return x.Step == state.StepDone, fmt.Sprintf("step %s after %d sweeps", x.Step, sweeps), nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := harness.WaitRunning(c, suite.LC, "default", "outliveapp", 3, 2*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := suite.LC.Kube.CoreV1().Nodes().Get(c, node.Name, metav1.GetOptions{}); err == nil {
+		t.Errorf("node %s still exists", node.Name)
+	}
+	nodes, _ := harness.NodesOf(c, suite.LC, "default", "outliveapp")
+	if _, still := nodes[node.Name]; still || len(nodes) != 1 {
+		t.Errorf("outliveapp runs on %v, want the replacement only", harness.SortedKeys(nodes))
+	}
+	if m := watch.Max(); m > 1 {
+		t.Errorf("the PDB allows at most 1 unavailable; %d were at once", m)
+	}
+	t.Logf("drain resumed by the sweep: done after %d sweeps", sweeps)
+}
+
+// TestDrainPastTheDeadlineStrandsPods: a spot warning handled late (95 s
+// into the two-minute notice) on a node whose pods a PDB allowing nothing
+// holds: the drain cannot finish before the instance dies, so at the
+// deadline the pods left are deleted, and the action records them as
+// stranded, with its cause; they run again on the replacement.
+func TestDrainPastTheDeadlineStrandsPods(t *testing.T) {
+	c := harness.Ctx(t)
+	oneNodePoolOf(t, "late", "r8g.2xlarge")
+	h := suite.Harness(t, harness.Options{})
+	node := running(t, h, "late", "lateapp", 3)
+	if err := harness.PDB(c, suite.LC, "default", "lateapp", 0); err != nil {
+		t.Fatal(err)
+	}
+	instance := harness.InstanceOf(node)
+	warned := time.Now().Add(-95 * time.Second)
+	ev, _ := harness.Event(events.SpotInterruptionWarning, "evt-late", warned, "", instance)
+	if err := h.Send(c, ev); err != nil {
+		t.Fatal(err)
+	}
+	if handled, failed, err := h.DrainQueue(c, 30*time.Second); err != nil || handled == 0 || failed != 0 {
+		t.Fatalf("queue: %d handled, %d failed, %v", handled, failed, err)
+	}
+	st, _ := harness.Store(suite.LC)
+	a, err := st.GetAction(c, "interruption-"+instance)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Step != state.StepDone || len(a.Stranded) != 3 || a.Evicted != 0 || !strings.Contains(a.Cause, "3 pods could not be moved before the deadline") {
+		t.Errorf("action %+v: want done, the 3 pods stranded (none evicted), the cause saying so", a)
+	}
+	for _, p := range a.Stranded {
+		if !strings.HasPrefix(p, "default/lateapp-") {
+			t.Errorf("stranded %q is not one of lateapp's pods", p)
+		}
+	}
+	if want := warned.Truncate(time.Second).Add(2*time.Minute - 15*time.Second); !a.Deadline.Equal(want) {
+		t.Errorf("deadline %v, want %v (the notice's end less the margin)", a.Deadline, want)
+	}
+	if err := harness.WaitRunning(c, suite.LC, "default", "lateapp", 3, 2*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := suite.LC.Kube.CoreV1().Nodes().Get(c, node.Name, metav1.GetOptions{}); err == nil {
+		t.Errorf("node %s still exists", node.Name)
+	}
+	if sum, _ := h.Metrics.Sum(metrics.PodsEvicted, map[string]string{metrics.DimReason: state.KindInterruption}); sum != 3 {
+		t.Errorf("metric %s{interruption}: %v, want the 3 pods deleted at the deadline", metrics.PodsEvicted, sum)
 	}
 }
 

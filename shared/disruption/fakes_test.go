@@ -1,0 +1,436 @@
+package disruption
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodewright/nodewright/shared/apis"
+	"github.com/nodewright/nodewright/shared/consolidation"
+	"github.com/nodewright/nodewright/shared/metrics"
+	"github.com/nodewright/nodewright/shared/provision"
+	"github.com/nodewright/nodewright/shared/scheduling"
+	"github.com/nodewright/nodewright/shared/state"
+)
+
+// t0 is when every test's action is planned.
+var t0 = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+
+// clock is a settable clock.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *clock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// fakeStore keeps records and actions in memory, with versions and
+// conditional writes as the state table has them, and every action write
+// in order (the steps persisted).
+type fakeStore struct {
+	mu        sync.Mutex
+	recs      map[string]*state.NodeClaim
+	actions   map[string]*state.Action
+	steps     []string // every action write's step, in order
+	decisions []string
+	// failPut, when set, fails an action write at that step (an invocation
+	// that dies before it records the step).
+	failPut string
+}
+
+func newStore() *fakeStore {
+	return &fakeStore{recs: map[string]*state.NodeClaim{}, actions: map[string]*state.Action{}}
+}
+
+func clone[T any](v *T) *T {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	out := new(T)
+	if err := json.Unmarshal(b, out); err != nil {
+		panic(err)
+	}
+	return out
+}
+
+func (s *fakeStore) StartAction(_ context.Context, a *state.Action, claims []*state.NodeClaim) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range claims {
+		have := s.recs[c.Name]
+		if have == nil || have.Version != c.Version || have.Disruption != nil {
+			return fmt.Errorf("start: %s: %w", c.Name, state.ErrConflict)
+		}
+	}
+	if _, ok := s.actions[a.ID]; ok {
+		return state.ErrConflict
+	}
+	a.Version = 1
+	a.CreatedAt = t0
+	s.actions[a.ID] = clone(a)
+	s.actions[a.ID].Version = 1
+	s.steps = append(s.steps, a.Step)
+	for _, c := range claims {
+		c.Phase = state.Disrupting
+		c.Disruption = &state.Disruption{Action: a.ID, Reason: a.Reason, Since: t0}
+		c.Version++
+		s.recs[c.Name] = clone(c)
+		s.recs[c.Name].Version = c.Version
+	}
+	return nil
+}
+
+func (s *fakeStore) PutAction(_ context.Context, a *state.Action) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.failPut != "" && a.Step == s.failPut {
+		return errors.New("the invocation died")
+	}
+	if have := s.actions[a.ID]; have != nil && have.Version != a.Version {
+		return fmt.Errorf("put action %s: %w", a.ID, state.ErrConflict)
+	}
+	a.Version++
+	c := clone(a)
+	c.Version = a.Version
+	s.actions[a.ID] = c
+	s.steps = append(s.steps, a.Step)
+	return nil
+}
+
+func (s *fakeStore) action(id string) *state.Action {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a := clone(s.actions[id])
+	a.Version = s.actions[id].Version
+	return a
+}
+
+func (s *fakeStore) NodeClaims(context.Context) ([]*state.NodeClaim, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []*state.NodeClaim
+	for _, r := range s.recs {
+		c := clone(r)
+		c.Version = r.Version
+		out = append(out, c)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+func (s *fakeStore) GetNodeClaim(_ context.Context, name string) (*state.NodeClaim, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.recs[name]
+	if r == nil {
+		return nil, fmt.Errorf("nodeclaim %s: %w", name, state.ErrNotFound)
+	}
+	c := clone(r)
+	c.Version = r.Version
+	return c, nil
+}
+
+func (s *fakeStore) PutNodeClaim(_ context.Context, nc *state.NodeClaim) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if have := s.recs[nc.Name]; have != nil && have.Version != nc.Version {
+		return fmt.Errorf("put nodeclaim %s: %w", nc.Name, state.ErrConflict)
+	}
+	nc.Version++
+	c := clone(nc)
+	c.Version = nc.Version
+	s.recs[nc.Name] = c
+	return nil
+}
+
+func (s *fakeStore) put(r *state.NodeClaim) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r.Version++
+	c := clone(r)
+	c.Version = r.Version
+	s.recs[r.Name] = c
+}
+
+func (s *fakeStore) rec(name string) *state.NodeClaim {
+	r, err := s.GetNodeClaim(context.Background(), name)
+	if err != nil {
+		return nil
+	}
+	return r
+}
+
+// setPhase moves a record on as registration would.
+func (s *fakeStore) setPhase(name string, p state.Phase) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.recs[name].Phase = p
+	s.recs[name].Version++
+}
+
+func (s *fakeStore) RecordDecision(_ context.Context, d *state.Decision, id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.decisions = append(s.decisions, id)
+	return nil
+}
+
+// fakeCapacity launches replacement records into the store, counts
+// registrations, and retires nodes (removing their record and Node).
+type fakeCapacity struct {
+	s       *fakeStore
+	src     *fakeSource
+	clock   *clock
+	launchN int // how many of the claims launch (default all)
+	fail    bool
+	calls   []string
+	retired []string
+}
+
+func (c *fakeCapacity) LaunchClaims(_ context.Context, _ *state.Lease, claims []scheduling.NodeClaim, reason string) (*provision.Report, []*state.NodeClaim, error) {
+	c.calls = append(c.calls, "launch")
+	rep := &provision.Report{}
+	n := len(claims)
+	if c.launchN > 0 {
+		n = c.launchN
+	}
+	if c.fail {
+		n = 0
+	}
+	var out []*state.NodeClaim
+	for i, cl := range claims {
+		if i >= n {
+			rep.Launches = append(rep.Launches, provision.Launch{Claim: cl, Error: "InsufficientInstanceCapacity"})
+			continue
+		}
+		r := &state.NodeClaim{Name: fmt.Sprintf("repl-%d", len(c.s.recs)), NodePool: cl.NodePool, Phase: state.Launched,
+			Reason: reason, InstanceID: fmt.Sprintf("i-repl%d", len(c.s.recs)), CreatedAt: c.clock.Now(), Claim: cl}
+		c.s.put(r)
+		out = append(out, r)
+	}
+	return rep, out, nil
+}
+
+func (c *fakeCapacity) Register(context.Context) (*provision.Report, error) {
+	c.calls = append(c.calls, "register")
+	return &provision.Report{}, nil
+}
+
+func (c *fakeCapacity) Retire(ctx context.Context, req provision.RetireRequest) (provision.Retired, error) {
+	name := ""
+	if req.Record != nil {
+		name = req.Record.Name
+		if req.Record.Phase != state.Terminating && req.Node != nil {
+			return provision.Retired{}, fmt.Errorf("retire %s: asked to terminate a node that was not drained", name)
+		}
+		c.s.mu.Lock()
+		delete(c.s.recs, name)
+		c.s.mu.Unlock()
+	}
+	if req.Node != nil {
+		c.src.remove(req.Node.Name)
+	}
+	c.calls = append(c.calls, "retire "+name)
+	c.retired = append(c.retired, name)
+	return provision.Retired{Done: true}, nil
+}
+
+// fakeSource is the cluster: its Nodes and NodePools.
+type fakeSource struct {
+	mu    sync.Mutex
+	nodes []*corev1.Node
+	pools []*apis.NodePool
+}
+
+func (f *fakeSource) View(context.Context) (*provision.View, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return &provision.View{Nodes: slices.Clone(f.nodes), NodePools: f.pools}, nil
+}
+
+func (f *fakeSource) remove(node string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.nodes = slices.DeleteFunc(f.nodes, func(n *corev1.Node) bool { return n.Name == node })
+}
+
+func (f *fakeSource) has(node string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.ContainsFunc(f.nodes, func(n *corev1.Node) bool { return n.Name == node })
+}
+
+// fakeNodes keeps the disrupted taint per node.
+type fakeNodes struct{ tainted map[string]bool }
+
+func (f *fakeNodes) Taint(_ context.Context, name string, t corev1.Taint, _ bool) error {
+	f.tainted[name] = true
+	return nil
+}
+
+func (f *fakeNodes) Untaint(_ context.Context, name, key string) error {
+	delete(f.tainted, name)
+	return nil
+}
+
+// fakeDrainer answers each drain call with step(node, opts, call number).
+type fakeDrainer struct {
+	calls []drainCall
+	step  func(node string, opts provision.DrainOptions, n int) provision.DrainResult
+}
+
+type drainCall struct {
+	node string
+	opts provision.DrainOptions
+}
+
+func (f *fakeDrainer) Drain(_ context.Context, node string, opts provision.DrainOptions) (provision.DrainResult, error) {
+	f.calls = append(f.calls, drainCall{node, opts})
+	if f.step == nil {
+		return provision.DrainResult{Done: true}, nil
+	}
+	return f.step(node, opts, len(f.calls)), nil
+}
+
+type fakeEvents struct{ reasons []string }
+
+func (f *fakeEvents) Event(_ context.Context, ref provision.Ref, _, reason, _ string) {
+	f.reasons = append(f.reasons, ref.Name+":"+reason)
+}
+
+type point struct {
+	name  string
+	value float64
+	dims  metrics.Dims
+}
+
+type fakeMetrics struct{ points []point }
+
+func (f *fakeMetrics) Emit(name string, v float64, dims metrics.Dims) error {
+	f.points = append(f.points, point{name, v, dims})
+	return nil
+}
+
+func (f *fakeMetrics) sum(name string) float64 {
+	s := 0.0
+	for _, p := range f.points {
+		if p.name == name {
+			s += p.value
+		}
+	}
+	return s
+}
+
+// rig is an executor over fakes, with a candidate node "ip-a" (record
+// "nc-a", NodePool "default") whose pods are to move.
+type rig struct {
+	t        *testing.T
+	clock    *clock
+	store    *fakeStore
+	cap      *fakeCapacity
+	src      *fakeSource
+	nodes    *fakeNodes
+	drainer  *fakeDrainer
+	events   *fakeEvents
+	metrics  *fakeMetrics
+	validate error
+	checks   int
+	e        *Executor
+}
+
+const validationWait = 15 * time.Second
+
+func newRig(t *testing.T) *rig {
+	r := &rig{t: t, clock: &clock{now: t0}, store: newStore(), src: &fakeSource{}, nodes: &fakeNodes{tainted: map[string]bool{}},
+		drainer: &fakeDrainer{}, events: &fakeEvents{}, metrics: &fakeMetrics{}}
+	r.cap = &fakeCapacity{s: r.store, src: r.src, clock: r.clock}
+	pool := &apis.NodePool{}
+	pool.Name = "default"
+	r.src.pools = []*apis.NodePool{pool}
+	r.addCandidate("a")
+	r.rebuild()
+	return r
+}
+
+// rebuild makes a new executor over the same store and cluster, with
+// fresh call records: a later invocation.
+func (r *rig) rebuild() {
+	r.cap = &fakeCapacity{s: r.store, src: r.src, clock: r.clock}
+	r.drainer = &fakeDrainer{step: r.drainer.step}
+	r.events, r.metrics, r.checks = &fakeEvents{}, &fakeMetrics{}, 0
+	r.e = &Executor{
+		Store: r.store, Capacity: r.cap, Source: r.src, Nodes: r.nodes, Drainer: r.drainer, Events: r.events, Metrics: r.metrics,
+		Now: r.clock.Now, Log: slog.New(slog.DiscardHandler), ValidationWait: validationWait, ReadyTimeout: 10 * time.Minute,
+		Validate: func(consolidation.Command, consolidation.Inputs) error { r.checks++; return r.validate },
+	}
+}
+
+func (r *rig) addCandidate(name string) {
+	r.store.put(&state.NodeClaim{Name: "nc-" + name, NodePool: "default", Phase: state.Initialized, InstanceID: "i-" + name,
+		InstanceType: "m5.xlarge", PricePerHour: 0.192, CreatedAt: t0.Add(-24 * time.Hour)})
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "ip-" + name}}
+	n.Spec.ProviderID = state.ProviderIDFor("us-east-1a", "i-"+name)
+	r.src.nodes = append(r.src.nodes, n)
+}
+
+// command is a single-node command on ip-a: a replacement by one
+// cheaper node when replace, else a deletion.
+func command(replace bool) consolidation.Command {
+	cmd := consolidation.Command{Method: consolidation.MethodSingleNode, Reason: consolidation.ReasonUnderutilized,
+		Candidates: []string{"nc-a"}, Nodes: []string{"ip-a"}, PriceBefore: 0.192, Explanation: "test"}
+	if replace {
+		cmd.Replacements = []scheduling.NodeClaim{{NodePool: "default", InstanceTypes: []string{"c6g.large"}, PricePerHour: 0.068}}
+		cmd.PriceAfter = 0.068
+	}
+	return cmd
+}
+
+// start plans cmd and returns the action.
+func (r *rig) start(cmd consolidation.Command) *state.Action {
+	r.t.Helper()
+	recs, _ := r.store.NodeClaims(context.Background())
+	a, err := r.e.Start(context.Background(), cmd, recs)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return a
+}
+
+// advance is one Advance call with fresh inputs that the fake validation
+// ignores.
+func (r *rig) advance(a *state.Action) {
+	r.t.Helper()
+	err := r.e.Advance(context.Background(), &state.Lease{}, a, func(context.Context) (consolidation.Inputs, error) {
+		return consolidation.Inputs{}, nil
+	})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// stored is the action as the table holds it now.
+func (r *rig) stored(id string) *state.Action { return r.store.action(id) }
+
+// steps are the steps written, consecutive repeats collapsed.
+func (r *rig) steps() []string { return slices.Compact(slices.Clone(r.store.steps)) }
