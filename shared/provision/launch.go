@@ -162,24 +162,36 @@ func (r *Reconciler) launchGroups(ctx context.Context, groups []*group) {
 	wg.Wait()
 }
 
+// Throttling retries of CreateFleet: exponential backoff from
+// throttleBase, capped at throttleCap, with full jitter, at most
+// throttleAttempts calls.
+const (
+	throttleBase     = 200 * time.Millisecond
+	throttleCap      = 5 * time.Second
+	throttleAttempts = 6
+)
+
 // createFleet launches count instances of claim with ClientToken token,
-// retrying throttled calls with exponential backoff and full jitter.
+// retrying throttled calls with exponential backoff and full jitter (the
+// same token: a call EC2 did carry out returns the same instances).
 func (r *Reconciler) createFleet(ctx context.Context, token string, claim scheduling.NodeClaim, class *apis.EC2NodeClass, count int) ([]*fleet.Instance, error) {
 	req := fleet.Request{Name: token, Claim: claim, NodeClass: class, Count: count}
-	backoff := 200 * time.Millisecond
+	backoff := throttleBase
 	for attempt := 1; ; attempt++ {
 		insts, err := r.Fleet.LaunchGroup(ctx, req)
-		if err == nil || !throttled(err) || attempt == 6 {
+		if err == nil || !throttled(err) || attempt == throttleAttempts {
 			return insts, err
 		}
-		wait := time.Duration(rand.Int64N(int64(backoff)))
-		r.Log.Warn("CreateFleet throttled: retrying", "token", token, "attempt", attempt, "wait", wait.String())
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(wait):
+		draw := rand.Int64N
+		if r.jitter != nil {
+			draw = r.jitter
 		}
-		backoff = min(backoff*2, 5*time.Second)
+		wait := time.Duration(draw(int64(backoff)))
+		r.Log.Warn("CreateFleet throttled: retrying", "token", token, "attempt", attempt, "wait", wait.String())
+		if serr := r.sleep(ctx, wait); serr != nil {
+			return nil, fmt.Errorf("create fleet %s: throttled (%v), then %w", token, err, serr)
+		}
+		backoff = min(backoff*2, throttleCap)
 	}
 }
 

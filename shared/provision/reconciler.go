@@ -116,6 +116,11 @@ type Reconciler struct {
 	// dying there (no record is updated and the round fails), the fault
 	// tests inject.
 	AfterCreateFleet func(token string) error
+
+	// wait sleeps d (nil: a timer); jitter draws a duration in [0, n) (nil:
+	// math/rand). Unit tests replace them.
+	wait   func(ctx context.Context, d time.Duration) error
+	jitter func(n int64) int64
 }
 
 func (r *Reconciler) init() error {
