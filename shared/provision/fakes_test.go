@@ -121,7 +121,7 @@ func (f *fakeFleet) TagNodeClaim(_ context.Context, instanceID, _, nodeClaim str
 }
 
 func (f *fakeFleet) Instances(context.Context) ([]fleet.Running, error) { return nil, nil }
-func (f *fakeFleet) Terminate(context.Context, []string) error           { return nil }
+func (f *fakeFleet) Terminate(context.Context, []string) error          { return nil }
 
 // fakeMetrics records emitted values.
 type fakeMetrics struct {
