@@ -18,7 +18,9 @@ const (
 
 // Settle waits for the pending set to settle before a solve: until no new
 // pending pod has appeared for idle, or max has passed since it began
-// waiting, or nothing is pending. It returns how long it waited.
+// waiting, or nothing is pending. It returns what it did (how long it
+// waited, how often it looked and how long the looks took). Looks read
+// only the pods when the source can (PodSource).
 //
 // A pending pod is one kube-scheduler marked Unschedulable, or one it has
 // not evaluated yet (no node, no PodScheduled condition: a pod just
@@ -34,9 +36,10 @@ const (
 //     timestamps say (as Karpenter's batcher, where each new pod resets the
 //     idle timer): on a busy machine kube-scheduler marks pods late, and
 //     they still belong to the burst being batched.
-func (r *Reconciler) Settle(ctx context.Context, idle, max time.Duration) (time.Duration, error) {
+func (r *Reconciler) Settle(ctx context.Context, idle, max time.Duration) (Batched, error) {
+	var out Batched
 	if err := r.init(); err != nil {
-		return 0, err
+		return out, err
 	}
 	if idle <= 0 {
 		idle = DefaultBatchIdle
@@ -47,19 +50,62 @@ func (r *Reconciler) Settle(ctx context.Context, idle, max time.Duration) (time.
 	start := r.Now()
 	b := newBatch(idle, max, start)
 	for {
-		v, err := r.Source.View(ctx)
-		if err != nil {
-			return r.Now().Sub(start), err
-		}
+		before := r.Now()
+		pods, err := r.lookAtPods(ctx)
 		now := r.Now()
-		wait, done := b.observe(v.Pods, now)
-		if done {
-			return now.Sub(start), nil
+		out.Looks++
+		out.Looking += now.Sub(before)
+		out.Waited = now.Sub(start)
+		if err != nil {
+			return out, err
 		}
-		if err := r.sleep(ctx, min(batchPoll, wait)); err != nil {
-			return r.Now().Sub(start), err
+		// The look shows the cluster as of some moment between before and
+		// now: it is taken as of before. A pod it shows for the first
+		// time counts as arriving then (at worst a look's duration early),
+		// and no arrival since before-idle means the burst is over. So a
+		// slow look delays neither the arrivals nor the window's end by
+		// its own duration; looks start batchPoll apart (or back to back
+		// when a look takes longer).
+		wait, done := b.observe(pods, before)
+		out.Pending = b.pending
+		if done {
+			return out, nil
+		}
+		took := now.Sub(before)
+		if pause := min(batchPoll, wait) - took; pause > 0 {
+			if err := r.sleep(ctx, pause); err != nil {
+				out.Waited = r.Now().Sub(start)
+				return out, err
+			}
+		} else if err := ctx.Err(); err != nil {
+			return out, err
 		}
 	}
+}
+
+// lookAtPods reads the cluster's pods: only the pods when the source can
+// (a cheaper read), else a whole view.
+func (r *Reconciler) lookAtPods(ctx context.Context) ([]*corev1.Pod, error) {
+	if ps, ok := r.Source.(PodSource); ok {
+		return ps.Pods(ctx)
+	}
+	v, err := r.Source.View(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return v.Pods, nil
+}
+
+// Batched is what one Settle did.
+type Batched struct {
+	// Waited is the time from Settle's start to its decision.
+	Waited time.Duration `json:"waited"`
+	// Looks counts the reads of the cluster; Looking is the time they took
+	// (part of Waited).
+	Looks   int           `json:"looks"`
+	Looking time.Duration `json:"looking"`
+	// Pending counts the pending pods of the last look.
+	Pending int `json:"pending"`
 }
 
 // batch is Settle's decision: which pods arrived when, and whether the
@@ -69,6 +115,7 @@ type batch struct {
 	start     time.Time
 	seen      map[string]bool
 	looks     int
+	pending   int       // pending pods at the last look
 	newest    time.Time // the latest arrival
 }
 
@@ -108,6 +155,7 @@ func (b *batch) observe(pods []*corev1.Pod, now time.Time) (wait time.Duration, 
 			b.newest = at
 		}
 	}
+	b.pending = pending
 	waited := now.Sub(b.start)
 	if pending == 0 || now.Sub(b.newest) >= b.idle || waited >= b.max {
 		return 0, true

@@ -104,10 +104,11 @@ func TestSettle(t *testing.T) {
 				return v, nil
 			}
 			r, _, _, _ := testReconciler(t, clock, view)
-			got, err := r.Settle(context.Background(), tc.idle, tc.max)
+			b, err := r.Settle(context.Background(), tc.idle, tc.max)
 			if err != nil {
 				t.Fatal(err)
 			}
+			got := b.Waited
 			if got != tc.want {
 				t.Errorf("waited %v, want %v", got, tc.want)
 			}
@@ -132,8 +133,12 @@ func TestSettlePollsAndStops(t *testing.T) {
 		clock.Advance(d)
 		return nil
 	}
-	if _, err := r.Settle(context.Background(), 0, 0); err != nil {
+	b, err := r.Settle(context.Background(), 0, 0)
+	if err != nil {
 		t.Fatal(err)
+	}
+	if b.Looks != 11 || b.Pending != 1 || b.Waited != time.Second {
+		t.Errorf("%+v, want 11 looks over 1 s with 1 pod pending", b)
 	}
 	if len(waits) != 10 {
 		t.Errorf("%d waits %v, want 10 of at most 100 ms for the 1 s default idle", len(waits), waits)
@@ -192,3 +197,71 @@ func TestPendingSince(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// Looks that take time (a busy API server): each look counts as of its
+// start, so the window closes idle after the look that saw the last pod
+// began, plus the closing look's own duration, and looks start 100 ms
+// apart however long they take (back to back when longer).
+func TestSettleWithSlowLooks(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		look      time.Duration
+		arrivals  []time.Duration // offsets at which a new pod is there
+		want      time.Duration
+		wantLooks int
+	}{
+		// Looks at 0, 0.1, ..., 1.0 (30 ms each): the one starting at 1.0
+		// closes the window.
+		{name: "30 ms looks", look: 30 * time.Millisecond, arrivals: []time.Duration{0}, want: 1030 * time.Millisecond, wantLooks: 11},
+		// Looks back to back every 250 ms: starts 0, 0.25, ..., 1.0.
+		{name: "250 ms looks", look: 250 * time.Millisecond, arrivals: []time.Duration{0}, want: 1250 * time.Millisecond, wantLooks: 5},
+		// A second pod seen by the look starting at 0.5 (looks of 250
+		// ms): the window closes at the look starting at 1.5.
+		{name: "250 ms looks, a later pod", look: 250 * time.Millisecond, arrivals: []time.Duration{0, 400 * time.Millisecond},
+			want: 1750 * time.Millisecond, wantLooks: 7},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := newClock(settleStart)
+			src := func(now time.Time) (*View, error) {
+				v := &View{}
+				for i, at := range tc.arrivals {
+					if !settleStart.Add(at).After(now) {
+						v.Pods = append(v.Pods, unevaluated(fmt.Sprintf("p%d", i), settleStart))
+					}
+				}
+				clock.Advance(tc.look) // the look takes its time
+				return v, nil
+			}
+			r, _, _, _ := testReconciler(t, clock, src)
+			b, err := r.Settle(context.Background(), 0, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b.Waited != tc.want || b.Looks != tc.wantLooks || b.Looking != time.Duration(tc.wantLooks)*tc.look {
+				t.Errorf("%+v, want %v waited over %d looks", b, tc.want, tc.wantLooks)
+			}
+		})
+	}
+}
+
+// podsOnly is a source that can bring only the pods up to date; its full
+// view fails, so a Settle that used it would fail.
+type podsOnly struct{ pods []*corev1.Pod }
+
+func (s podsOnly) View(context.Context) (*View, error) {
+	return nil, errors.New("a full read while settling")
+}
+func (s podsOnly) Pods(context.Context) ([]*corev1.Pod, error) {
+	return s.pods, nil
+}
+
+// Settle's looks read only the pods when the source can.
+func TestSettleLooksAtPodsOnly(t *testing.T) {
+	clock := newClock(settleStart)
+	r, _, _, _ := testReconciler(t, clock, nil)
+	r.Source = podsOnly{pods: []*corev1.Pod{unevaluated("a", settleStart)}}
+	b, err := r.Settle(context.Background(), 0, 0)
+	if err != nil || b.Waited != time.Second || b.Pending != 1 {
+		t.Errorf("%+v, %v: want a 1 s wait on the pods-only looks", b, err)
+	}
+}

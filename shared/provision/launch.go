@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/aws/smithy-go"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/fleet"
@@ -208,10 +209,16 @@ func throttled(err error) bool {
 	return false
 }
 
+// errFewerInstances is the error of the NodeClaims of a group EC2 launched
+// only part of.
+const errFewerInstances = "EC2 launched fewer instances than asked for"
+
 // settle records a group's outcome: each launched instance goes to a
 // record (records by name, instances by ID), the records left without an
-// instance are removed (a retry takes new names), and refused offerings are
-// returned to be marked unavailable.
+// instance are removed (the round solves again for their pods, under new
+// names: a reused name is a reused ClientToken, which EC2 answers with the
+// first call's result), and refused offerings are returned to be marked
+// unavailable.
 func (r *Reconciler) settle(ctx context.Context, g *group, rep *Report) ([]*state.NodeClaim, []state.Offering) {
 	var refused []state.Offering
 	var launched []*state.NodeClaim
@@ -234,7 +241,7 @@ func (r *Reconciler) settle(ctx context.Context, g *group, rep *Report) ([]*stat
 	for i, rec := range g.recs {
 		l := Launch{NodeClaim: rec.Name, Claim: rec.Claim, FleetCall: i == 0}
 		if i >= len(g.insts) {
-			l.Error = "EC2 launched fewer instances than asked for"
+			l.Error = errFewerInstances
 			rep.Launches = append(rep.Launches, l)
 			if err := r.Store.DeleteNodeClaim(ctx, rec); err != nil {
 				r.Log.Error("remove the record of a failed launch", "nodeClaim", rec.Name, "error", err)
@@ -281,6 +288,9 @@ func (r *Reconciler) adopt(ctx context.Context, rec *state.NodeClaim, in *fleet.
 			r.Log.Warn("tag a group member's instance", "nodeClaim", rec.Name, "error", err)
 		}
 	}
+	r.Events.Event(ctx, NodeClaimRef(rec.Name), corev1.EventTypeNormal, "Launched",
+		fmt.Sprintf("Launched NodeClaim %s (%s, %s, %s, $%.4f/h) as instance %s for %d pods of NodePool %s",
+			rec.Name, rec.InstanceType, rec.CapacityType, rec.Zone, rec.PricePerHour, rec.InstanceID, len(rec.Claim.Pods), rec.NodePool))
 	_ = r.Metrics.Emit(metrics.NodeClaimsLaunched, 1, metrics.Dims{
 		metrics.DimNodePool: rec.NodePool, metrics.DimCapacityType: rec.CapacityType, metrics.DimInstanceType: rec.InstanceType,
 	})
