@@ -289,7 +289,7 @@ func (e *Executor) replacementsReady(ctx context.Context, a *state.Action) (bool
 			return false, "", err
 		}
 		if r.Phase != state.Initialized {
-			if e.Now().Sub(r.CreatedAt) > provision.DefaultRegistrationTimeout {
+			if e.Now().Sub(r.CreatedAt) > e.R.RegistrationTimeout() {
 				return false, "replacement " + name + " did not become ready in time", nil
 			}
 			return false, "", nil
