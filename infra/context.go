@@ -162,6 +162,12 @@ func (c appContext) props() (stack.Props, error) {
 		}
 		p.LogRetention = r
 	}
+	if s := c.str("registrationTimeout", ""); s != "" {
+		if p.RegistrationTimeout, err = time.ParseDuration(s); err != nil {
+			return p, fmt.Errorf("context %sregistrationTimeout=%q: want a duration such as 15m", contextPrefix, s)
+		}
+	}
+	p.SSMParameters = c.list("ssmParameters")
 	if s := c.str("pendingPodAgeThreshold", ""); s != "" {
 		if p.PendingPodAgeThreshold, err = time.ParseDuration(s); err != nil {
 			return p, fmt.Errorf("context %spendingPodAgeThreshold=%q: want a duration such as 5m", contextPrefix, s)

@@ -2,6 +2,7 @@ package sdkcalls
 
 import (
 	"path"
+	"regexp"
 	"slices"
 	"strings"
 )
@@ -51,5 +52,26 @@ func (op Operation) Actions() []string {
 // wildcards * and ?) matches action. IAM compares actions case-insensitively.
 func Allows(pattern, action string) bool {
 	ok, err := path.Match(strings.ToLower(pattern), strings.ToLower(action))
+	return err == nil && ok
+}
+
+// MatchesResource reports whether an IAM policy's resource pattern (which
+// may hold the wildcards * and ?, matching any characters including "/")
+// matches the ARN arn. IAM compares resource ARNs case-sensitively.
+func MatchesResource(pattern, arn string) bool {
+	var b strings.Builder
+	b.WriteString("^")
+	for _, r := range pattern {
+		switch r {
+		case '*':
+			b.WriteString(".*")
+		case '?':
+			b.WriteString(".")
+		default:
+			b.WriteString(regexp.QuoteMeta(string(r)))
+		}
+	}
+	b.WriteString("$")
+	ok, err := regexp.MatchString(b.String(), arn)
 	return err == nil && ok
 }

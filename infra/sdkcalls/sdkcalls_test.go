@@ -102,6 +102,27 @@ func TestActions(t *testing.T) {
 	}
 }
 
+func TestMatchesResource(t *testing.T) {
+	public := "arn:aws:ssm:us-east-1::parameter/aws/service/*"
+	for _, c := range []struct {
+		pattern, arn string
+		want         bool
+	}{
+		{public, "arn:aws:ssm:us-east-1::parameter/aws/service/eks/optimized-ami/1.35/amazon-linux-2023/arm64/standard/recommended/image_id", true},
+		{public, "arn:aws:ssm:us-east-1:123456789012:parameter/team/ami", false},
+		{"arn:aws:ssm:us-east-1:123456789012:parameter/team/ami", "arn:aws:ssm:us-east-1:123456789012:parameter/team/ami", true},
+		{"arn:aws:ssm:us-east-1:123456789012:parameter/team/ami", "arn:aws:ssm:us-east-1:123456789012:parameter/team/ami2", false},
+		{"arn:aws:ssm:us-east-1:123456789012:parameter/Team/ami", "arn:aws:ssm:us-east-1:123456789012:parameter/team/ami", false},
+		{"arn:aws:eks:?s-east-1:*:cluster/demo", "arn:aws:eks:us-east-1:123456789012:cluster/demo", true},
+		{"*", "arn:aws:ssm:us-east-1:123456789012:parameter/x", true},
+		{"arn:aws:ssm:us-east-1:1234.6789012:parameter/x", "arn:aws:ssm:us-east-1:123456789012:parameter/x", false},
+	} {
+		if got := MatchesResource(c.pattern, c.arn); got != c.want {
+			t.Errorf("MatchesResource(%q, %q) = %v", c.pattern, c.arn, got)
+		}
+	}
+}
+
 func moduleRoot(t *testing.T) string {
 	t.Helper()
 	_, file, _, _ := runtime.Caller(0)

@@ -252,7 +252,8 @@ func TestPropsDefaultsAndErrors(t *testing.T) {
 	}
 	if p.NodeRoleName != "KarpenterNodeRole-c1" || p.SweepSchedule != "rate(1 minute)" || p.ConsolidationSchedule != "rate(5 minutes)" ||
 		p.PendingPodAgeThreshold != 5*time.Minute || p.LaunchFailureThreshold != 5 || p.FunctionErrorThreshold != 1 ||
-		p.WebhookTimeoutSeconds != 2 || p.WebhookTokenRotationDays != 30 || p.LogLevel != "info" || p.LogRetention == "" {
+		p.WebhookTimeoutSeconds != 2 || p.WebhookTokenRotationDays != 30 || p.LogLevel != "info" || p.LogRetention == "" ||
+		p.RegistrationTimeout != 15*time.Minute {
 		t.Fatalf("defaults %+v", p)
 	}
 	cases := []struct {
@@ -277,6 +278,10 @@ func TestPropsDefaultsAndErrors(t *testing.T) {
 			p.Network = &Network{SubnetIDs: []string{"subnet-0123456789abcdef0"}, SecurityGroupIDs: []string{"sg-xyz"}}
 		}, "not a security group ID"},
 		{"two alarm targets", func(p *Props) { p.AlarmEmail, p.AlarmTopicArn = "a@b.c", "arn:aws:sns:us-east-1:1:t" }, "at most one"},
+		{"short registration timeout", func(p *Props) { p.RegistrationTimeout = time.Minute }, "want 2m0s to 24h0m0s"},
+		{"long registration timeout", func(p *Props) { p.RegistrationTimeout = 25 * time.Hour }, "want 2m0s to 24h0m0s"},
+		{"bad SSM parameter", func(p *Props) { p.SSMParameters = []string{"/team/ami with spaces"} }, "SSM parameter"},
+		{"SSM wildcard", func(p *Props) { p.SSMParameters = []string{"/team/*"} }, "SSM parameter"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -89,6 +89,7 @@ func (s *Stack) addFunctions() {
 			names.EnvInstanceProfileName: s.instanceProfileName,
 			names.EnvMetricsNamespace:    jsii.String(metrics.Namespace),
 			names.EnvLogLevel:            jsii.String(s.props.LogLevel),
+			names.EnvRegistrationTimeout: jsii.String(s.props.RegistrationTimeout.String()),
 		}
 		if fn == FnInterruption {
 			env[names.EnvQueueURL] = s.queue.QueueUrl()

@@ -1,10 +1,14 @@
 package stack
 
 import (
+	"sort"
+	"strings"
+
 	"github.com/aws/aws-cdk-go/awscdk/v2/awseks"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/names"
 )
 
@@ -130,9 +134,11 @@ func (s *Stack) addControllerPolicy() {
 			"StringEquals": map[string]any{"aws:RequestedRegion": s.Region()},
 		}),
 		// shared/fleet resolves AMI aliases with one GetParameters call
-		// (the plural action: GetParameter would not cover it).
-		stmt("AllowSSMReadActions", []string{"ssm:GetParameters"},
-			[]*string{jsii.String(s.arn("ssm", "", "parameter/aws/service/*"))}, nil),
+		// (the plural action: GetParameter would not cover it): the public
+		// parameters, and exactly the parameters EC2NodeClasses name in
+		// amiSelectorTerms[].ssmParameter (the deployed ones, and those
+		// listed for classes applied to the cluster later).
+		stmt("AllowSSMReadActions", []string{"ssm:GetParameters"}, s.ssmParameterResources(), nil),
 		stmt("AllowPricingReadActions", []string{"pricing:GetProducts"}, []*string{jsii.String("*")}, nil),
 		stmt("AllowPassingInstanceRole", []string{"iam:PassRole"}, []*string{s.nodeRole.RoleArn()}, map[string]any{
 			"StringEquals": map[string]any{"iam:PassedToService": "ec2.amazonaws.com"},
@@ -176,4 +182,55 @@ func (s *Stack) addAccessEntries() {
 			KubernetesGroups: jsii.Strings(names.KubernetesGroup),
 		})
 	}
+}
+
+// PublicParametersPath is the SSM path of AWS's public parameters (the AMI
+// aliases resolve there); the functions may read all of it.
+const PublicParametersPath = "/aws/service/"
+
+// SSMParameterNames are the SSM parameters outside PublicParametersPath
+// that the functions may read: every amiSelectorTerms[].ssmParameter of the
+// configuration's EC2NodeClasses, and extra (Props.SSMParameters), sorted
+// and without duplicates.
+func SSMParameterNames(cfg *apis.Config, extra []string) []string {
+	seen := map[string]bool{}
+	add := func(name string) {
+		if name != "" && !strings.HasPrefix(name, PublicParametersPath) {
+			seen[name] = true
+		}
+	}
+	if cfg != nil {
+		for _, nc := range cfg.NodeClasses {
+			for _, t := range nc.Spec.AMISelectorTerms {
+				add(t.SSMParameter)
+			}
+		}
+	}
+	for _, name := range extra {
+		add(name)
+	}
+	out := make([]string, 0, len(seen))
+	for name := range seen {
+		out = append(out, name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// ssmParameterResources are the SSM statement's resources: the public
+// parameters (any account: AWS owns them) and each named parameter of this
+// account and region (a name given as an ARN is kept as it is: a parameter
+// shared from another account).
+func (s *Stack) ssmParameterResources() []*string {
+	out := []*string{jsii.String(s.arn("ssm", "", "parameter"+PublicParametersPath+"*"))}
+	for _, name := range SSMParameterNames(s.props.Config, s.props.SSMParameters) {
+		if strings.HasPrefix(name, "arn:") {
+			out = append(out, jsii.String(name))
+			continue
+		}
+		// A parameter's ARN is parameter/ then its name without the
+		// leading slash of a hierarchical name.
+		out = append(out, jsii.String(s.arn("ssm", *s.Account(), "parameter/"+strings.TrimPrefix(name, "/"))))
+	}
+	return out
 }

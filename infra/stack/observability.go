@@ -77,9 +77,10 @@ func (s *Stack) addObservability() {
 		Width:    jsii.Number(24), Height: jsii.Number(2),
 	}))
 	dash.AddWidgets(
-		graph("Pending pods", 8, s.metric(metrics.PendingPods, minute)),
-		graph("Oldest pending pod (s)", 8, s.metric(metrics.PendingPodOldestAge, minute)),
-		graph("Solve duration (ms)", 8, s.metric(metrics.SolveDuration, minute)),
+		graph("Pending pods", 6, s.metric(metrics.PendingPods, minute)),
+		graph("Oldest pending pod (s)", 6, s.metric(metrics.PendingPodOldestAge, minute)),
+		graph("Solve duration (ms)", 6, s.metric(metrics.SolveDuration, minute)),
+		graph("Pods deferred by the solve budget", 6, s.metric(metrics.PodsDeferred, minute)),
 	)
 	dash.AddWidgets(
 		graph("Launches by NodePool and capacity type", 8, s.search(metrics.NodeClaimsLaunched)),

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 
 	"github.com/nodewright/nodewright/shared/apis"
+	"github.com/nodewright/nodewright/shared/provision"
 )
 
 // Function names: the directories under functions/ and the construct IDs.
@@ -76,6 +77,14 @@ type Props struct {
 	// reserve any (new accounts start at 10).
 	SkipReservedConcurrency bool
 
+	// SSMParameters are SSM parameters (names, or ARNs of parameters shared
+	// from another account) the functions may read beyond AWS's public ones
+	// and those the configuration's EC2NodeClasses name in
+	// amiSelectorTerms[].ssmParameter: list the parameters of EC2NodeClasses
+	// applied to the cluster later (`kubectl apply`), which the stack cannot
+	// see at synth. IAM denies any other.
+	SSMParameters []string
+
 	// Network, when set, runs the three controller functions in these
 	// subnets with these security groups: needed when the cluster's API
 	// endpoint is private. The subnets need a route to the AWS APIs (a NAT
@@ -83,6 +92,12 @@ type Props struct {
 	// EKS) and the cluster's security group must admit the functions' on 443.
 	// The webhook stays outside: it calls only public AWS endpoints.
 	Network *Network
+
+	// RegistrationTimeout: a launched NodeClaim whose Node has not
+	// registered this long after launch is terminated and removed, and a
+	// consolidation waiting for it gives up. Default 15 minutes (Karpenter's);
+	// 2 minutes to 24 hours.
+	RegistrationTimeout time.Duration
 
 	// SweepSchedule is the provision sweep's EventBridge schedule
 	// expression. Default "rate(1 minute)".
@@ -152,6 +167,10 @@ func (n *Network) validate() error {
 	return nil
 }
 
+// ssmParameterPattern is a parameter name (as SSM allows them) or a
+// parameter ARN.
+var ssmParameterPattern = regexp.MustCompile(`^(/?[A-Za-z0-9_.\-]+(/[A-Za-z0-9_.\-]+)*|arn:aws[a-z-]*:ssm:[a-z0-9-]+:[0-9]{12}:parameter/[A-Za-z0-9_.\-/]+)$`)
+
 var clusterNamePattern = regexp.MustCompile(`^[0-9A-Za-z][A-Za-z0-9\-_]{0,99}$`)
 
 // withDefaults returns p with defaults filled in, or an error naming the
@@ -173,6 +192,12 @@ func (p Props) withDefaults() (Props, error) {
 	}
 	if p.NodeRoleName == "" {
 		p.NodeRoleName = "KarpenterNodeRole-" + p.ClusterName
+	}
+	if p.RegistrationTimeout == 0 {
+		p.RegistrationTimeout = provision.DefaultRegistrationTimeout
+	}
+	if _, err := provision.ParseRegistrationTimeout(p.RegistrationTimeout.String()); err != nil {
+		return p, err
 	}
 	if p.SweepSchedule == "" {
 		p.SweepSchedule = "rate(1 minute)"
@@ -212,6 +237,11 @@ func (p Props) withDefaults() (Props, error) {
 	}
 	if p.WebhookTokenRotationDays < 1 || p.WebhookTokenRotationDays > 1000 {
 		return p, fmt.Errorf("webhook token rotation every %d days: Secrets Manager allows 1-1000", p.WebhookTokenRotationDays)
+	}
+	for _, name := range p.SSMParameters {
+		if !ssmParameterPattern.MatchString(name) {
+			return p, fmt.Errorf("SSM parameter %q: want a parameter name (/a/b or a-b: letters, digits, _ . - /) or a parameter ARN", name)
+		}
 	}
 	if p.Network != nil {
 		if err := p.Network.validate(); err != nil {

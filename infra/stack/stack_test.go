@@ -130,7 +130,7 @@ func TestFunctionSettings(t *testing.T) {
 			}
 			if env[names.EnvConfigDir] != ConfigLayerPath || env[names.EnvConfigHash] != s.stack.ConfigHash() ||
 				env[names.EnvNodeRoleName] != "KarpenterNodeRole-demo-cluster" || env[names.EnvMetricsNamespace] != metrics.Namespace ||
-				env[names.EnvTableName] == nil || env[names.EnvInstanceProfileName] == nil {
+				env[names.EnvTableName] == nil || env[names.EnvInstanceProfileName] == nil || env[names.EnvRegistrationTimeout] != "15m0s" {
 				t.Errorf("env %v", env)
 			}
 			if (env[names.EnvQueueURL] != nil) != (fn == FnInterruption) {

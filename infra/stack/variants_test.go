@@ -1,10 +1,13 @@
 package stack
 
 import (
+	"sort"
 	"strings"
 	"testing"
 
 	"github.com/aws/jsii-runtime-go"
+
+	"github.com/nodewright/nodewright/shared/apis"
 )
 
 // variantEdits are every stack variant the tests synthesize, by name, as
@@ -26,6 +29,15 @@ var variantEdits = map[string]func(*Props){
 	// Controllers in a VPC (private cluster endpoint).
 	"vpc": func(p *Props) {
 		p.Network = &Network{SubnetIDs: []string{"subnet-0123456789abcdef0", "subnet-0fedcba9876543210"}, SecurityGroupIDs: []string{"sg-0123456789abcdef0"}}
+	},
+	// An EC2NodeClass that selects its AMI through parameters of its own,
+	// and parameters listed for classes applied to the cluster later.
+	"ssm": func(p *Props) {
+		custom := *p.Config.NodeClasses[0]
+		custom.Name = "custom-ami"
+		custom.Spec.AMISelectorTerms = []apis.AMISelectorTerm{{SSMParameter: "/team/ami/arm64"}, {SSMParameter: "team-ami-x86"}}
+		p.Config.NodeClasses = append(p.Config.NodeClasses, &custom)
+		p.SSMParameters = []string{"/platform/golden-ami", "arn:aws:ssm:us-east-1:210987654321:parameter/shared/ami"}
 	},
 	// A configuration warning becomes an annotation.
 	"warned": func(p *Props) {
@@ -143,5 +155,31 @@ func TestNetworkVariant(t *testing.T) {
 		if !strings.Contains(js(f["DependsOn"]), "RoleDefaultPolicy") {
 			t.Errorf("%s depends on %v", id, f["DependsOn"])
 		}
+	}
+}
+
+// The functions may read exactly the SSM parameters the configuration and
+// the props name, beside the public ones: each custom parameter by its ARN
+// in the stack's account, a shared parameter by the ARN given, and no
+// wildcard over the account's parameters.
+func TestSSMVariantGrantsTheNamedParameters(t *testing.T) {
+	s := namedVariant(t, "ssm")
+	pol := s.one(t, "AWS::IAM::ManagedPolicy", "ControllerPolicy")
+	got := resourceList(statements(t, pol["PolicyDocument"])["AllowSSMReadActions"]["Resource"])
+	sort.Strings(got)
+	want := []string{
+		"arn:aws:ssm:us-east-1::parameter/aws/service/*",
+		"arn:aws:ssm:us-east-1:123456789012:parameter/platform/golden-ami",
+		"arn:aws:ssm:us-east-1:123456789012:parameter/team-ami-x86",
+		"arn:aws:ssm:us-east-1:123456789012:parameter/team/ami/arm64",
+		"arn:aws:ssm:us-east-1:210987654321:parameter/shared/ami",
+	}
+	sort.Strings(want)
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("SSM resources:\n  %s\nwant\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+	}
+	def := resourceList(statements(t, defaultStack(t).one(t, "AWS::IAM::ManagedPolicy", "ControllerPolicy")["PolicyDocument"])["AllowSSMReadActions"]["Resource"])
+	if strings.Join(def, " ") != "arn:aws:ssm:us-east-1::parameter/aws/service/*" {
+		t.Errorf("default stack's SSM resources %v: want the public parameters only", def)
 	}
 }

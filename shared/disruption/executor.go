@@ -109,6 +109,7 @@ func NewExecutor(r *provision.Reconciler, now func() time.Time, log *slog.Logger
 	e := &Executor{
 		Store: r.Store, Capacity: r, Source: r.Source, Drainer: r.Drainer, Events: r.Events, Metrics: r.Metrics,
 		NodePools: r.NodePools, NodeClasses: r.NodeClasses, Now: now, Log: log, Validate: consolidation.Validate,
+		ReadyTimeout: r.RegistrationTimeout(),
 	}
 	if r.Nodes != nil {
 		e.Nodes = r.Nodes

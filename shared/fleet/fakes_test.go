@@ -211,6 +211,9 @@ type fakeSSM struct {
 	mu     sync.Mutex
 	params map[string]string
 	calls  [][]string
+	// denied names parameters the caller's role may not read: a call that
+	// names one fails as IAM fails it.
+	denied map[string]bool
 }
 
 func (f *fakeSSM) GetParameters(_ context.Context, in *ssm.GetParametersInput, _ ...func(*ssm.Options)) (*ssm.GetParametersOutput, error) {
@@ -220,6 +223,11 @@ func (f *fakeSSM) GetParameters(_ context.Context, in *ssm.GetParametersInput, _
 		return nil, fmt.Errorf("%d names: at most %d", len(in.Names), maxParametersPerCall)
 	}
 	f.calls = append(f.calls, in.Names)
+	for _, n := range in.Names {
+		if f.denied[n] {
+			return nil, &smithy.GenericAPIError{Code: "AccessDeniedException", Message: "User: arn:aws:sts::123456789012:assumed-role/provision is not authorized to perform: ssm:GetParameters on resource: arn:aws:ssm:us-east-1:123456789012:parameter" + n}
+		}
+	}
 	out := &ssm.GetParametersOutput{}
 	for _, n := range in.Names {
 		if v, ok := f.params[n]; ok {

@@ -399,3 +399,23 @@ func TestMemoSharesOneLookup(t *testing.T) {
 		t.Errorf("a failure was cached: %v, %v", v, err)
 	}
 }
+
+// A custom ssmParameter the function's role may not read: the error says
+// how to grant it (the stack's nodewright:ssmParameters context value).
+func TestResolveDeniedParameterSaysHowToGrantIt(t *testing.T) {
+	f := newFixture(t)
+	f.ssm.params["/team/ami"] = "ami-arm"
+	f.ssm.denied = map[string]bool{"/team/ami": true}
+	nc := defaultNodeClass()
+	nc.Spec.AMISelectorTerms = []apis.AMISelectorTerm{{SSMParameter: "/team/ami"}}
+	_, err := f.l.Resolve(context.Background(), nc)
+	var ae smithy.APIError
+	if err == nil || !errors.As(err, &ae) || ae.ErrorCode() != "AccessDeniedException" {
+		t.Fatalf("error %v: want the AccessDeniedException", err)
+	}
+	for _, want := range []string{"/team/ami", "nodewright:ssmParameters=/team/ami", "deploy the stack again"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q: %v", want, err)
+		}
+	}
+}

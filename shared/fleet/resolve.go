@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
+	"github.com/aws/smithy-go"
 
 	"github.com/nodewright/nodewright/shared/apis"
 )
@@ -277,7 +279,14 @@ func (l *Launcher) parameters(ctx context.Context, names []string) (map[string]s
 		chunk := names[start:min(start+maxParametersPerCall, len(names))]
 		res, err := l.cfg.SSM.GetParameters(ctx, &ssm.GetParametersInput{Names: chunk})
 		if err != nil {
-			return nil, fmt.Errorf("get SSM parameters: %w", err)
+			var ae smithy.APIError
+			if errors.As(err, &ae) && ae.ErrorCode() == "AccessDeniedException" {
+				return nil, fmt.Errorf("get SSM parameters %s: %w: the functions may read AWS's public parameters (/aws/service/...), "+
+					"those the deployed EC2NodeClasses name in amiSelectorTerms[].ssmParameter, and those listed in the stack's "+
+					"nodewright:ssmParameters context value: for an EC2NodeClass applied to the cluster, add its parameters there "+
+					"(-c nodewright:ssmParameters=%s) and deploy the stack again", strings.Join(chunk, ", "), err, strings.Join(chunk, ","))
+			}
+			return nil, fmt.Errorf("get SSM parameters %s: %w", strings.Join(chunk, ", "), err)
 		}
 		for _, p := range res.Parameters {
 			out[aws.ToString(p.Name)] = aws.ToString(p.Value)

@@ -143,14 +143,15 @@ func (h *Provision) Handle(ctx context.Context, raw json.RawMessage) (err error)
 func (h *Provision) rounds(ctx context.Context, r *provision.Reconciler, lease *state.Lease, sweep bool, log *slog.Logger) error {
 	var failed error // the last round's failure: the invocation's error
 	for round := 1; ; round++ {
-		waited, err := r.Settle(ctx, h.BatchIdle, h.BatchMax)
+		batch, err := r.Settle(ctx, h.BatchIdle, h.BatchMax)
 		if err != nil {
 			log.Error("wait for pending pods to settle", "error", err)
 			return err
 		}
 		rep, err := r.Round(ctx, lease)
 		if rep != nil {
-			log.Info("round", "round", round, "batchWait", waited.String(), "pending", rep.Pending, "reschedulable", rep.Reschedulable,
+			rep.Batch = batch
+			log.Info("round", "round", round, "batchWait", batch.Waited.String(), "batchLooks", batch.Looks, "batchLooking", batch.Looking.String(), "pending", rep.Pending, "reschedulable", rep.Reschedulable,
 				"inFlight", rep.InFlight, "solves", rep.Solves, "launched", len(rep.Launched()), "failed", len(rep.Failed()),
 				"recovered", len(rep.Recovered), "registered", len(rep.Registered), "read", rep.Read.String(), "solve", rep.Solve.String(),
 				"launch", rep.Launch.String(), "deferred", rep.Deferred, "warnings", len(rep.Warnings))

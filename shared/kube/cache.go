@@ -250,6 +250,25 @@ func (c *Cache) Sync(ctx context.Context) (*View, error) {
 	return v, nil
 }
 
+// SyncPods brings only the pods up to date (as Sync does for each
+// resource) and returns them, sorted by namespace and name: the cheap look
+// the provision function takes while it waits for a burst of pending pods
+// to settle (a full Sync also waits on the barriers of nodes, DaemonSets
+// and PodDisruptionBudgets, and lists Karpenter's objects).
+func (c *Cache) SyncPods(ctx context.Context) ([]*corev1.Pod, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	start := c.opts.Now()
+	if !c.lastSync.IsZero() && start.Sub(c.lastSync) > c.opts.IdleReset {
+		c.c.CloseIdleConnections()
+	}
+	if _, err := c.pods.sync(ctx, c.opts); err != nil {
+		return nil, fmt.Errorf("sync pods: %w", err)
+	}
+	c.lastSync = c.opts.Now()
+	return c.pods.sorted(), nil
+}
+
 // syncer is a store of any type.
 type syncer interface {
 	resource() string

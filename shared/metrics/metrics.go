@@ -61,6 +61,10 @@ const (
 	// ClusterPricePerHour is the summed hourly price (USD) of those nodes.
 	// Gauge.
 	ClusterPricePerHour = "ClusterPricePerHour"
+	// PodsDeferred is how many pending pods the last solve's work budget
+	// did not reach (they wait for the next round, which the provision
+	// handler runs at once). Gauge.
+	PodsDeferred = "PodsDeferred"
 	// SolveDuration is how long one scheduling simulation took.
 	SolveDuration = "SolveDurationMillis"
 	// RegistrationDuration is the time from a NodeClaim's launch to its
@@ -154,6 +158,7 @@ func Definitions() []Definition {
 		{Nodes, UnitCount, Maximum, []string{DimNodePool, DimCapacityType}, "nodes managed"},
 		{ClusterPricePerHour, UnitNone, Maximum, []string{DimNodePool, DimCapacityType}, "USD per hour of the managed nodes"},
 		{SolveDuration, UnitMilliseconds, Maximum, nil, "duration of one scheduling simulation"},
+		{PodsDeferred, UnitCount, Maximum, nil, "pending pods a solve's work budget left for the next round"},
 		{RegistrationDuration, UnitSeconds, Maximum, nil, "launch to Node registered"},
 		{InterruptionToReplacement, UnitSeconds, Maximum, nil, "interruption message to replacement launched"},
 		{InterruptionToDrained, UnitSeconds, Maximum, nil, "interruption message to node drained"},

@@ -38,6 +38,9 @@ const (
 	EnvMetricsNamespace = "NODEWRIGHT_METRICS_NAMESPACE"
 	// EnvLogLevel is the slog level: debug, info, warn or error.
 	EnvLogLevel = "NODEWRIGHT_LOG_LEVEL"
+	// EnvRegistrationTimeout is how long a launched NodeClaim may take to
+	// register its Node before it is terminated (a Go duration, "15m").
+	EnvRegistrationTimeout = "NODEWRIGHT_REGISTRATION_TIMEOUT"
 )
 
 // The state table's schema. Every item has a partition key and a sort key

@@ -394,3 +394,32 @@ func TestSolveBudget(t *testing.T) {
 		}
 	}
 }
+
+func TestParseRegistrationTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want time.Duration
+		err  string
+	}{
+		{"15m", 15 * time.Minute, ""},
+		{"2m", 2 * time.Minute, ""},
+		{"24h", 24 * time.Hour, ""},
+		{"1m59s", 0, "want 2m0s to 24h0m0s"},
+		{"25h", 0, "want 2m0s to 24h0m0s"},
+		{"-5m", 0, "want 2m0s to 24h0m0s"},
+		{"soon", 0, "want a duration"},
+	} {
+		got, err := ParseRegistrationTimeout(tc.in)
+		if got != tc.want || (err == nil) != (tc.err == "") || (err != nil && !strings.Contains(err.Error(), tc.err)) {
+			t.Errorf("%q: %v, %v; want %v, %q", tc.in, got, err, tc.want, tc.err)
+		}
+	}
+	r := &Reconciler{}
+	if r.RegistrationTimeout() != DefaultRegistrationTimeout {
+		t.Errorf("default %v", r.RegistrationTimeout())
+	}
+	r.Options.RegistrationTimeout = 20 * time.Minute
+	if r.RegistrationTimeout() != 20*time.Minute {
+		t.Errorf("set: %v", r.RegistrationTimeout())
+	}
+}

@@ -17,6 +17,13 @@ type ClusterSource interface {
 	View(ctx context.Context) (*View, error)
 }
 
+// PodSource is a ClusterSource that can also bring only the pods up to
+// date, which Settle uses for its looks (a round's read still reads
+// everything).
+type PodSource interface {
+	Pods(ctx context.Context) ([]*corev1.Pod, error)
+}
+
 // Fleet launches and ends instances (*fleet.Launcher).
 type Fleet interface {
 	Zones(ctx context.Context, classes []*apis.EC2NodeClass) ([]string, error)
@@ -42,9 +49,17 @@ type Nodes interface {
 	DeleteNode(ctx context.Context, name string) error
 }
 
-// Ref names the object an event is about.
+// Ref names the object an event is about. APIVersion is "v1" when empty
+// (Pods, Nodes); a NodeClaim's is karpenter.sh/v1.
 type Ref struct {
-	Kind, Namespace, Name, UID string
+	APIVersion, Kind, Namespace, Name, UID string
+}
+
+// NodeClaimRef is the event reference of a NodeClaim record (Nodewright
+// keeps NodeClaims in its state table, not as objects: the events are
+// listed by `kubectl get events --field-selector involvedObject.kind=NodeClaim`).
+func NodeClaimRef(name string) Ref {
+	return Ref{APIVersion: apis.NodePoolAPIVersion, Kind: "NodeClaim", Name: name}
 }
 
 // Events records Kubernetes events (aggregated and rate limited by the

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/aws/smithy-go"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/fleet"
@@ -162,24 +163,36 @@ func (r *Reconciler) launchGroups(ctx context.Context, groups []*group) {
 	wg.Wait()
 }
 
+// Throttling retries of CreateFleet: exponential backoff from
+// throttleBase, capped at throttleCap, with full jitter, at most
+// throttleAttempts calls.
+const (
+	throttleBase     = 200 * time.Millisecond
+	throttleCap      = 5 * time.Second
+	throttleAttempts = 6
+)
+
 // createFleet launches count instances of claim with ClientToken token,
-// retrying throttled calls with exponential backoff and full jitter.
+// retrying throttled calls with exponential backoff and full jitter (the
+// same token: a call EC2 did carry out returns the same instances).
 func (r *Reconciler) createFleet(ctx context.Context, token string, claim scheduling.NodeClaim, class *apis.EC2NodeClass, count int) ([]*fleet.Instance, error) {
 	req := fleet.Request{Name: token, Claim: claim, NodeClass: class, Count: count}
-	backoff := 200 * time.Millisecond
+	backoff := throttleBase
 	for attempt := 1; ; attempt++ {
 		insts, err := r.Fleet.LaunchGroup(ctx, req)
-		if err == nil || !throttled(err) || attempt == 6 {
+		if err == nil || !throttled(err) || attempt == throttleAttempts {
 			return insts, err
 		}
-		wait := time.Duration(rand.Int64N(int64(backoff)))
-		r.Log.Warn("CreateFleet throttled: retrying", "token", token, "attempt", attempt, "wait", wait.String())
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(wait):
+		draw := rand.Int64N
+		if r.jitter != nil {
+			draw = r.jitter
 		}
-		backoff = min(backoff*2, 5*time.Second)
+		wait := time.Duration(draw(int64(backoff)))
+		r.Log.Warn("CreateFleet throttled: retrying", "token", token, "attempt", attempt, "wait", wait.String())
+		if serr := r.sleep(ctx, wait); serr != nil {
+			return nil, fmt.Errorf("create fleet %s: throttled (%v), then %w", token, err, serr)
+		}
+		backoff = min(backoff*2, throttleCap)
 	}
 }
 
@@ -196,10 +209,16 @@ func throttled(err error) bool {
 	return false
 }
 
+// errFewerInstances is the error of the NodeClaims of a group EC2 launched
+// only part of.
+const errFewerInstances = "EC2 launched fewer instances than asked for"
+
 // settle records a group's outcome: each launched instance goes to a
 // record (records by name, instances by ID), the records left without an
-// instance are removed (a retry takes new names), and refused offerings are
-// returned to be marked unavailable.
+// instance are removed (the round solves again for their pods, under new
+// names: a reused name is a reused ClientToken, which EC2 answers with the
+// first call's result), and refused offerings are returned to be marked
+// unavailable.
 func (r *Reconciler) settle(ctx context.Context, g *group, rep *Report) ([]*state.NodeClaim, []state.Offering) {
 	var refused []state.Offering
 	var launched []*state.NodeClaim
@@ -222,7 +241,7 @@ func (r *Reconciler) settle(ctx context.Context, g *group, rep *Report) ([]*stat
 	for i, rec := range g.recs {
 		l := Launch{NodeClaim: rec.Name, Claim: rec.Claim, FleetCall: i == 0}
 		if i >= len(g.insts) {
-			l.Error = "EC2 launched fewer instances than asked for"
+			l.Error = errFewerInstances
 			rep.Launches = append(rep.Launches, l)
 			if err := r.Store.DeleteNodeClaim(ctx, rec); err != nil {
 				r.Log.Error("remove the record of a failed launch", "nodeClaim", rec.Name, "error", err)
@@ -269,6 +288,9 @@ func (r *Reconciler) adopt(ctx context.Context, rec *state.NodeClaim, in *fleet.
 			r.Log.Warn("tag a group member's instance", "nodeClaim", rec.Name, "error", err)
 		}
 	}
+	r.Events.Event(ctx, NodeClaimRef(rec.Name), corev1.EventTypeNormal, "Launched",
+		fmt.Sprintf("Launched NodeClaim %s (%s, %s, %s, $%.4f/h) as instance %s for %d pods of NodePool %s",
+			rec.Name, rec.InstanceType, rec.CapacityType, rec.Zone, rec.PricePerHour, rec.InstanceID, len(rec.Claim.Pods), rec.NodePool))
 	_ = r.Metrics.Emit(metrics.NodeClaimsLaunched, 1, metrics.Dims{
 		metrics.DimNodePool: rec.NodePool, metrics.DimCapacityType: rec.CapacityType, metrics.DimInstanceType: rec.InstanceType,
 	})

@@ -21,8 +21,10 @@ import (
 	"github.com/nodewright/nodewright/shared/state"
 )
 
-// Defaults of Options.
+// Defaults of Options, and the registration timeout's bounds.
 const (
+	MinRegistrationTimeout     = 2 * time.Minute
+	MaxRegistrationTimeout     = 24 * time.Hour
 	DefaultParallelism         = 10
 	DefaultRegistrationTimeout = 15 * time.Minute
 	DefaultOrphanGrace         = 5 * time.Minute
@@ -64,6 +66,31 @@ type Options struct {
 	// are reported (Report.Deferred) and wait for the next round.
 	SolveGroups int
 	SolveTime   time.Duration
+}
+
+// RegistrationTimeout is the reconciler's registration timeout
+// (Options.RegistrationTimeout, else DefaultRegistrationTimeout), for the
+// callers that wait on registrations (consolidation's replacements).
+func (r *Reconciler) RegistrationTimeout() time.Duration {
+	if r.Options.RegistrationTimeout > 0 {
+		return r.Options.RegistrationTimeout
+	}
+	return DefaultRegistrationTimeout
+}
+
+// ParseRegistrationTimeout reads a registration timeout as the stack sets
+// it (a Go duration) and checks it is within MinRegistrationTimeout and
+// MaxRegistrationTimeout: a Node takes a minute or two to register, and a
+// NodeClaim that never does costs money until the timeout.
+func ParseRegistrationTimeout(s string) (time.Duration, error) {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("registration timeout %q: want a duration such as 15m", s)
+	}
+	if d < MinRegistrationTimeout || d > MaxRegistrationTimeout {
+		return 0, fmt.Errorf("registration timeout %s: want %s to %s", d, MinRegistrationTimeout, MaxRegistrationTimeout)
+	}
+	return d, nil
 }
 
 func (o *Options) defaults() {
@@ -116,6 +143,15 @@ type Reconciler struct {
 	// dying there (no record is updated and the round fails), the fault
 	// tests inject.
 	AfterCreateFleet func(token string) error
+
+	// wait sleeps d (nil: a timer); jitter draws a duration in [0, n) (nil:
+	// math/rand). Unit tests replace them.
+	wait   func(ctx context.Context, d time.Duration) error
+	jitter func(n int64) int64
+
+	// placed are the pods earlier solves put in the room of in-flight
+	// NodeClaims (see nominate).
+	placed placements
 }
 
 func (r *Reconciler) init() error {
@@ -153,6 +189,9 @@ type Report struct {
 	Plan *scheduling.Result `json:"plan,omitempty"`
 	// Solves counts solves (more than one when EC2 refused offerings).
 	Solves int `json:"solves"`
+	// Nominated counts the pending pods left out of the last solve because
+	// a NodeClaim in flight was launched for them (they stay on it).
+	Nominated int `json:"nominated,omitempty"`
 	// Deferred counts the pending pods the last solve's budget did not
 	// reach (listed in Plan.Deferred): the next round takes them.
 	Deferred int      `json:"deferred,omitempty"`
@@ -162,9 +201,12 @@ type Report struct {
 	Recovered  []string         `json:"recovered,omitempty"`
 	Registered []string         `json:"registered,omitempty"`
 	Refused    []state.Offering `json:"refused,omitempty"`
-	Read       time.Duration    `json:"read"`
-	Solve      time.Duration    `json:"solve"`
-	Launch     time.Duration    `json:"launch"`
+	// Batch is the batching wait before the round (set by the caller that
+	// settled: the provision handler).
+	Batch  Batched       `json:"batch"`
+	Read   time.Duration `json:"read"`
+	Solve  time.Duration `json:"solve"`
+	Launch time.Duration `json:"launch"`
 }
 
 // Launch is one NodeClaim a round launched (or failed to).
@@ -225,9 +267,12 @@ func (r *Reconciler) read(ctx context.Context, rep *Report) (*world, error) {
 	w := &world{}
 	var wg sync.WaitGroup
 	errs := make([]error, 4)
+	took := make([]time.Duration, 3) // cluster, state, spot prices
 	wg.Add(3)
 	go func() {
 		defer wg.Done()
+		start := r.Now()
+		defer func() { took[0] = r.Now().Sub(start) }()
 		w.view, errs[0] = r.Source.View(ctx)
 		if errs[0] == nil {
 			var warns []string
@@ -246,6 +291,8 @@ func (r *Reconciler) read(ctx context.Context, rep *Report) (*world, error) {
 	}()
 	go func() {
 		defer wg.Done()
+		start := r.Now()
+		defer func() { took[1] = r.Now().Sub(start) }()
 		// Versions before records: a launch between the two reads shows in
 		// the records and fails our commit, never the other way round.
 		if w.versions, errs[1] = r.Store.PoolVersions(ctx); errs[1] == nil {
@@ -257,6 +304,8 @@ func (r *Reconciler) read(ctx context.Context, rep *Report) (*world, error) {
 	}()
 	go func() {
 		defer wg.Done()
+		start := r.Now()
+		defer func() { took[2] = r.Now().Sub(start) }()
 		if r.Spot != nil {
 			if err := r.Spot.Ensure(ctx); err != nil {
 				errs[2] = err
@@ -264,6 +313,7 @@ func (r *Reconciler) read(ctx context.Context, rep *Report) (*world, error) {
 		}
 	}()
 	wg.Wait()
+	r.Log.Debug("read", "cluster", took[0].String(), "state", took[1].String(), "spotPrices", took[2].String())
 	if errs[2] != nil {
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("spot prices: %v (planning on-demand only)", errs[2]))
 	}
@@ -358,8 +408,10 @@ func (r *Reconciler) LaunchClaims(ctx context.Context, lease *state.Lease, claim
 
 // solveAndLaunch solves and launches, and solves again without the
 // offerings EC2 refused (falling back from spot to on-demand where the
-// pool allows it), at most Options.MaxAttempts times; a launch that lost a
-// race for a limited pool re-reads and solves again.
+// pool allows it), or for the NodeClaims a partial fleet left out, at most
+// Options.MaxAttempts times; a launch that lost a race for a limited pool
+// re-reads and solves again. Pods a NodeClaim in flight was launched for
+// stay on it (nominate): a solve places only the others.
 func (r *Reconciler) solveAndLaunch(ctx context.Context, lease *state.Lease, w *world, only map[string]bool, reason string, rep *Report) error {
 	for attempt := 0; attempt < r.Options.MaxAttempts; attempt++ {
 		unavailable := state.NewUnavailableSet(w.unavailable)
@@ -371,6 +423,13 @@ func (r *Reconciler) solveAndLaunch(ctx context.Context, lease *state.Lease, w *
 			rep.Warnings = append(rep.Warnings, prep.Warnings...)
 		}
 		rep.Pending, rep.Reschedulable, rep.InFlight = prep.Pending, prep.Reschedulable, prep.InFlight
+		inFlight := map[string]bool{}
+		for _, n := range prep.Input.Nodes {
+			if n.InFlight {
+				inFlight[n.Node.Name] = true
+			}
+		}
+		rep.Nominated = nominate(&prep.Input, w.records, r.placed.snapshot(inFlight))
 		if len(prep.Input.Pods) == 0 {
 			return nil
 		}
@@ -384,8 +443,18 @@ func (r *Reconciler) solveAndLaunch(ctx context.Context, lease *state.Lease, w *
 			return fmt.Errorf("solve: %w", err)
 		}
 		rep.Plan, rep.Deferred = plan, len(plan.Deferred)
+		r.placed.record(plan)
 		_ = r.Metrics.Emit(metrics.SolveDuration, float64(r.Now().Sub(start).Milliseconds()), nil)
-		r.Log.Info("plan", "pods", len(prep.Input.Pods), "nodeClaims", len(plan.NodeClaims), "onExistingNodes", len(plan.ExistingNodes),
+		if len(plan.Deferred) > 0 || attempt == 0 {
+			// Every round's first solve reports, so the gauge drops back to
+			// zero once the backlog is through.
+			_ = r.Metrics.Emit(metrics.PodsDeferred, float64(len(plan.Deferred)), nil)
+		}
+		if len(plan.Deferred) > 0 {
+			r.Log.Warn("the solve's work budget left pods for the next round", "deferred", len(plan.Deferred),
+				"placed", len(prep.Input.Pods)-len(plan.Deferred), "budgetSpent", plan.BudgetSpent)
+		}
+		r.Log.Info("plan", "pods", len(prep.Input.Pods), "nominated", rep.Nominated, "nodeClaims", len(plan.NodeClaims), "onExistingNodes", len(plan.ExistingNodes),
 			"unschedulable", len(plan.Unschedulable), "deferred", len(plan.Deferred), "budgetSpent", plan.BudgetSpent,
 			"pricePerHour", plan.PricePerHour, "attempt", attempt)
 		if len(plan.NodeClaims) == 0 {
@@ -393,6 +462,7 @@ func (r *Reconciler) solveAndLaunch(ctx context.Context, lease *state.Lease, w *
 			return nil
 		}
 		start = r.Now()
+		before := len(rep.Launches)
 		launched, refused, err := r.launch(ctx, lease, w, plan, reason, rep)
 		rep.Launch += r.Now().Sub(start)
 		if errors.Is(err, state.ErrConflict) {
@@ -412,8 +482,19 @@ func (r *Reconciler) solveAndLaunch(ctx context.Context, lease *state.Lease, w *
 		}
 		w.records = append(w.records, launched...)
 		r.podEvents(ctx, w, plan, launched)
-		if len(refused) == 0 {
+		short := 0
+		for _, l := range rep.Launches[before:] {
+			if l.Error == errFewerInstances {
+				short++
+			}
+		}
+		if len(refused) == 0 && short == 0 {
 			return nil
+		}
+		if short > 0 {
+			// A partial fleet: what launched is recorded; solve again at
+			// once for the pods of the NodeClaims it left out.
+			r.Log.Info("EC2 launched fewer instances than asked for: solving again for the rest", "missing", short, "attempt", attempt)
 		}
 		rep.Refused = append(rep.Refused, refused...)
 		w.unavailable = append(w.unavailable, refused...)

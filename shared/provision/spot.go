@@ -19,7 +19,9 @@ const DefaultSpotMaxAge = time.Hour
 // item shared by invocations, so a solve never waits on a full
 // DescribeSpotPriceHistory over 1,000+ types: a cold container reads the
 // item; prices older than MaxAge are used while one refresh runs in the
-// background and rewrites the item. Only a cluster that never had prices
+// background (one per container at a time): it reads the item again, since
+// another container may have refreshed it, and only when that is stale too
+// asks EC2 and rewrites the item. Only a cluster that never had prices
 // waits for EC2.
 type SpotCache struct {
 	Prices *pricing.EC2Prices
@@ -29,7 +31,8 @@ type SpotCache struct {
 	Log    *slog.Logger
 
 	mu         sync.Mutex
-	loaded     bool
+	loading    chan struct{} // closed when the cold container's table read ended
+	lastRead   time.Time     // when the table item was last read
 	refreshing bool
 	done       chan struct{}
 }
@@ -49,8 +52,9 @@ func (c *SpotCache) maxAge() time.Duration {
 // Ensure implements SpotPrices.
 func (c *SpotCache) Ensure(ctx context.Context) error {
 	c.mu.Lock()
-	if !c.loaded {
-		c.loaded = true
+	if c.loading == nil {
+		loading := make(chan struct{})
+		c.loading = loading
 		c.mu.Unlock()
 		data, at, err := c.Store.GetBlob(ctx, state.KeySpotPrices)
 		switch {
@@ -58,6 +62,18 @@ func (c *SpotCache) Ensure(ctx context.Context) error {
 			c.Prices.Import(data, at)
 		case !errors.Is(err, state.ErrNotFound):
 			c.Log.Warn("read cached spot prices", "error", err)
+		}
+		c.mu.Lock()
+		c.lastRead = c.Now()
+		close(loading)
+	} else if loading := c.loading; !isClosed(loading) {
+		// A concurrent round is reading the table: wait for that read (one
+		// item), not for EC2.
+		c.mu.Unlock()
+		select {
+		case <-loading:
+		case <-ctx.Done():
+			return ctx.Err()
 		}
 		c.mu.Lock()
 	}
@@ -69,7 +85,10 @@ func (c *SpotCache) Ensure(ctx context.Context) error {
 	if !c.refreshing {
 		c.refreshing = true
 		c.done = make(chan struct{})
-		go c.refresh()
+		// Read the table again first unless it was read since these
+		// prices went stale (a cold container that found the item stale).
+		checkTable := c.lastRead.Before(c.Prices.UpdatedAt().Add(c.maxAge()))
+		go c.refresh(checkTable)
 	}
 	done := c.done
 	c.mu.Unlock()
@@ -103,9 +122,26 @@ func (c *SpotCache) Wait(ctx context.Context) {
 	}
 }
 
-func (c *SpotCache) refresh() {
+func (c *SpotCache) refresh(checkTable bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	defer func() {
+		c.mu.Lock()
+		c.refreshing = false
+		close(c.done)
+		c.mu.Unlock()
+	}()
+	if checkTable {
+		data, at, err := c.Store.GetBlob(ctx, state.KeySpotPrices)
+		c.mu.Lock()
+		c.lastRead = c.Now()
+		c.mu.Unlock()
+		if err == nil && c.Now().Sub(at) < c.maxAge() && at.After(c.Prices.UpdatedAt()) {
+			c.Prices.Import(data, at)
+			c.Log.Info("spot prices taken from the state table (refreshed by another container)", "prices", c.Prices.Len(), "age", c.Now().Sub(at).String())
+			return
+		}
+	}
 	start := time.Now()
 	err := c.Prices.Refresh(ctx)
 	if err == nil {
@@ -116,8 +152,13 @@ func (c *SpotCache) refresh() {
 	} else {
 		c.Log.Warn("refresh spot prices", "error", err)
 	}
-	c.mu.Lock()
-	c.refreshing = false
-	close(c.done)
-	c.mu.Unlock()
+}
+
+func isClosed(ch chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }

@@ -29,6 +29,11 @@ func (s cacheSource) View(ctx context.Context) (*provision.View, error) {
 	return out, nil
 }
 
+// Pods brings only the pods up to date (provision.PodSource).
+func (s cacheSource) Pods(ctx context.Context) ([]*corev1.Pod, error) {
+	return s.c.SyncPods(ctx)
+}
+
 // nodeWriter writes Nodes through the lean client.
 type nodeWriter struct{ c *kube.Client }
 
@@ -74,7 +79,11 @@ func (w nodeWriter) DeleteNode(ctx context.Context, name string) error {
 type events struct{ r *kube.Recorder }
 
 func (e events) Event(ctx context.Context, ref provision.Ref, eventType, reason, message string) {
-	_ = e.r.Event(ctx, kube.ObjectRef{APIVersion: "v1", Kind: ref.Kind, Namespace: ref.Namespace, Name: ref.Name, UID: types.UID(ref.UID)},
+	apiVersion := ref.APIVersion
+	if apiVersion == "" {
+		apiVersion = "v1"
+	}
+	_ = e.r.Event(ctx, kube.ObjectRef{APIVersion: apiVersion, Kind: ref.Kind, Namespace: ref.Namespace, Name: ref.Name, UID: types.UID(ref.UID)},
 		eventType, reason, message)
 }
 

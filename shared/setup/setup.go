@@ -133,6 +133,11 @@ func Controller(ctx context.Context, o Options) (*provision.Reconciler, error) {
 		Events:    events{kube.NewRecorder(kc, kube.RecorderOptions{Instance: o.Env[envLambdaFunction], Now: o.Now, Log: o.Log})},
 		NodePools: pools, NodeClasses: classes, Now: o.Now, Log: o.Log,
 	}
+	if v := o.Env[names.EnvRegistrationTimeout]; v != "" {
+		if r.Options.RegistrationTimeout, err = provision.ParseRegistrationTimeout(v); err != nil {
+			return nil, fmt.Errorf("%s: %w", names.EnvRegistrationTimeout, err)
+		}
+	}
 	if o.Metrics != nil {
 		r.Metrics = metrics.NewEmitter(o.Metrics, o.Env[names.EnvMetricsNamespace], cluster, o.Now)
 	}

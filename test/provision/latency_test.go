@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/nodewright/nodewright/shared/provision"
 	"github.com/nodewright/nodewright/shared/state"
 	"github.com/nodewright/nodewright/test/harness"
 )
@@ -33,24 +35,39 @@ const hintEvery = 10 * time.Second
 //   - scale->launched: the scale command to the last NodeClaim launched;
 //   - fleets: CreateFleet calls (distinct client tokens; identical
 //     NodeClaims of one solve share a call);
-//   - scale->running: the scale command to every pod Running.
+//   - scale->running: the scale command to every pod Running;
+//   - batch: the first round's batching wait, how many looks at the
+//     cluster it took and their mean duration (each look is a read of the
+//     cluster), and the first round's read before its solve.
 //
 // `make bench-e2e` runs it; the README quotes it.
 func BenchmarkScaleOut(b *testing.B) {
 	for _, n := range []int{100, 1000} {
 		b.Run(fmt.Sprintf("pods=%d", n), func(b *testing.B) {
-			for i := range b.N {
-				scaleOut(b, n, i)
+			for range b.N {
+				scaleOut(b, n)
 			}
 		})
 	}
 }
 
-func scaleOut(b *testing.B, n, run int) {
+// scaleOuts numbers the runs (each has a pool of its own).
+var scaleOuts atomic.Int64
+
+func scaleOut(b *testing.B, n int) {
 	c := harness.Ctx(b)
-	pool := fmt.Sprintf("lat%d-%d", n, run)
+	pool := fmt.Sprintf("lat%d-%d", n, scaleOuts.Add(1))
 	suite.Pool(b, pool, nil)
 	h := suite.Harness(b, harness.Options{})
+	var rounds []*provision.Report
+	var roundsMu sync.Mutex
+	h.Provision.AfterRound = func(rep *provision.Report, _ *provision.SweepReport) {
+		if rep != nil {
+			roundsMu.Lock()
+			rounds = append(rounds, rep)
+			roundsMu.Unlock()
+		}
+	}
 	app := pool + "app"
 	w := harness.OnPool(pool, app, n, "1", "1Gi")
 
@@ -171,6 +188,19 @@ func scaleOut(b *testing.B, n, run int) {
 	b.ReportMetric(float64(len(recs)), "nodeclaims")
 	b.ReportMetric(float64(len(lat)), "pods-on-new-claims")
 	b.ReportMetric(running.Seconds(), "scale->running-s")
+	roundsMu.Lock()
+	defer roundsMu.Unlock()
+	for _, rep := range rounds {
+		if rep.Batch.Looks == 0 || rep.Pending == 0 {
+			continue
+		}
+		// The first round that found pods pending.
+		b.ReportMetric(rep.Batch.Waited.Seconds(), "batch-wait-s")
+		b.ReportMetric(float64(rep.Batch.Looks), "batch-looks")
+		b.ReportMetric(float64(rep.Batch.Looking.Milliseconds())/float64(rep.Batch.Looks), "batch-look-ms")
+		b.ReportMetric(float64(rep.Read.Milliseconds()), "read-ms")
+		break
+	}
 }
 
 // BenchmarkColdStart measures the provision function's first invocation in

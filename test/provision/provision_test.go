@@ -3,14 +3,16 @@ package provision_test
 import (
 	"errors"
 	"fmt"
-	appsv1 "k8s.io/api/apps/v1"
+	"math"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -153,7 +155,8 @@ func TestSeedScenario(t *testing.T) {
 	if price > 1.2*bound {
 		t.Errorf("price $%.4f/h is more than 20%% over the lower bound $%.4f/h", price, bound)
 	}
-	for _, m := range []string{"PendingPods", "SolveDurationMillis", "NodeClaimsLaunched", "RegistrationSeconds", "Nodes", "ClusterPricePerHour"} {
+	checkLaunchEvents(t, "default", "inflate", after)
+	for _, m := range []string{"PendingPods", "SolveDurationMillis", "NodeClaimsLaunched", "RegistrationSeconds", "Nodes", "ClusterPricePerHour", "PodsDeferred"} {
 		if len(h.Metrics.Values(m)) == 0 {
 			t.Errorf("metric %s was never emitted", m)
 		}
@@ -183,6 +186,62 @@ func TestSeedScenario(t *testing.T) {
 	}
 	if explained < 30 {
 		t.Errorf("%d pods have a decided NodeClaim, want most of the 40", explained)
+	}
+}
+
+// nominatedMessage is the event a pod gets when a NodeClaim is launched
+// for it: "Nominated to NodeClaim <name> (<type>, <capacity type>, <zone>)".
+var nominatedMessage = regexp.MustCompile(`^Nominated to NodeClaim (\S+) \((\S+), (spot|on-demand), (\S+)\)$`)
+
+// checkLaunchEvents checks the Kubernetes events of launches: app's pods
+// have "Nominated" events naming one of recs with its type, capacity type
+// and zone, and each of recs has a "Launched" event naming its instance.
+func checkLaunchEvents(t *testing.T, ns, app string, recs []*state.NodeClaim) {
+	t.Helper()
+	c := ctx(t)
+	byName := map[string]*state.NodeClaim{}
+	for _, r := range recs {
+		byName[r.Name] = r
+	}
+	ev, err := lc.Kube.CoreV1().Events(ns).List(c, metav1.ListOptions{FieldSelector: "reason=Nominated,involvedObject.kind=Pod"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nominated := map[string]bool{}
+	for _, e := range ev.Items {
+		if !strings.HasPrefix(e.InvolvedObject.Name, app+"-") {
+			continue
+		}
+		m := nominatedMessage.FindStringSubmatch(e.Message)
+		if m == nil {
+			t.Errorf("pod %s: Nominated event %q", e.InvolvedObject.Name, e.Message)
+			continue
+		}
+		r := byName[m[1]]
+		if r == nil || r.InstanceType != m[2] || r.CapacityType != m[3] || r.Zone != m[4] {
+			t.Errorf("pod %s: %q does not match the record %+v", e.InvolvedObject.Name, e.Message, r)
+			continue
+		}
+		nominated[e.InvolvedObject.Name] = true
+	}
+	if len(nominated) == 0 {
+		t.Errorf("no %s pod has a Nominated event (%d Nominated events)", app, len(ev.Items))
+	}
+	// A NodeClaim is no object of the cluster: its events are filed under
+	// its name, in the default namespace, as for any cluster-scoped object.
+	lev, err := lc.Kube.CoreV1().Events(metav1.NamespaceDefault).List(c, metav1.ListOptions{FieldSelector: "reason=Launched,involvedObject.kind=NodeClaim"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	launched := map[string]string{}
+	for _, e := range lev.Items {
+		launched[e.InvolvedObject.Name] = e.Message
+	}
+	for _, r := range recs {
+		if msg := launched[r.Name]; !strings.Contains(msg, "Launched NodeClaim "+r.Name+" ("+r.InstanceType+", "+r.CapacityType+", "+r.Zone) ||
+			!strings.Contains(msg, r.InstanceID) {
+			t.Errorf("NodeClaim %s (%s): Launched event %q", r.Name, r.InstanceID, msg)
+		}
 	}
 }
 
@@ -414,12 +473,43 @@ func TestInsufficientCapacityFallsBack(t *testing.T) {
 	}
 	st, _ := harness.Store(lc)
 	recs, _ := harness.PoolRecords(c, st, "ice")
-	if len(recs) != 1 || recs[0].CapacityType != apis.CapacityTypeSpot || recs[0].InstanceType == cheapest {
-		t.Fatalf("records %+v: want one spot NodeClaim of another type than the exhausted %s", recs, cheapest)
+	// The next cheapest offering: the cheapest spot (type, zone) of the
+	// claim's options but the exhausted type, as the local cloud prices
+	// them (its fleet tries the overrides cheapest first).
+	prices := pricing.Model{Catalog: catalog.Default(), Seed: lc.Options.PriceSeed}
+	nextType, nextZone, nextPrice := "", "", math.Inf(1)
+	for _, typ := range first.InstanceTypes {
+		for _, z := range first.Zones {
+			if p, ok := prices.SpotPrice(typ, z); ok && typ != cheapest && p < nextPrice {
+				nextType, nextZone, nextPrice = typ, z, p
+			}
+		}
 	}
-	un, _ := st.Unavailable(c)
-	if !state.NewUnavailableSet(un).Has(cheapest, recs[0].Zone, apis.CapacityTypeSpot) && len(un) == 0 {
-		t.Errorf("the refused offering was not recorded unavailable: %v", un)
+	if len(recs) != 1 || recs[0].CapacityType != apis.CapacityTypeSpot || recs[0].InstanceType != nextType || recs[0].Zone != nextZone {
+		t.Fatalf("records %+v: want one spot NodeClaim on the next cheapest offering %s in %s ($%.4f/h; %s exhausted)", recs, nextType, nextZone, nextPrice, cheapest)
+	}
+	// Every offering of the exhausted type the fleet tried before the one
+	// it launched (those cheaper) is recorded unavailable; the launched
+	// one is not.
+	un, err := st.Unavailable(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := state.NewUnavailableSet(un)
+	tried := 0
+	for _, z := range first.Zones {
+		if p, ok := prices.SpotPrice(cheapest, z); ok && p < nextPrice {
+			tried++
+			if !set.Has(cheapest, z, apis.CapacityTypeSpot) {
+				t.Errorf("the refused offering %s in %s (spot) was not recorded unavailable: %v", cheapest, z, un)
+			}
+		}
+	}
+	if tried == 0 || set.Has(nextType, nextZone, apis.CapacityTypeSpot) {
+		t.Errorf("unavailable %v: want the %d refused offerings of %s, not the launched %s in %s", un, tried, cheapest, nextType, nextZone)
+	}
+	if len(h.Metrics.Values("InsufficientCapacityErrors")) == 0 {
+		t.Error("InsufficientCapacityErrors was not emitted for the refused offerings")
 	}
 	// Every spot pool exhausted: on-demand.
 	lc.AWS.SetCapacity("*", "*", apis.CapacityTypeSpot, 0)
@@ -446,6 +536,14 @@ func TestInsufficientCapacityFallsBack(t *testing.T) {
 	if len(recs) != 2 || od != 1 {
 		t.Errorf("records %d, on-demand %d: want the second NodeClaim on-demand", len(recs), od)
 	}
+	// The spot launch that failed outright is a launch failure, by reason.
+	failures := 0.0
+	for _, v := range h.Metrics.Values("LaunchFailures") {
+		failures += v
+	}
+	if failures < 1 {
+		t.Errorf("LaunchFailures emitted %v: want the failed spot launch", h.Metrics.Values("LaunchFailures"))
+	}
 }
 
 // planFor solves a workload alone on a pool, priced as the local cloud.
@@ -468,9 +566,11 @@ func planFor(t *testing.T, np *apis.NodePool, w harness.Workload) *scheduling.Re
 }
 
 // TestConcurrentInvocationsLaunchOnce: ten invocations at once for the
-// same pending pods launch what one invocation launches; a NodePool's
-// limit is never exceeded under that concurrency. Both pools are cluster
-// objects (kubectl-applied), which the function uses.
+// same pending pods, in ten containers (separate handlers, reconcilers and
+// caches against the same cloud, as Lambda runs them), launch what one
+// invocation launches; a NodePool's limit is never exceeded under that
+// concurrency. Both pools are cluster objects (kubectl-applied), which the
+// function uses.
 func TestConcurrentInvocationsLaunchOnce(t *testing.T) {
 	t.Parallel()
 	c := ctx(t)
@@ -479,7 +579,12 @@ func TestConcurrentInvocationsLaunchOnce(t *testing.T) {
 		np.Spec.Limits = apis.Limits{corev1.ResourceCPU: resource.MustParse("4")}
 	})
 	_ = capped
-	h := newHarness(t, harness.Options{})
+	// Ten containers, as Lambda runs ten concurrent invocations: each its
+	// own handler, reconciler, cluster cache and clients.
+	var hs []*harness.Harness
+	for range 10 {
+		hs = append(hs, newHarness(t, harness.Options{}))
+	}
 	w := onPool("conc", "concapp", 12, "1", "1Gi")
 	wc := onPool("capped", "cappedapp", 10, "1", "1Gi")
 	for _, x := range []harness.Workload{w, wc} {
@@ -493,9 +598,13 @@ func TestConcurrentInvocationsLaunchOnce(t *testing.T) {
 	if err := harness.WaitUnschedulable(c, lc, "default", "cappedapp", 10, time.Minute); err != nil {
 		t.Fatal(err)
 	}
+	st, err := harness.Store(lc)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var wg sync.WaitGroup
-	errs := make([]error, 10)
-	for i := range 10 {
+	errs := make([]error, len(hs))
+	for i, h := range hs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -506,10 +615,23 @@ func TestConcurrentInvocationsLaunchOnce(t *testing.T) {
 	if err := errors.Join(errs...); err != nil {
 		t.Fatal(err)
 	}
-	if err := harness.WaitRunning(c, lc, "default", "concapp", 12, 2*time.Minute); err != nil {
+	// The pods keep coming up while a sweep runs (the one-minute schedule,
+	// compressed), in one container or another; the limit holds throughout.
+	limitHeld := func() {
+		recs, _ := harness.PoolRecords(c, st, "capped")
+		var cpu resource.Quantity
+		for _, r := range recs {
+			cpu.Add(r.Capacity[corev1.ResourceCPU])
+		}
+		if cpu.Cmp(resource.MustParse("4")) > 0 {
+			t.Errorf("pool capped (limit cpu 4): %d NodeClaims with %s cpu", len(recs), cpu.String())
+		}
+	}
+	limitHeld()
+	if err := harness.WaitRunning(c, lc, "default", "concapp", 12, 3*time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	st, _ := harness.Store(lc)
+	limitHeld()
 	recs, _ := harness.PoolRecords(c, st, "conc")
 	plan := planFor(t, np, w)
 	if len(recs) != len(plan.NodeClaims) {
@@ -688,4 +810,163 @@ func orphanRequest(t *testing.T) fleet.Request {
 		NodePool: "orphan", NodeClass: deploy.NodeClasses[0].Name, InstanceTypes: []string{"m6g.large"}, Zones: []string{"us-east-1a"},
 		CapacityType: apis.CapacityTypeOnDemand, CapacityTypes: []string{apis.CapacityTypeOnDemand},
 	}}
+}
+
+// gettingStarted is the users' getting-started pair (getting-started.yaml:
+// on-demand amd64 c/m/t types of 2 or 4 vCPUs, an 8-vCPU limit) for this
+// suite's cluster: the EC2NodeClass discovers this cluster's subnets and
+// security groups (the file names demo-cluster), and the NodePool is called
+// getting-started, so that its records and limit stand apart from the seed
+// scenario's default pool.
+func gettingStarted(t *testing.T) *apis.Config {
+	t.Helper()
+	cfg, err := harness.Examples("getting-started.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.NodePools) != 1 || len(cfg.NodeClasses) != 1 {
+		t.Fatalf("getting-started.yaml: %d NodePools, %d EC2NodeClasses", len(cfg.NodePools), len(cfg.NodeClasses))
+	}
+	cfg.NodePools[0].Name = "getting-started"
+	nc := cfg.NodeClasses[0]
+	for i := range nc.Spec.SubnetSelectorTerms {
+		for k := range nc.Spec.SubnetSelectorTerms[i].Tags {
+			nc.Spec.SubnetSelectorTerms[i].Tags[k] = lc.Cluster.Name
+		}
+	}
+	for i := range nc.Spec.SecurityGroupSelectorTerms {
+		for k := range nc.Spec.SecurityGroupSelectorTerms[i].Tags {
+			nc.Spec.SecurityGroupSelectorTerms[i].Tags[k] = lc.Cluster.Name
+		}
+	}
+	return cfg
+}
+
+// TestGettingStartedLimit: inflate (250m/64Mi pods, pinned to the
+// getting-started pool by its NodePool label) scaled to 40 on the
+// getting-started pool: the capacity launched (the vCPUs of the pool's
+// NodeClaims' instance types) never exceeds the 8-vCPU limit, while rounds
+// and sweeps keep coming; the pods left over stay pending, each told why:
+// an event naming the NodePool's limit.
+func TestGettingStartedLimit(t *testing.T) {
+	c := ctx(t)
+	cfg := gettingStarted(t)
+	const pool = "getting-started"
+	h := newHarness(t, harness.Options{NodePools: cfg.NodePools, NodeClasses: cfg.NodeClasses})
+	path, err := refdata.Example("inflate.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := decodeDeployment(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const app = "gs-inflate"
+	d.Name = app
+	d.Spec.Selector.MatchLabels = map[string]string{"app": app}
+	d.Spec.Template.Labels = map[string]string{"app": app}
+	d.Spec.Template.Spec.NodeSelector = map[string]string{apis.LabelNodePool: pool}
+	replicas := int32(40)
+	d.Spec.Replicas = &replicas
+	if _, err := lc.Kube.AppsV1().Deployments("default").Create(c, d, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := harness.Store(lc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat := catalog.Default()
+	vcpus := func() (int, []string) {
+		recs, err := harness.PoolRecords(c, st, pool)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		var types []string
+		for _, r := range recs {
+			typ := r.InstanceType
+			if typ == "" && len(r.Claim.InstanceTypes) > 0 {
+				typ = r.Claim.InstanceTypes[0] // launching: its cheapest option
+			}
+			it, ok := cat.Get(typ)
+			if !ok {
+				t.Fatalf("record %s: unknown type %q", r.Name, typ)
+			}
+			n += it.VCPU
+			types = append(types, fmt.Sprintf("%s %s %s", r.Name, typ, r.Phase))
+		}
+		return n, types
+	}
+	if err := harness.WaitUnschedulable(c, lc, "default", app, 1, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	pods, _ := harness.Pods(c, lc, "default", app)
+	if err := h.Hint(c, "default", pods[0].Name); err != nil {
+		t.Fatal(err)
+	}
+	// Sweeps every few seconds (the schedule, compressed) until the pool's
+	// nodes run what fits and the rest is left pending; the limit holds
+	// at every look.
+	var last time.Time
+	var counts harness.Counts
+	if err := harness.Poll(c, 3*time.Minute, "the pool at its limit, its nodes running what fits", func() (bool, string, error) {
+		if time.Since(last) > 3*time.Second {
+			last = time.Now()
+			if err := h.Sweep(c); err != nil {
+				return false, "", err
+			}
+		}
+		n, types := vcpus()
+		if n > 8 {
+			t.Fatalf("the pool's NodeClaims have %d vCPUs, over its limit of 8: %v", n, types)
+		}
+		counts, err = harness.Count(c, lc, "default", app)
+		if err != nil {
+			return false, "", err
+		}
+		recs, _ := harness.PoolRecords(c, st, pool)
+		initialized := len(recs) > 0
+		for _, r := range recs {
+			initialized = initialized && r.Phase == state.Initialized
+		}
+		return initialized && counts.Total == 40 && counts.Running > 0 && counts.Running+counts.Unschedulable == 40,
+			fmt.Sprintf("%s; %d vCPUs: %v", counts, n, types), nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// Another sweep with pods pending launches nothing more.
+	before, _ := vcpus()
+	if err := h.Sweep(c); err != nil {
+		t.Fatal(err)
+	}
+	n, types := vcpus()
+	if n != before || n > 8 {
+		t.Errorf("after a sweep with pods pending: %d vCPUs (before %d): %v", n, before, types)
+	}
+	// 8 vCPUs hold at most 31 of the pods (each node keeps some for the
+	// kubelet and the system): at least 9 stay pending.
+	if counts.Unschedulable < 9 {
+		t.Errorf("%s: want at least 9 left pending at the limit", counts)
+	}
+	t.Logf("%s on %d vCPUs: %v", counts, n, types)
+	ev, err := lc.Kube.CoreV1().Events("default").List(c, metav1.ListOptions{FieldSelector: "reason=FailedScheduling,involvedObject.kind=Pod"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	told := map[string]bool{}
+	for _, e := range ev.Items {
+		if strings.HasPrefix(e.InvolvedObject.Name, app+"-") && strings.Contains(e.Message, "NodePool "+pool+" would exceed its cpu limit") {
+			told[e.InvolvedObject.Name] = true
+		}
+	}
+	pods, _ = harness.Pods(c, lc, "default", app)
+	for _, p := range pods {
+		if p.Spec.NodeName == "" && p.DeletionTimestamp == nil && !told[p.Name] {
+			t.Errorf("pending pod %s has no event naming the NodePool's limit", p.Name)
+		}
+	}
 }

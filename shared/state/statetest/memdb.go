@@ -1,0 +1,184 @@
+// Package statetest is an in-memory stand-in for the state table, for unit
+// tests of one package that drive a state.Store without the local cloud.
+// It keeps items by key and answers the reads the store makes; it does not
+// evaluate condition expressions (every conditional write succeeds) nor
+// update expressions (an update leaves the item as it is): the store's
+// conditions, leases and fencing are proven against the local cloud's
+// DynamoDB (test/state), not here.
+package statetest
+
+import (
+	"context"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/nodewright/nodewright/shared/names"
+)
+
+type item = map[string]types.AttributeValue
+
+// DB is an in-memory table (implements state.DynamoDB). Safe for
+// concurrent use.
+type DB struct {
+	mu    sync.Mutex
+	items map[string]item
+	// Calls counts calls by operation ("GetItem", "PutItem", ...).
+	calls map[string]int
+}
+
+// New returns an empty table.
+func New() *DB { return &DB{items: map[string]item{}, calls: map[string]int{}} }
+
+// Calls returns how many times op was called.
+func (d *DB) Calls(op string) int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.calls[op]
+}
+
+// Keys returns the sort keys stored under partition pk that begin with
+// prefix, sorted.
+func (d *DB) Keys(pk, prefix string) []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []string
+	for _, it := range d.items {
+		if s(it, names.PartitionKey) == pk && strings.HasPrefix(s(it, names.SortKey), prefix) {
+			out = append(out, s(it, names.SortKey))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func s(it item, k string) string {
+	if v, ok := it[k].(*types.AttributeValueMemberS); ok {
+		return v.Value
+	}
+	return ""
+}
+
+func keyOf(it item) string { return s(it, names.PartitionKey) + "\x00" + s(it, names.SortKey) }
+
+func (d *DB) count(op string) {
+	d.mu.Lock()
+	d.calls[op]++
+	d.mu.Unlock()
+}
+
+func clone(it item) item {
+	out := make(item, len(it))
+	for k, v := range it {
+		out[k] = v
+	}
+	return out
+}
+
+// GetItem implements state.DynamoDB.
+func (d *DB) GetItem(_ context.Context, in *dynamodb.GetItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	d.count("GetItem")
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	it, ok := d.items[keyOf(in.Key)]
+	if !ok {
+		return &dynamodb.GetItemOutput{}, nil
+	}
+	return &dynamodb.GetItemOutput{Item: clone(it)}, nil
+}
+
+// PutItem implements state.DynamoDB.
+func (d *DB) PutItem(_ context.Context, in *dynamodb.PutItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	d.count("PutItem")
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.items[keyOf(in.Item)] = clone(in.Item)
+	return &dynamodb.PutItemOutput{}, nil
+}
+
+// UpdateItem implements state.DynamoDB: the item is created with its key
+// if missing and otherwise left as it is.
+func (d *DB) UpdateItem(_ context.Context, in *dynamodb.UpdateItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	d.count("UpdateItem")
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	k := keyOf(in.Key)
+	if _, ok := d.items[k]; !ok {
+		d.items[k] = clone(in.Key)
+	}
+	return &dynamodb.UpdateItemOutput{Attributes: clone(d.items[k])}, nil
+}
+
+// DeleteItem implements state.DynamoDB.
+func (d *DB) DeleteItem(_ context.Context, in *dynamodb.DeleteItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
+	d.count("DeleteItem")
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.items, keyOf(in.Key))
+	return &dynamodb.DeleteItemOutput{}, nil
+}
+
+// Query implements state.DynamoDB for the store's partition queries
+// (":pk" and an optional ":prefix" of the sort key), in sort-key order, one
+// page. Index queries find nothing.
+func (d *DB) Query(_ context.Context, in *dynamodb.QueryInput, _ ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	d.count("Query")
+	if aws.ToString(in.IndexName) != "" {
+		return &dynamodb.QueryOutput{}, nil
+	}
+	pk := s(in.ExpressionAttributeValues, ":pk")
+	prefix := s(in.ExpressionAttributeValues, ":prefix")
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []item
+	for _, it := range d.items {
+		if s(it, names.PartitionKey) == pk && strings.HasPrefix(s(it, names.SortKey), prefix) {
+			out = append(out, clone(it))
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return s(out[i], names.SortKey) < s(out[j], names.SortKey) })
+	return &dynamodb.QueryOutput{Items: out, Count: int32(len(out))}, nil
+}
+
+// TransactWriteItems implements state.DynamoDB: puts and deletes are
+// applied, updates create a missing item, condition checks pass.
+func (d *DB) TransactWriteItems(_ context.Context, in *dynamodb.TransactWriteItemsInput, _ ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	d.count("TransactWriteItems")
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, w := range in.TransactItems {
+		switch {
+		case w.Put != nil:
+			d.items[keyOf(w.Put.Item)] = clone(w.Put.Item)
+		case w.Delete != nil:
+			delete(d.items, keyOf(w.Delete.Key))
+		case w.Update != nil:
+			if _, ok := d.items[keyOf(w.Update.Key)]; !ok {
+				d.items[keyOf(w.Update.Key)] = clone(w.Update.Key)
+			}
+		}
+	}
+	return &dynamodb.TransactWriteItemsOutput{}, nil
+}
+
+// BatchWriteItem implements state.DynamoDB (everything is written).
+func (d *DB) BatchWriteItem(_ context.Context, in *dynamodb.BatchWriteItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.BatchWriteItemOutput, error) {
+	d.count("BatchWriteItem")
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, reqs := range in.RequestItems {
+		for _, r := range reqs {
+			switch {
+			case r.PutRequest != nil:
+				d.items[keyOf(r.PutRequest.Item)] = clone(r.PutRequest.Item)
+			case r.DeleteRequest != nil:
+				delete(d.items, keyOf(r.DeleteRequest.Key))
+			}
+		}
+	}
+	return &dynamodb.BatchWriteItemOutput{}, nil
+}
