@@ -384,8 +384,10 @@ func TestSolveBudget(t *testing.T) {
 	}{
 		{"no deadline: the solve's own minute", 0, false, DefaultSolveTime},
 		{"a long invocation: the solve's own minute", 4 * time.Minute, true, DefaultSolveTime},
-		{"90 s left: 30 s, a minute kept for launching", 90 * time.Second, true, 30 * time.Second},
-		{"less than a minute left: no time", 40 * time.Second, true, 0},
+		{"2.5 minutes left: the solve's own minute, a minute kept for launching", 150 * time.Second, true, DefaultSolveTime},
+		{"90 s left: half of it, the other half kept for launching", 90 * time.Second, true, 45 * time.Second},
+		{"40 s left: still 20 s to solve", 40 * time.Second, true, 20 * time.Second},
+		{"nothing left: no time", 0, true, 0},
 	}
 	for _, tc := range cases {
 		b := budgetFor(o, now, tc.left, tc.bounded)

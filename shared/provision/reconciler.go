@@ -37,7 +37,9 @@ const (
 	// DefaultSolveTime bounds a solve's wall time.
 	DefaultSolveTime = time.Minute
 	// launchReserve is the part of the invocation a solve leaves for the
-	// launches after it.
+	// launches after it: a minute, or half of what is left when less than
+	// two minutes are (an interruption's replacement, late in a short
+	// invocation, still gets a solve).
 	launchReserve = time.Minute
 )
 
@@ -516,7 +518,7 @@ func (r *Reconciler) solveBudget(ctx context.Context) scheduling.Budget {
 func budgetFor(o Options, now func() time.Time, left time.Duration, bounded bool) scheduling.Budget {
 	room := o.SolveTime
 	if bounded {
-		room = min(room, max(left-launchReserve, 0))
+		room = min(room, max(left-min(launchReserve, left/2), 0))
 	}
 	return scheduling.Budget{MaxGroups: o.SolveGroups, Deadline: now().Add(room), Now: now}
 }
