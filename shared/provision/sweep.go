@@ -12,6 +12,7 @@ import (
 
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/fleet"
+	"github.com/nodewright/nodewright/shared/metrics"
 	"github.com/nodewright/nodewright/shared/state"
 )
 
@@ -183,19 +184,46 @@ func (r *Reconciler) resumeInterrupted(ctx context.Context, view *View, records 
 		if _, rerr := r.Store.Release(ctx, lease); rerr != nil {
 			r.Log.Warn("release node lease", "nodeClaim", rec.Name, "error", rerr)
 		}
+		if err != nil {
+			r.Log.Warn("resume interrupted node", "nodeClaim", rec.Name, "error", err)
+		}
+		r.recordResumedDrain(ctx, d.Action, res, err == nil && res.Done)
 		switch {
 		case err != nil:
-			r.Log.Warn("resume interrupted node", "nodeClaim", rec.Name, "error", err)
 		case res.Done:
 			rep.Retired = append(rep.Retired, rec.Name)
-			if a, aerr := r.Store.GetAction(ctx, d.Action); aerr == nil && a.Open() {
-				a.Step = state.StepDone
-				a.Stranded = append(a.Stranded, res.Drain.Deleted...)
-				_ = r.Store.PutAction(ctx, a)
-			}
 		default:
 			rep.Draining = append(rep.Draining, rec.Name)
 		}
+	}
+}
+
+// recordResumedDrain puts one sweep pass of an interruption's drain on
+// the action's record, as the interruption handler does for its own
+// passes: pods evicted (counted and emitted), pods deleted past the
+// deadline (stranded), and the action done once the node is retired.
+func (r *Reconciler) recordResumedDrain(ctx context.Context, actionID string, res Retired, done bool) {
+	moved := len(res.Drain.Evicted) + len(res.Drain.Deleted)
+	if moved > 0 {
+		_ = r.Metrics.Emit(metrics.PodsEvicted, float64(moved), metrics.Dims{metrics.DimReason: string(state.KindInterruption)})
+	}
+	if moved == 0 && !done {
+		return
+	}
+	a, err := r.Store.GetAction(ctx, actionID)
+	if err != nil || !a.Open() {
+		return
+	}
+	a.Evicted += len(res.Drain.Evicted)
+	a.Stranded = append(a.Stranded, res.Drain.Deleted...)
+	if done {
+		a.Step = state.StepDone
+		if len(a.Stranded) > 0 {
+			a.Cause = fmt.Sprintf("%d pods could not be moved before the deadline and were deleted", len(a.Stranded))
+		}
+	}
+	if err := r.Store.PutAction(ctx, a); err != nil {
+		r.Log.Warn("record resumed drain", "action", actionID, "error", err)
 	}
 }
 

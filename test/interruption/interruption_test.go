@@ -442,8 +442,7 @@ func TestDrainOutlivesItsInvocation(t *testing.T) {
 	if err := suite.LC.AWS.Interrupt(c, instance, awsfront.Rebalance, 0); err != nil {
 		t.Fatal(err)
 	}
-	// An invocation of 75 s (the replacement's solve keeps a minute for
-	// launching): the drain stops 10 s before its end.
+	// An invocation of 75 s: the drain stops 10 s before its end.
 	short, cancel := context.WithTimeout(c, 75*time.Second)
 	handled, failed, err := h.DrainQueue(short, 30*time.Second)
 	cancel()
@@ -504,6 +503,10 @@ func TestDrainOutlivesItsInvocation(t *testing.T) {
 	}
 	if m := watch.Max(); m > 1 {
 		t.Errorf("the PDB allows at most 1 unavailable; %d were at once", m)
+	}
+	// The sweep's passes are on the action's record as the handler's are.
+	if x, err := st.GetAction(c, "interruption-"+instance); err != nil || x.Evicted != 3 || len(x.Stranded) != 0 {
+		t.Errorf("action after the sweep: evicted %d, stranded %v, %v; want the 3 pods evicted, none stranded", x.Evicted, x.Stranded, err)
 	}
 	t.Logf("drain resumed by the sweep: done after %d sweeps", sweeps)
 }
