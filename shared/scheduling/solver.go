@@ -177,7 +177,7 @@ func (s *solver) run() {
 	// Groups no node can take fail at once, whatever the budget.
 	var queue, hopeless []*group
 	for _, g := range s.groups {
-		if g.err != nil || g.oversized {
+		if g.hopeless() {
 			hopeless = append(hopeless, g)
 		} else {
 			queue = append(queue, g)
@@ -236,15 +236,36 @@ func (s *solver) budgetNow() time.Time {
 
 // placeGroup places as many pods of g as it can, relaxing preferences.
 func (s *solver) placeGroup(g *group) {
-	if g.err != nil || g.oversized {
+	if g.hopeless() {
 		return
 	}
+	steps := []func(*group){
+		s.placeOnNodes,
+		func(g *group) { s.placeOnClaims(g, modeSlack) },
+		func(g *group) { s.placeOnClaims(g, modeGrow) },
+		s.placeOnNewClaims,
+	}
 	for {
-		s.prepare(g)
-		s.placeOnNodes(g)
-		s.placeOnClaims(g, modeSlack)
-		s.placeOnClaims(g, modeGrow)
-		s.placeOnNewClaims(g)
+		if len(g.volumes) <= 1 {
+			s.prepare(g)
+			for _, step := range steps {
+				step(g)
+			}
+		} else {
+			// Each step tries every alternative of the pod's volumes
+			// before the next: an existing node that holds one comes
+			// before a new node for another, as in Karpenter.
+			for _, step := range steps {
+				for v := range g.volumes {
+					if len(g.pods) == 0 {
+						break
+					}
+					g.volIdx = v
+					s.prepare(g)
+					step(g)
+				}
+			}
+		}
 		if len(g.pods) == 0 || !g.relax() {
 			return
 		}
