@@ -45,7 +45,9 @@ func hostTerm(host string) []corev1.NodeSelectorRequirement {
 }
 
 func volumeParity() []scenario {
-	zonal := func() *storagev1.StorageClass { return st.Class(st.ClassOptions{Name: "zonal", Zones: []string{zoneB, zoneC}}) }
+	zonal := func() *storagev1.StorageClass {
+		return st.Class(st.ClassOptions{Name: "zonal", Zones: []string{zoneB, zoneC}})
+	}
 	claim := func(name string, class *string, volume string) *corev1.PersistentVolumeClaim {
 		return st.Claim(st.ClaimOptions{Name: name, Class: class, Volume: volume})
 	}
