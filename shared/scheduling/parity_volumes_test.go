@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodewright/nodewright/shared/catalog"
@@ -30,7 +29,7 @@ func volumes(objs ...any) opt {
 				in.Volumes.Claims = append(in.Volumes.Claims, o)
 			case *corev1.PersistentVolume:
 				in.Volumes.Volumes = append(in.Volumes.Volumes, o)
-			case *storagev1.StorageClass:
+			case *scheduling.StorageClass:
 				in.Volumes.StorageClasses = append(in.Volumes.StorageClasses, o)
 			default:
 				panic("volumes: not a volume object")
@@ -45,7 +44,7 @@ func hostTerm(host string) []corev1.NodeSelectorRequirement {
 }
 
 func volumeParity() []scenario {
-	zonal := func() *storagev1.StorageClass {
+	zonal := func() *scheduling.StorageClass {
 		return st.Class(st.ClassOptions{Name: "zonal", Zones: []string{zoneB, zoneC}})
 	}
 	claim := func(name string, class *string, volume string) *corev1.PersistentVolumeClaim {
@@ -281,6 +280,12 @@ func volumeParity() []scenario {
 				st.Class(st.ClassOptions{Name: "new-default", Zones: []string{zoneB}, Default: true, Created: metav1.Unix(200, 0)})),
 				pods(eph("p", nil, po{}))),
 			want: []check{claimZones("p", zoneB)}},
+		// An unbound claim naming no class gets the default class (the PV
+		// controller assigns it); an empty name is no class.
+		{name: "an unbound claim naming no StorageClass gets the default class",
+			in: input(volumes(st.Class(st.ClassOptions{Name: "gp3", Zones: []string{zoneC}, Default: true}), claim("data", nil, "")),
+				pods(pod(po{Name: "p", Claims: []string{"data"}}))),
+			want: []check{claimZones("p", zoneC)}},
 		// Existing nodes: a pod with a zonal volume goes to a node in its
 		// volume's zone, not to the one with more room elsewhere.
 		{name: "an existing node outside the volume's zone is passed over for one in it",

@@ -2,7 +2,6 @@ package schedtest
 
 import (
 	corev1 "k8s.io/api/core/v1"
-	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -118,12 +117,12 @@ type ClassOptions struct {
 }
 
 // Class builds a StorageClass of the EBS CSI driver.
-func Class(o ClassOptions) *storagev1.StorageClass {
-	mode := storagev1.VolumeBindingWaitForFirstConsumer
+func Class(o ClassOptions) *scheduling.StorageClass {
+	mode := scheduling.VolumeBindingWaitForFirstConsumer
 	if o.Immediate {
-		mode = storagev1.VolumeBindingImmediate
+		mode = scheduling.VolumeBindingImmediate
 	}
-	sc := &storagev1.StorageClass{
+	sc := &scheduling.StorageClass{
 		TypeMeta:          metav1.TypeMeta{APIVersion: "storage.k8s.io/v1", Kind: "StorageClass"},
 		ObjectMeta:        metav1.ObjectMeta{Name: o.Name, CreationTimestamp: o.Created},
 		Provisioner:       "ebs.csi.aws.com",
