@@ -2,6 +2,7 @@ package bench
 
 import (
 	"encoding/json"
+	"math"
 	"os"
 	"testing"
 	"time"
@@ -16,10 +17,34 @@ const karpenterRecord = "testdata/karpenter.json"
 
 type record struct {
 	Karpenter string `json:"karpenter"`
-	Shapes    map[string]struct {
+	// Catalog is the catalog fingerprint the shapes were recorded with.
+	Catalog string `json:"catalog"`
+	Shapes  map[string]struct {
+		// Fingerprint is the shape's input when it was recorded.
+		Fingerprint      string  `json:"fingerprint"`
 		KarpenterPrice   float64 `json:"karpenterPrice"`
 		KarpenterSeconds float64 `json:"karpenterSeconds"`
 	} `json:"shapes"`
+}
+
+// recorded returns Karpenter's figures for shape s, failing the test with
+// what to do when the record lacks the shape or was made from another
+// input (the shape's pods or pool, or the catalog's types or prices,
+// changed since).
+func (r record) recorded(tb testing.TB, s st.Shape) (price, seconds float64) {
+	tb.Helper()
+	k, ok := r.Shapes[s.Name]
+	switch {
+	case !ok:
+		tb.Fatalf("shape %s is not in %s: the suite changed since it was recorded (run make bench-karpenter)", s.Name, karpenterRecord)
+	case k.Fingerprint != s.Fingerprint():
+		tb.Fatalf("shape %s changed since %s was recorded (its pods, DaemonSets or pool: fingerprint %s, recorded %q): run make bench-karpenter",
+			s.Name, karpenterRecord, s.Fingerprint(), k.Fingerprint)
+	case r.Catalog != s.CatalogFingerprint():
+		tb.Fatalf("the catalog (instance types or prices) changed since %s was recorded (fingerprint %s, recorded %q): run make bench-karpenter",
+			karpenterRecord, s.CatalogFingerprint(), r.Catalog)
+	}
+	return k.KarpenterPrice, k.KarpenterSeconds
 }
 
 func readRecord(tb testing.TB) record {
@@ -37,8 +62,10 @@ func readRecord(tb testing.TB) record {
 // TestCostAgainstKarpenter: on every shape of the cost suite, Nodewright's
 // plan costs no more than the plan Karpenter's own scheduler made for the
 // same pods, pools and instance types (recorded by make bench-karpenter,
-// which runs Karpenter at the version it names; a shape missing from the
-// record means the suite changed and the record must be made again).
+// which runs Karpenter at the version it names). Each recorded shape carries
+// its input's fingerprint, and the record the catalog's: a shape missing,
+// or one whose pods, pool, types or prices changed since, fails with what
+// to do (make the record again).
 func TestCostAgainstKarpenter(t *testing.T) {
 	rec := readRecord(t)
 	shapes, err := st.Shapes()
@@ -48,26 +75,25 @@ func TestCostAgainstKarpenter(t *testing.T) {
 	for _, s := range shapes {
 		t.Run(s.Name, func(t *testing.T) {
 			t.Parallel()
-			k, ok := rec.Shapes[s.Name]
-			if !ok {
-				t.Fatalf("not in %s (run make bench-karpenter)", karpenterRecord)
-			}
+			karpenter, _ := rec.recorded(t, s)
 			r, err := scheduling.Solve(s.Input())
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(r.Unschedulable) > 0 || r.PricePerHour > k.KarpenterPrice+1e-6 {
-				t.Errorf("Nodewright %.4f/h (%d pods unschedulable), Karpenter %s %.4f/h", r.PricePerHour, len(r.Unschedulable), rec.Karpenter, k.KarpenterPrice)
+			if len(r.Unschedulable) > 0 || r.PricePerHour > karpenter+1e-6 {
+				t.Errorf("Nodewright %.4f/h (%d pods unschedulable), Karpenter %s %.4f/h", r.PricePerHour, len(r.Unschedulable), rec.Karpenter, karpenter)
 			}
 		})
 	}
 }
 
 // BenchmarkCostShapes solves every shape of the cost suite. Metrics per
-// solve: price/h and lowerbound/h of the plan, their ratio, the price of the
-// best fixed node group of one instance type (nodegroup/h), Karpenter's
-// recorded price (karpenter/h) and solve time (karpenter-s), and the solve's
-// own cpu-s.
+// solve: the plan's price and lower bound, the price of the best fixed node
+// group of one instance type and Karpenter's recorded price, each in
+// micro-dollars per hour (u$/h: go test prints a metric to four significant
+// digits, and the summary must not round one price below another), the
+// plan's price over its bound, Karpenter's solve time (karpenter-s) and the
+// solve's own cpu-s.
 func BenchmarkCostShapes(b *testing.B) {
 	rec := readRecord(b)
 	shapes, err := st.Shapes()
@@ -94,15 +120,15 @@ func BenchmarkCostShapes(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
+			karpenter, karpenterSeconds := rec.recorded(b, s)
+			micro := func(usd float64) float64 { return math.Round(usd * 1e6) }
 			b.ReportMetric(cpu.Seconds()/float64(b.N), "cpu-s/op")
-			b.ReportMetric(res.PricePerHour, "price/h")
-			b.ReportMetric(res.LowerBoundPricePerHour, "lowerbound/h")
+			b.ReportMetric(micro(res.PricePerHour), "price-u$/h")
+			b.ReportMetric(micro(res.LowerBoundPricePerHour), "lowerbound-u$/h")
 			b.ReportMetric(res.PricePerHour/res.LowerBoundPricePerHour, "price/lowerbound")
-			b.ReportMetric(baseline, "nodegroup/h")
-			if k, ok := rec.Shapes[s.Name]; ok {
-				b.ReportMetric(k.KarpenterPrice, "karpenter/h")
-				b.ReportMetric(k.KarpenterSeconds, "karpenter-s")
-			}
+			b.ReportMetric(micro(baseline), "nodegroup-u$/h")
+			b.ReportMetric(micro(karpenter), "karpenter-u$/h")
+			b.ReportMetric(karpenterSeconds, "karpenter-s")
 		})
 	}
 }
