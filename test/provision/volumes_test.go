@@ -107,6 +107,15 @@ func TestVolumeZone(t *testing.T) {
 	if got := node.Labels[corev1.LabelTopologyZone]; got != zone || node.Labels[apis.LabelNodePool] != "vol" {
 		t.Errorf("pod on node %s in zone %q of pool %q, want zone %s of pool vol", node.Name, got, node.Labels[apis.LabelNodePool], zone)
 	}
+	// The node carries the deprecated aliases beside the stable labels, as
+	// pods that select an alias need (on EKS the kubelet sets arch and os,
+	// the cloud controller instance-type, zone and region; the local
+	// cloud's bridge plays both).
+	for stable, alias := range apis.LabelAliases {
+		if v := node.Labels[stable]; v == "" || node.Labels[alias] != v {
+			t.Errorf("node %s: %s=%q, %s=%q: want both, equal", node.Name, stable, v, alias, node.Labels[alias])
+		}
+	}
 	st, err := harness.Store(lc)
 	if err != nil {
 		t.Fatal(err)
