@@ -2,10 +2,16 @@ package bench
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
+	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/nodewright/nodewright/shared/scheduling"
 	st "github.com/nodewright/nodewright/shared/scheduling/schedtest"
@@ -28,23 +34,78 @@ type record struct {
 }
 
 // recorded returns Karpenter's figures for shape s, failing the test with
-// what to do when the record lacks the shape or was made from another
-// input (the shape's pods or pool, or the catalog's types or prices,
-// changed since).
+// what to do when the record cannot be used for it (see check).
 func (r record) recorded(tb testing.TB, s st.Shape) (price, seconds float64) {
 	tb.Helper()
+	if err := r.check(s); err != nil {
+		tb.Fatal(err)
+	}
+	k := r.Shapes[s.Name]
+	return k.KarpenterPrice, k.KarpenterSeconds
+}
+
+// check says why the record cannot be used for shape s: it lacks the shape,
+// or was made from another input (the shape's pods, DaemonSets or pool, or
+// the catalog's types or prices, changed since).
+func (r record) check(s st.Shape) error {
 	k, ok := r.Shapes[s.Name]
 	switch {
 	case !ok:
-		tb.Fatalf("shape %s is not in %s: the suite changed since it was recorded (run make bench-karpenter)", s.Name, karpenterRecord)
+		return fmt.Errorf("shape %s is not in %s: the suite changed since it was recorded (run make bench-karpenter)", s.Name, karpenterRecord)
 	case k.Fingerprint != s.Fingerprint():
-		tb.Fatalf("shape %s changed since %s was recorded (its pods, DaemonSets or pool: fingerprint %s, recorded %q): run make bench-karpenter",
+		return fmt.Errorf("shape %s changed since %s was recorded (its pods, DaemonSets or pool: fingerprint %s, recorded %q): run make bench-karpenter",
 			s.Name, karpenterRecord, s.Fingerprint(), k.Fingerprint)
 	case r.Catalog != s.CatalogFingerprint():
-		tb.Fatalf("the catalog (instance types or prices) changed since %s was recorded (fingerprint %s, recorded %q): run make bench-karpenter",
+		return fmt.Errorf("the catalog (instance types or prices) changed since %s was recorded (fingerprint %s, recorded %q): run make bench-karpenter",
 			karpenterRecord, s.CatalogFingerprint(), r.Catalog)
 	}
-	return k.KarpenterPrice, k.KarpenterSeconds
+	return nil
+}
+
+// TestRecordRefusesChangedShapes: the record serves a shape only as it was
+// recorded: another request, another pool requirement, another price or a
+// shape it lacks is refused, with what to do.
+func TestRecordRefusesChangedShapes(t *testing.T) {
+	rec := readRecord(t)
+	shapes, err := st.Shapes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := shapes[0]
+	if err := rec.check(s); err != nil {
+		t.Fatalf("the recorded shape itself: %v", err)
+	}
+	fresh := func() st.Shape {
+		w := st.ShapeWorkloads()[0]
+		c, err := st.NewShape(w, s.Pool, s.Spot)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	pods := fresh()
+	pods.Pods[0].Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("101m")
+	pool := fresh()
+	pool.NodePools[0].Spec.Template.Spec.Requirements = pool.NodePools[0].Spec.Template.Spec.Requirements[1:]
+	price := fresh()
+	price.Types = slices.Clone(price.Types)
+	it := *price.Types[0]
+	it.OnDemandPrice *= 1.01
+	price.Types[0] = &it
+	renamed := fresh()
+	renamed.Name = "not-a-shape/production-ondemand"
+	for name, tc := range map[string]struct {
+		shape st.Shape
+		want  string
+	}{
+		"a pod's request": {pods, "changed since"}, "the pool": {pool, "changed since"},
+		"a price": {price, "the catalog"}, "a shape not recorded": {renamed, "is not in"},
+	} {
+		err := rec.check(tc.shape)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "make bench-karpenter") {
+			t.Errorf("%s changed: %v, want an error saying %q and what to run", name, err, tc.want)
+		}
+	}
 }
 
 func readRecord(tb testing.TB) record {
