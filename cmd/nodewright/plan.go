@@ -25,10 +25,13 @@ pods nothing can take (with the reason), and the plan's price per hour next to
 a lower bound.
 
 The snapshot is YAML or JSON: the output of
-  kubectl get pods,nodes,daemonsets,nodepools,ec2nodeclasses -A -o yaml
+  kubectl get pods,nodes,daemonsets,pvc,pv,storageclasses,nodepools,ec2nodeclasses -A -o yaml
 and/or manifests (Pods, Deployments, ReplicaSets, StatefulSets, Jobs,
-DaemonSets, NodePools, EC2NodeClasses). Pods without spec.nodeName are
-pending; a workload adds the replicas the snapshot does not already hold.
+DaemonSets, PersistentVolumeClaims, PersistentVolumes, StorageClasses,
+NodePools, EC2NodeClasses). Pods without spec.nodeName are pending; a
+workload adds the replicas the snapshot does not already hold. With volume
+objects in the snapshot, a pod's volumes restrict its node (a bound
+volume's zone, a StorageClass's allowed zones).
 Instance types and on-demand prices are the built-in catalog's (us-east-1).
 
 Flags:
@@ -121,7 +124,7 @@ func (c cli) plan(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "nodewright plan: warning: %s\n", w)
 	}
 	s := snap.Input()
-	in.Pods, in.Nodes, in.NodePools, in.NodeClasses, in.DaemonSets = s.Pods, s.Nodes, s.NodePools, s.NodeClasses, s.DaemonSets
+	in.Pods, in.Nodes, in.NodePools, in.NodeClasses, in.DaemonSets, in.Volumes = s.Pods, s.Nodes, s.NodePools, s.NodeClasses, s.DaemonSets, s.Volumes
 	res, err := c.solve(in)
 	if err != nil {
 		fmt.Fprintf(stderr, "nodewright plan: %v\n", err)

@@ -78,6 +78,8 @@ func TestRBACManifest(t *testing.T) {
 		{"", "pods", "list"}, {"", "nodes", "watch"}, {"apps", "daemonsets", "list"}, {"policy", "poddisruptionbudgets", "list"},
 		{"", "pods/eviction", "create"}, {"", "nodes", "patch"}, {"", "nodes", "delete"}, {"", "events", "create"},
 		{"", "pods", "delete"}, {"karpenter.sh", "nodepools", "list"}, {"karpenter.k8s.aws", "ec2nodeclasses", "watch"},
+		// The volume objects the cache reads for volume topology.
+		{"", "persistentvolumeclaims", "watch"}, {"", "persistentvolumes", "list"}, {"storage.k8s.io", "storageclasses", "watch"},
 	} {
 		if !allowed(c.group, c.resource, c.verb) {
 			t.Errorf("cannot %s %s/%s", c.verb, c.group, c.resource)

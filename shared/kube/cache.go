@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/nodewright/nodewright/shared/apis"
+	"github.com/nodewright/nodewright/shared/scheduling"
 )
 
 // CacheOptions tune a Cache; the zero value is what the functions use.
@@ -79,7 +80,9 @@ func (o *CacheOptions) defaults() {
 
 // Cache is a snapshot of the cluster kept across invocations of a warm Lambda
 // container: pods (trimmed by TrimPod), nodes, daemonsets,
-// PodDisruptionBudgets (policy/v1), and Karpenter's NodePools and
+// PodDisruptionBudgets (policy/v1), the volume objects that pin pods to
+// zones (PersistentVolumeClaims, PersistentVolumes and StorageClasses,
+// trimmed to what volume topology reads), and Karpenter's NodePools and
 // EC2NodeClasses when their CRDs are installed. Each Sync brings it up to
 // date and returns a View.
 //
@@ -114,7 +117,8 @@ func (o *CacheOptions) defaults() {
 // every Sync opens fresh watches, and a Sync that comes more than IdleReset
 // after the previous one first closes pooled connections.
 //
-// NodePools and EC2NodeClasses (tens of objects) are listed on every Sync;
+// StorageClasses, NodePools and EC2NodeClasses (tens of objects) are
+// listed on every Sync (StorageClasses as JSON into scheduling.StorageClass);
 // they are decoded, defaulted and validated by package apis, and an invalid
 // object is reported in View.Invalid by name and field path, not as an error.
 //
@@ -128,6 +132,8 @@ type Cache struct {
 	nodes    *store[corev1.Node]
 	ds       *store[appsv1.DaemonSet]
 	pdbs     *store[policyv1.PodDisruptionBudget]
+	pvcs     *store[corev1.PersistentVolumeClaim]
+	pvs      *store[corev1.PersistentVolume]
 	lastSync time.Time
 }
 
@@ -144,6 +150,10 @@ func NewCache(c *Client, opts CacheOptions) *Cache {
 			func(l listObject) []appsv1.DaemonSet { return l.(*appsv1.DaemonSetList).Items }, TrimDaemonSet),
 		pdbs: newStore(c, c.policy, "poddisruptionbudgets", func() listObject { return &policyv1.PodDisruptionBudgetList{} },
 			func(l listObject) []policyv1.PodDisruptionBudget { return l.(*policyv1.PodDisruptionBudgetList).Items }, TrimPDB),
+		pvcs: newStore(c, c.core, "persistentvolumeclaims", func() listObject { return &corev1.PersistentVolumeClaimList{} },
+			func(l listObject) []corev1.PersistentVolumeClaim { return l.(*corev1.PersistentVolumeClaimList).Items }, TrimPersistentVolumeClaim),
+		pvs: newStore(c, c.core, "persistentvolumes", func() listObject { return &corev1.PersistentVolumeList{} },
+			func(l listObject) []corev1.PersistentVolume { return l.(*corev1.PersistentVolumeList).Items }, TrimPersistentVolume),
 	}
 }
 
@@ -160,6 +170,11 @@ type View struct {
 	Nodes           []*corev1.Node
 	DaemonSets      []*appsv1.DaemonSet
 	PDBs            []*policyv1.PodDisruptionBudget
+	// PersistentVolumeClaims, PersistentVolumes and StorageClasses are the
+	// volume objects, trimmed (TrimPersistentVolumeClaim, ...).
+	PersistentVolumeClaims []*corev1.PersistentVolumeClaim
+	PersistentVolumes      []*corev1.PersistentVolume
+	StorageClasses         []*scheduling.StorageClass
 	// KarpenterCRDs says whether the cluster serves NodePools (karpenter.sh/v1);
 	// NodePools and NodeClasses are the valid ones, defaulted.
 	KarpenterCRDs bool
@@ -210,8 +225,9 @@ func (c *Cache) Sync(ctx context.Context) (*View, error) {
 	v := &View{Stats: SyncStats{Resources: map[string]ResourceStats{}}}
 	var wg sync.WaitGroup
 	var mu sync.Mutex
-	errs := make([]error, 5)
-	for i, s := range []syncer{c.pods, c.nodes, c.ds, c.pdbs} {
+	stores := []syncer{c.pods, c.nodes, c.ds, c.pdbs, c.pvcs, c.pvs}
+	errs := make([]error, len(stores)+2)
+	for i, s := range stores {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -225,7 +241,12 @@ func (c *Cache) Sync(ctx context.Context) (*View, error) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		errs[4] = c.karpenter(ctx, v)
+		errs[len(stores)] = c.karpenter(ctx, v)
+	}()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		v.StorageClasses, errs[len(stores)+1] = c.c.StorageClasses(ctx)
 	}()
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
@@ -233,6 +254,7 @@ func (c *Cache) Sync(ctx context.Context) (*View, error) {
 	}
 	v.ResourceVersion = c.pods.rv
 	v.Pods, v.Nodes, v.DaemonSets, v.PDBs = c.pods.sorted(), c.nodes.sorted(), c.ds.sorted(), c.pdbs.sorted()
+	v.PersistentVolumeClaims, v.PersistentVolumes = c.pvcs.sorted(), c.pvs.sorted()
 	v.podsByNode = map[string][]*corev1.Pod{}
 	for _, p := range v.Pods {
 		if p.Spec.NodeName != "" {
@@ -242,7 +264,7 @@ func (c *Cache) Sync(ctx context.Context) (*View, error) {
 	c.lastSync = c.opts.Now()
 	v.Stats.Duration = c.lastSync.Sub(start)
 	attrs := []any{"resourceVersion", v.ResourceVersion, "took", v.Stats.Duration.String(), "pods", len(v.Pods), "nodes", len(v.Nodes)}
-	for _, name := range []string{"pods", "nodes", "daemonsets", "poddisruptionbudgets"} {
+	for _, name := range []string{"pods", "nodes", "daemonsets", "poddisruptionbudgets", "persistentvolumeclaims", "persistentvolumes"} {
 		st := v.Stats.Resources[name]
 		attrs = append(attrs, name, st.Mode+" "+st.Duration.Round(time.Millisecond).String())
 	}
@@ -293,8 +315,11 @@ type store[T any] struct {
 }
 
 func newStore[T any](c *Client, rc rest.Interface, name string, newList func() listObject, items func(listObject) []T, trim func(*T)) *store[T] {
-	return &store[T]{c: c, rc: rc, name: name, newList: newList, items: items, trim: trim, namespaced: name != "nodes"}
+	return &store[T]{c: c, rc: rc, name: name, newList: newList, items: items, trim: trim, namespaced: !clusterScoped[name]}
 }
+
+// clusterScoped are the resources the cache reads that have no namespace.
+var clusterScoped = map[string]bool{"nodes": true, "persistentvolumes": true}
 
 func (s *store[T]) resource() string { return s.name }
 

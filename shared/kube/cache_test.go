@@ -64,7 +64,8 @@ func (s *watchServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.barriers++
 		fmt.Fprintf(w, `{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"%d"},"items":[]}`, s.rev)
 		return
-	case "/api/v1/nodes", "/apis/apps/v1/daemonsets", "/apis/policy/v1/poddisruptionbudgets":
+	case "/api/v1/nodes", "/apis/apps/v1/daemonsets", "/apis/policy/v1/poddisruptionbudgets",
+		"/api/v1/persistentvolumeclaims", "/api/v1/persistentvolumes", "/apis/storage.k8s.io/v1/storageclasses":
 		fmt.Fprintf(w, `{"kind":"List","apiVersion":"v1","metadata":{"resourceVersion":"%d"},"items":[]}`, s.rev)
 		return
 	default:

@@ -74,7 +74,13 @@ func trimPodSpec(s *corev1.PodSpec) {
 		case v.PersistentVolumeClaim != nil:
 			vols = append(vols, corev1.Volume{Name: v.Name, VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: v.PersistentVolumeClaim}})
 		case v.Ephemeral != nil:
-			vols = append(vols, corev1.Volume{Name: v.Name, VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{}}})
+			// The claim template's class is kept: the claim the controller
+			// will create from it gets that class.
+			eph := &corev1.EphemeralVolumeSource{}
+			if t := v.Ephemeral.VolumeClaimTemplate; t != nil {
+				eph.VolumeClaimTemplate = &corev1.PersistentVolumeClaimTemplate{Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: t.Spec.StorageClassName}}
+			}
+			vols = append(vols, corev1.Volume{Name: v.Name, VolumeSource: corev1.VolumeSource{Ephemeral: eph}})
 		}
 	}
 	s.Volumes = vols
@@ -175,4 +181,34 @@ func TrimDaemonSet(d *appsv1.DaemonSet) {
 // TrimPDB drops managed fields and annotations.
 func TrimPDB(p *policyv1.PodDisruptionBudget) {
 	trimMeta(&p.ObjectMeta, nil, nil)
+}
+
+// Annotations of volume objects that volume topology reads (shared/scheduling).
+var (
+	keptClaimAnnotations = []string{"pv.kubernetes.io/bind-completed", "volume.beta.kubernetes.io/storage-class"}
+	keptClassAnnotations = []string{"storageclass.kubernetes.io/is-default-class", "storageclass.beta.kubernetes.io/is-default-class"}
+)
+
+// TrimPersistentVolumeClaim keeps what volume topology reads: the claim's
+// storage class, volume name, phase, deletion and bind-completed annotation.
+func TrimPersistentVolumeClaim(c *corev1.PersistentVolumeClaim) {
+	trimMeta(&c.ObjectMeta, keptClaimAnnotations, nil)
+	c.Spec = corev1.PersistentVolumeClaimSpec{StorageClassName: c.Spec.StorageClassName, VolumeName: c.Spec.VolumeName}
+	c.Status = corev1.PersistentVolumeClaimStatus{Phase: c.Status.Phase}
+}
+
+// TrimPersistentVolume keeps what volume topology reads: the volume's node
+// affinity, its storage class, its deletion, and whether it is a local or
+// hostPath volume (whose hostname affinity is ignored).
+func TrimPersistentVolume(pv *corev1.PersistentVolume) {
+	trimMeta(&pv.ObjectMeta, nil, nil)
+	spec := corev1.PersistentVolumeSpec{NodeAffinity: pv.Spec.NodeAffinity, StorageClassName: pv.Spec.StorageClassName}
+	switch {
+	case pv.Spec.Local != nil:
+		spec.Local = &corev1.LocalVolumeSource{Path: pv.Spec.Local.Path}
+	case pv.Spec.HostPath != nil:
+		spec.HostPath = &corev1.HostPathVolumeSource{Path: pv.Spec.HostPath.Path}
+	}
+	pv.Spec = spec
+	pv.Status = corev1.PersistentVolumeStatus{Phase: pv.Status.Phase}
 }

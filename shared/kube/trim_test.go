@@ -1,11 +1,16 @@
 package kube
 
 import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	resourcehelper "k8s.io/component-helpers/resource"
 )
 
@@ -74,3 +79,78 @@ func TestTrimNode(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// TestTrimVolumeObjects: the volume objects keep what volume topology reads
+// (shared/scheduling) and lose the rest; an ephemeral volume keeps its
+// template's class.
+func TestTrimVolumeObjects(t *testing.T) {
+	class := "gp3"
+	pvc := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: "db", Annotations: map[string]string{
+			"pv.kubernetes.io/bind-completed": "yes", "kubectl.kubernetes.io/last-applied-configuration": "{...}"}},
+		Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: &class, VolumeName: "pv-1", AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("10Gi")}}},
+		Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound, Capacity: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("10Gi")}},
+	}
+	TrimPersistentVolumeClaim(pvc)
+	if len(pvc.Annotations) != 1 || pvc.Annotations["pv.kubernetes.io/bind-completed"] != "yes" || *pvc.Spec.StorageClassName != "gp3" ||
+		pvc.Spec.VolumeName != "pv-1" || pvc.Spec.AccessModes != nil || pvc.Status.Phase != corev1.ClaimBound || pvc.Status.Capacity != nil {
+		t.Errorf("trimmed claim %+v", pvc)
+	}
+	affinity := &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+		MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "topology.kubernetes.io/zone", Operator: corev1.NodeSelectorOpIn, Values: []string{"us-east-1c"}}}}}}}
+	for _, src := range []corev1.PersistentVolumeSource{
+		{CSI: &corev1.CSIPersistentVolumeSource{Driver: "ebs.csi.aws.com", VolumeHandle: "vol-1"}},
+		{Local: &corev1.LocalVolumeSource{Path: "/mnt"}},
+	} {
+		pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv-1"},
+			Spec: corev1.PersistentVolumeSpec{PersistentVolumeSource: src, NodeAffinity: affinity, StorageClassName: "gp3",
+				ClaimRef: &corev1.ObjectReference{Name: "data"}}}
+		TrimPersistentVolume(pv)
+		if pv.Spec.NodeAffinity != affinity || pv.Spec.StorageClassName != "gp3" || pv.Spec.CSI != nil || pv.Spec.ClaimRef != nil ||
+			(src.Local != nil) != (pv.Spec.Local != nil) {
+			t.Errorf("trimmed volume %+v", pv.Spec)
+		}
+	}
+	p := &corev1.Pod{Spec: corev1.PodSpec{Volumes: []corev1.Volume{{Name: "scratch", VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{
+		VolumeClaimTemplate: &corev1.PersistentVolumeClaimTemplate{Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: &class,
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}}}}}}}}}
+	TrimPod(p)
+	if tmpl := p.Spec.Volumes[0].Ephemeral.VolumeClaimTemplate; tmpl == nil || *tmpl.Spec.StorageClassName != "gp3" || tmpl.Spec.AccessModes != nil {
+		t.Errorf("trimmed ephemeral volume %+v", p.Spec.Volumes[0])
+	}
+}
+
+// TestStorageClasses: StorageClasses are listed as JSON into the fields
+// volume topology reads, trimmed, sorted by name.
+func TestStorageClasses(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/apis/storage.k8s.io/v1/storageclasses" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"kind":"StorageClassList","apiVersion":"storage.k8s.io/v1","metadata":{},"items":[
+{"metadata":{"name":"gp3","creationTimestamp":"2024-05-01T00:00:00Z","annotations":{"storageclass.kubernetes.io/is-default-class":"true","kubectl.kubernetes.io/last-applied-configuration":"{}"},"managedFields":[{"manager":"kubectl"}]},
+ "provisioner":"ebs.csi.aws.com","parameters":{"type":"gp3"},"reclaimPolicy":"Delete","volumeBindingMode":"WaitForFirstConsumer",
+ "allowedTopologies":[{"matchLabelExpressions":[{"key":"topology.ebs.csi.aws.com/zone","values":["us-east-1a","us-east-1b"]}]}]},
+{"metadata":{"name":"efs"},"provisioner":"efs.csi.aws.com","volumeBindingMode":"Immediate"}]}`)
+	}))
+	defer srv.Close()
+	c, err := New(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.StorageClasses(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].Name != "efs" || got[1].Name != "gp3" {
+		t.Fatalf("classes %+v", got)
+	}
+	gp3 := got[1]
+	if len(gp3.Annotations) != 1 || gp3.ManagedFields != nil || *gp3.VolumeBindingMode != "WaitForFirstConsumer" || gp3.Provisioner != "ebs.csi.aws.com" ||
+		gp3.CreationTimestamp.Year() != 2024 || len(gp3.AllowedTopologies) != 1 || len(gp3.AllowedTopologies[0].MatchLabelExpressions[0].Values) != 2 {
+		t.Errorf("gp3 %+v", gp3)
+	}
+}

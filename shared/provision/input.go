@@ -27,6 +27,10 @@ type View struct {
 	// cluster (none when the CRDs are not installed).
 	NodePools   []*apis.NodePool
 	NodeClasses []*apis.EC2NodeClass
+	// Volumes are the PersistentVolumeClaims, PersistentVolumes and
+	// StorageClasses that pin pods with volumes to zones (nil: not read;
+	// pods' volumes then restrict nothing).
+	Volumes *scheduling.Volumes
 	// Warnings are problems reading the cluster that do not stop a round
 	// (an invalid NodePool object, by name and field path).
 	Warnings []string
@@ -207,7 +211,7 @@ func Prepare(in Inputs) Prepared {
 	out.Input = scheduling.Input{
 		Pods: pods, Nodes: snodes, NodePools: in.NodePools, NodeClasses: in.NodeClasses,
 		DaemonSets: in.View.DaemonSets, InstanceTypes: in.Catalog.Types(), Zones: in.Zones,
-		Spot: in.Spot, Unavailable: in.Unavailable,
+		Spot: in.Spot, Unavailable: in.Unavailable, Volumes: in.View.Volumes,
 	}
 	return out
 }

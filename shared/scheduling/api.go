@@ -54,6 +54,11 @@ type Input struct {
 	PreferencePolicy PreferencePolicy
 	// Budget bounds the solve's work (the zero value: no bound).
 	Budget Budget
+	// Volumes are the cluster's PersistentVolumeClaims, PersistentVolumes
+	// and StorageClasses: a pod's volumes then restrict the nodes it may
+	// land on (see Volumes). nil: they were not read, and pods' volumes
+	// restrict nothing.
+	Volumes *Volumes
 }
 
 // MaxNodePools is the most NodePools a solve accepts (the configuration's

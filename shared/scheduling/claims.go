@@ -31,6 +31,9 @@ type claim struct {
 
 	placements []placement
 	removed    bool
+	// quota is, for a seed's claim, how many more pods of each group it is
+	// for (seeds.go).
+	quota map[*group]int
 }
 
 // placement is pods of one group put on a claim together.
@@ -130,6 +133,7 @@ const (
 	modeSlack mode = iota // only what fits the expected type: free
 	modeGrow              // a larger type, when it is as cheap per pod as a fresh node
 	modeNew               // a new claim: the type with the lowest price per pod
+	modeSeed              // a seed's claim: up to its quota, within its type
 )
 
 // capacityFor is how many pods of g claim c can take in state st under mode
@@ -151,6 +155,16 @@ func (s *solver) capacityFor(c *claim, st *reqState, g *group, limit, horizon in
 		return k
 	case modeGrow:
 		return s.bestStep(c, st, g, limit, c.price, g.unit*(1+growthTolerance))
+	case modeSeed:
+		t := c.target
+		if t < 0 || !st.viable.has(t) {
+			return 0
+		}
+		k := int(min(int64(limit), int64(c.quota[g]), g.req.howMany(c.pool.alloc[t].sub(c.total))))
+		if k > 0 && !s.fitsIn(c, st, c.total.add(g.req.scale(int64(k)))) {
+			return 0
+		}
+		return k
 	default:
 		return s.newStep(c, st, g, limit, horizon)
 	}

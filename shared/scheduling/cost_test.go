@@ -14,19 +14,6 @@ const (
 	ratioSpot     = 1.15
 )
 
-// ratioGaps are the shapes that do not meet the targets yet, each held to
-// the ratio it reaches so that it cannot get worse unnoticed. All are mixes
-// of three or five Deployments on the unrestricted pool, whose cheapest
-// capacity is small burstable types (t4g.small..2xlarge, a fraction of a
-// cent per vCPU): neither the greedy with its local search nor the bound
-// (the LP and exact covers of each set of identical pods; the exhaustive
-// search needs fewer pods) is known to be within 10% of the optimum there.
-var ratioGaps = map[string]float64{
-	"mix3-api-cache-jobs/unrestricted-ondemand": 1.18,
-	"mix5-platform/unrestricted-ondemand":       1.27,
-	"mix5-platform/unrestricted-spot":           1.34,
-}
-
 // TestCostShapes solves every shape of the cost suite (uniform Deployments,
 // mixes, a DaemonSet, zonal spread; production and unrestricted pools;
 // on-demand, and spot beside on-demand) and holds each plan to the targets:
@@ -59,10 +46,6 @@ func TestCostShapes(t *testing.T) {
 			if s.Spot {
 				target = ratioSpot
 			}
-			optTarget := target
-			if gap, ok := ratioGaps[s.Name]; ok {
-				target = gap
-			}
 			ratio := r.PricePerHour / r.LowerBoundPricePerHour
 			if !(ratio <= target) {
 				t.Errorf("price %.4f/h is %.3f times the lower bound %.4f/h; want at most %.2f%s", r.PricePerHour, ratio, r.LowerBoundPricePerHour, target, summary(r))
@@ -82,7 +65,7 @@ func TestCostShapes(t *testing.T) {
 				if r.LowerBoundPricePerHour > opt+1e-6 {
 					t.Errorf("lower bound %.4f/h above the optimum %.4f/h: the bound is not valid", r.LowerBoundPricePerHour, opt)
 				}
-				if !(r.PricePerHour <= opt*optTarget) {
+				if !(r.PricePerHour <= opt*target) {
 					t.Errorf("price %.4f/h is %.3f times the optimum %.4f/h", r.PricePerHour, r.PricePerHour/opt, opt)
 				}
 			}

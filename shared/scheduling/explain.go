@@ -18,6 +18,9 @@ func (s *solver) explain(g *group) string {
 	if g.err != nil {
 		return "invalid scheduling constraints: " + g.err.Error()
 	}
+	if g.volumeErr != "" {
+		return g.volumeErr
+	}
 	if g.tooLarge != "" {
 		return g.tooLarge
 	}
@@ -36,11 +39,31 @@ func (s *solver) explain(g *group) string {
 	if len(s.pools) == 0 {
 		return "no existing node can take it and there is no NodePool"
 	}
+	if len(g.volumes) > 0 {
+		if reason := s.volumeConflict(g); reason != "" {
+			return reason
+		}
+	}
 	var reasons []string
 	for _, p := range s.pools {
 		reasons = append(reasons, s.poolReason(p, g))
 	}
+	if len(g.volumes) > 0 {
+		return strings.Join(reasons, "; ") + " (its volumes restrict its node to " + g.volumeFrom + ")"
+	}
 	return strings.Join(reasons, "; ")
+}
+
+// volumeConflict explains a pod whose node selection excludes every node
+// its volumes allow, or "" when some alternative is compatible.
+func (s *solver) volumeConflict(g *group) string {
+	own := g.required[g.altIdx]
+	for _, v := range g.volumes {
+		if own.Intersect(v).Satisfiable() == nil {
+			return ""
+		}
+	}
+	return fmt.Sprintf("its node selection (%s) excludes every node its volumes allow (%s)", shortReqs(own), g.volumeFrom)
 }
 
 // pinnedReason explains a pod whose node affinity names nodes (matchFields

@@ -40,6 +40,15 @@ type group struct {
 	anti     []term
 	owners   []int // owner counters of its required anti-affinity terms
 
+	// volumes are the alternatives its volumes' topology allows (nil: no
+	// restriction), ANDed with its node selection; volIdx is the one tried
+	// now. volumeFrom names where they come from; volumeErr says why its
+	// volumes make it unschedulable.
+	volumes    []requirements.Requirements
+	volIdx     int
+	volumeFrom string
+	volumeErr  string
+
 	preferNoScheduleOK bool
 	// nodeAffinity is the pod's nodeSelector and required node affinity as
 	// component-helpers matches them against a Node (nil: it has neither).
@@ -98,9 +107,17 @@ type hostPort struct {
 	port     int32
 }
 
+// hopeless says whether no node can ever take a pod of g: its constraints
+// are invalid, its volumes cannot be resolved, or it asks for more than any
+// node has.
+func (g *group) hopeless() bool { return g.err != nil || g.volumeErr != "" || g.oversized }
+
 // nodeReqs is the node requirements the group must satisfy now.
 func (g *group) nodeReqs() requirements.Requirements {
 	r := g.required[g.altIdx]
+	if g.volIdx < len(g.volumes) {
+		r = r.Intersect(g.volumes[g.volIdx])
+	}
 	if g.prefNodeIdx < len(g.preferredNode) {
 		r = r.Intersect(g.preferredNode[g.prefNodeIdx].reqs)
 	}
@@ -292,6 +309,8 @@ func (s *solver) signature(p *corev1.Pod, req vec, keys map[string]bool) string 
 	for _, hp := range podHostPorts(p) {
 		fmt.Fprintf(&b, "%s/%s/%d,", hp.protocol, hp.ip, hp.port)
 	}
+	b.WriteByte(2)
+	b.WriteString(s.u.volumesOf(p).signature())
 	return b.String()
 }
 
@@ -345,6 +364,8 @@ func (s *solver) buildGroups(pods []*corev1.Pod) {
 		}
 		g := &group{pods: []*corev1.Pod{p}, rep: p, ns: p.Namespace, labels: p.Labels, req: req, unknown: unknown,
 			tolerations: p.Spec.Tolerations, hostPorts: podHostPorts(p)}
+		vols := s.u.volumesOf(p)
+		g.volumes, g.volumeFrom, g.volumeErr = vols.alts, vols.from, vols.err
 		s.parseConstraints(g)
 		bySig[sig] = g
 		s.groups = append(s.groups, g)

@@ -960,7 +960,8 @@ func checkReason(t *testing.T, in scheduling.Input, u scheduling.Unschedulable) 
 			t.Errorf("%s: reason %q contains %q", u.Pod, r, bad)
 		}
 	}
-	for _, self := range []string{"invalid scheduling constraints", "its required node affinity", "it requests "} {
+	for _, self := range []string{"invalid scheduling constraints", "its required node affinity", "it requests ",
+		"its PersistentVolume", "its StorageClass", "its volumes'", "its node selection ("} {
 		if strings.HasPrefix(r, self) {
 			return
 		}

@@ -102,6 +102,8 @@ func setsBound(types []lpType, sets []podSet, forced int, smallest vec) float64 
 	}
 	if exact, ok := exactCover(types, sets); ok {
 		best = max(best, exact)
+	} else if forced == 0 {
+		best = max(best, configBound(types, sets))
 	}
 	for round := 0; ; round++ {
 		setRows()

@@ -139,6 +139,9 @@ func (s *solver) matchesNode(g *group, n *node) bool {
 	if !n.selectedBy(g.nodeAffinity) {
 		return false
 	}
+	if g.volIdx < len(g.volumes) && !g.volumes[g.volIdx].Matches(n.labels) {
+		return false
+	}
 	return g.prefNodeIdx >= len(g.preferredNode) || g.preferredNode[g.prefNodeIdx].reqs.Matches(n.labels)
 }
 

@@ -55,17 +55,19 @@ func aliasScenarios() []scenario {
 		{
 			name: "a nodeSelector on beta.kubernetes.io/instance-type selects the type",
 			in:   input(pods(pod(po{Name: "web", CPU: "100m", NodeSelector: labels(betaType, "fake-it-5")}))),
-			want: []check{claims(1), firstType("web", "fake-it-5"), everyType("web", "fake-it-5", func(it *catalog.InstanceType) bool { return it.Name == "fake-it-5" })},
+			want: []check{claims(1), firstType("web", "fake-it-5"), everyType("web", "fake-it-5", func(it *catalog.InstanceType) bool { return it.Name == "fake-it-5" }),
+				claimLabel("web", betaType, "fake-it-5"), claimLabel("web", typeKey, "fake-it-5")},
 		},
 		{
 			name: "a nodeSelector on beta.kubernetes.io/os selects the operating system",
 			in:   input(pods(pod(po{Name: "linux", CPU: "100m", NodeSelector: labels(betaOS, "linux")}), pod(po{Name: "windows", CPU: "100m", NodeSelector: labels(betaOS, "windows")}))),
-			want: []check{claims(1), fromPool("linux", "default"), unschedulable("windows", "NodePool default", osKey, "windows")},
+			want: []check{claims(1), fromPool("linux", "default"), unschedulable("windows", "NodePool default", osKey, "windows"),
+				claimLabel("linux", betaOS, "linux"), claimLabel("linux", osKey, "linux")},
 		},
 		{
 			name: "a nodeSelector on failure-domain.beta.kubernetes.io/region is the cluster's region",
 			in:   input(pods(pod(po{Name: "web", CPU: "100m", NodeSelector: labels(betaRegion, "us-east-1")}))),
-			want: []check{claims(1), allScheduled()},
+			want: []check{claims(1), allScheduled(), claimLabel("web", betaRegion, "us-east-1"), claimLabel("web", corev1.LabelTopologyRegion, "us-east-1")},
 		},
 		{
 			name: "a NodePool requirement on beta.kubernetes.io/arch limits its types",

@@ -29,7 +29,7 @@ func TestScenarios(t *testing.T) {
 		resourceScenarios(), selectionScenarios(), taintScenarios(), poolScenarios(),
 		offeringScenarios(), existingScenarios(), topologyScenarios(), affinityScenarios(), claimScenarios(),
 		limitScenarios(), daemonScenarios(), minValuesScenarios(), domainScenarios(), startupScenarios(), aliasScenarios(), reasonScenarios(),
-		schedulingParity(), topologyParity(), affinityParity(), selectionParity(), provisioningParity(), awsParity(),
+		schedulingParity(), topologyParity(), affinityParity(), selectionParity(), provisioningParity(), awsParity(), volumeParity(),
 		overflowScenarios(),
 	} {
 		all = append(all, group...)

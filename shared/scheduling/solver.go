@@ -43,6 +43,9 @@ type solver struct {
 	laterMin map[*group]vec
 	prices   []float64
 
+	// seeds are a seeded plan's NodeClaims to be (seeds.go).
+	seeds []*seed
+
 	bestEffort bool // MinValuesPolicy BestEffort
 }
 
@@ -71,17 +74,32 @@ func Solve(in Input) (res *Result, err error) {
 		return nil, fmt.Errorf("scheduling: %d NodePools, more than the %d a solve accepts", len(in.NodePools), MaxNodePools)
 	}
 	u := newUniverse(&in)
-	best := solveWith(&in, u, false, byCPU)
+	best := newSolver(&in, u, false, byCPU).solve()
 	if len(in.Pods) <= portfolioMaxPods {
 		for _, alt := range []struct {
 			residual bool
 			order    groupOrder
 		}{{true, byCPU}, {false, byMemory}, {true, byMemory}} {
-			if s := solveWith(&in, u, alt.residual, alt.order); s.better(best) {
+			if s := newSolver(&in, u, alt.residual, alt.order).solve(); s.better(best) {
 				best = s
 			}
 		}
+		// The seeded plans compete after the local search: the cheapest
+		// before it is not always the cheapest after.
+		var seeded *solver
+		for _, plan := range newSolver(&in, u, false, byCPU).seedPlans() {
+			s := newSolver(&in, u, false, byCPU)
+			s.bindSeeds(plan)
+			if s = s.solve(); seeded == nil || s.better(seeded) {
+				seeded = s
+			}
+		}
 		best.improve(true)
+		if seeded != nil {
+			if seeded.improve(true); seeded.better(best) {
+				best = seeded
+			}
+		}
 	}
 	res = best.result()
 	res.LowerBoundPricePerHour = roundPrice(best.lowerBound())
@@ -116,9 +134,9 @@ func (s *solver) unplaced() int {
 	return n
 }
 
-// solveWith runs one solve over a shared universe (its caches only grow);
-// the caller builds the result of the plan it keeps.
-func solveWith(in *Input, u *universe, residual bool, order groupOrder) *solver {
+// newSolver prepares one solve over a shared universe (its caches only
+// grow): nodes, pools, daemonsets and the pending pods' groups, in order.
+func newSolver(in *Input, u *universe, residual bool, order groupOrder) *solver {
 	s := &solver{in: in, reg: newRegistry(), counterIdx: map[string]int{}, states: map[stateKey]*reqState{},
 		sets: map[string]*reqSet{}, merges: map[setPair]*reqSet{}, pins: map[pinOp]*reqSet{}, residual: residual}
 	s.bestEffort = in.MinValuesPolicy == MinValuesBestEffort
@@ -135,9 +153,15 @@ func solveWith(in *Input, u *universe, residual bool, order groupOrder) *solver 
 	s.matchCounters()
 	sortGroups(s.groups, order)
 	s.laterDemand()
+	return s
+}
+
+// solve places the groups and improves the plan; the caller builds the
+// result of the plan it keeps.
+func (s *solver) solve() *solver {
 	s.run()
 	s.eliminate()
-	if len(in.Pods) <= portfolioMaxPods {
+	if len(s.in.Pods) <= portfolioMaxPods {
 		s.improve(false)
 	}
 	return s
@@ -177,7 +201,7 @@ func (s *solver) run() {
 	// Groups no node can take fail at once, whatever the budget.
 	var queue, hopeless []*group
 	for _, g := range s.groups {
-		if g.err != nil || g.oversized {
+		if g.hopeless() {
 			hopeless = append(hopeless, g)
 		} else {
 			queue = append(queue, g)
@@ -236,15 +260,39 @@ func (s *solver) budgetNow() time.Time {
 
 // placeGroup places as many pods of g as it can, relaxing preferences.
 func (s *solver) placeGroup(g *group) {
-	if g.err != nil || g.oversized {
+	if g.hopeless() {
 		return
 	}
+	steps := []func(*group){
+		s.placeOnNodes,
+		func(g *group) { s.placeOnClaims(g, modeSlack) },
+		func(g *group) { s.placeOnClaims(g, modeGrow) },
+		s.placeOnNewClaims,
+	}
+	if len(s.seeds) > 0 {
+		steps = slices.Insert(steps, 1, s.placeOnSeeds)
+	}
 	for {
-		s.prepare(g)
-		s.placeOnNodes(g)
-		s.placeOnClaims(g, modeSlack)
-		s.placeOnClaims(g, modeGrow)
-		s.placeOnNewClaims(g)
+		if len(g.volumes) <= 1 {
+			s.prepare(g)
+			for _, step := range steps {
+				step(g)
+			}
+		} else {
+			// Each step tries every alternative of the pod's volumes
+			// before the next: an existing node that holds one comes
+			// before a new node for another, as in Karpenter.
+			for _, step := range steps {
+				for v := range g.volumes {
+					if len(g.pods) == 0 {
+						break
+					}
+					g.volIdx = v
+					s.prepare(g)
+					step(g)
+				}
+			}
+		}
 		if len(g.pods) == 0 || !g.relax() {
 			return
 		}

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/catalog"
 	"github.com/nodewright/nodewright/shared/requirements"
@@ -36,6 +38,11 @@ type universe struct {
 	// when not offered or unavailable).
 	price []float64
 	slots int
+
+	// vols resolves pods' volumes (nil: the input has none); podVols
+	// caches it per pod.
+	vols    *volumeIndex
+	podVols map[*corev1.Pod]podVolumes
 
 	reqBits   map[string]bitset
 	maskBits  map[uint64]bitset
@@ -74,7 +81,25 @@ func newUniverse(in *Input) *universe {
 	}
 	u.indexLabels()
 	u.indexOfferings(in)
+	u.vols = newVolumeIndex(in.Volumes)
 	return u
+}
+
+// volumesOf is what p's volumes require of its node (cached: every solve of
+// the portfolio asks).
+func (u *universe) volumesOf(p *corev1.Pod) podVolumes {
+	if u.vols == nil || len(p.Spec.Volumes) == 0 {
+		return podVolumes{}
+	}
+	if v, ok := u.podVols[p]; ok {
+		return v
+	}
+	if u.podVols == nil {
+		u.podVols = map[*corev1.Pod]podVolumes{}
+	}
+	v := u.vols.forPod(p)
+	u.podVols[p] = v
+	return v
 }
 
 func (u *universe) indexLabels() {

@@ -12,6 +12,7 @@ import (
 	"github.com/nodewright/nodewright/shared/drain"
 	"github.com/nodewright/nodewright/shared/kube"
 	"github.com/nodewright/nodewright/shared/provision"
+	"github.com/nodewright/nodewright/shared/scheduling"
 )
 
 // cacheSource reads the cluster through the warm cache.
@@ -22,7 +23,8 @@ func (s cacheSource) View(ctx context.Context) (*provision.View, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := &provision.View{Pods: v.Pods, Nodes: v.Nodes, DaemonSets: v.DaemonSets, PDBs: v.PDBs, NodePools: v.NodePools, NodeClasses: v.NodeClasses}
+	out := &provision.View{Pods: v.Pods, Nodes: v.Nodes, DaemonSets: v.DaemonSets, PDBs: v.PDBs, NodePools: v.NodePools, NodeClasses: v.NodeClasses,
+		Volumes: &scheduling.Volumes{Claims: v.PersistentVolumeClaims, Volumes: v.PersistentVolumes, StorageClasses: v.StorageClasses}}
 	if v.Invalid != nil {
 		out.Warnings = append(out.Warnings, fmt.Sprintf("invalid Karpenter objects in the cluster (ignored): %v", v.Invalid))
 	}

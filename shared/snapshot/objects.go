@@ -11,17 +11,61 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nodewright/nodewright/shared/apis"
+	"github.com/nodewright/nodewright/shared/scheduling"
 )
+
+// volumeObject reads a PersistentVolumeClaim, PersistentVolume or
+// StorageClass.
+func (r *reader) volumeObject(d document, at origin) {
+	var obj interface {
+		GetName() string
+		GetNamespace() string
+		SetNamespace(string)
+	}
+	switch d.Kind {
+	case "PersistentVolumeClaim":
+		obj = &corev1.PersistentVolumeClaim{}
+	case "PersistentVolume":
+		obj = &corev1.PersistentVolume{}
+	default:
+		obj = &scheduling.StorageClass{}
+	}
+	if !r.decodeInto(d, at, obj) {
+		return
+	}
+	if d.Kind == "PersistentVolumeClaim" && obj.GetNamespace() == "" {
+		obj.SetNamespace("default")
+	}
+	if obj.GetName() == "" {
+		r.fail(at.errorf(d.Kind, obj.GetNamespace(), "", "metadata.name", "required"))
+		return
+	}
+	k := d.Kind + "/" + key(obj.GetNamespace(), obj.GetName())
+	if first, dup := r.volumeKeys[k]; dup {
+		r.fail(at.errorf(d.Kind, obj.GetNamespace(), obj.GetName(), "metadata.name", "duplicate %s (also in %s)", d.Kind, first))
+		return
+	}
+	r.volumeKeys[k] = at
+	switch o := obj.(type) {
+	case *corev1.PersistentVolumeClaim:
+		r.volumes.Claims = append(r.volumes.Claims, o)
+	case *corev1.PersistentVolume:
+		r.volumes.Volumes = append(r.volumes.Volumes, o)
+	case *scheduling.StorageClass:
+		r.volumes.StorageClasses = append(r.volumes.StorageClasses, o)
+	}
+}
 
 // coreKinds are the kinds read besides NodePool and EC2NodeClass, with
 // the apiVersion each is read at.
 var coreKinds = map[string]string{
 	"Pod": "v1", "Node": "v1",
 	"DaemonSet": "apps/v1", "Deployment": "apps/v1", "ReplicaSet": "apps/v1", "StatefulSet": "apps/v1",
-	"Job": "batch/v1",
+	"Job":                   "batch/v1",
+	"PersistentVolumeClaim": "v1", "PersistentVolume": "v1", "StorageClass": "storage.k8s.io/v1",
 }
 
-const supportedKinds = "Pod, Node (v1), DaemonSet, Deployment, ReplicaSet, StatefulSet (apps/v1), Job (batch/v1), NodePool (karpenter.sh/v1), EC2NodeClass (karpenter.k8s.aws/v1)"
+const supportedKinds = "Pod, Node, PersistentVolumeClaim, PersistentVolume (v1), DaemonSet, Deployment, ReplicaSet, StatefulSet (apps/v1), Job (batch/v1), StorageClass (storage.k8s.io/v1), NodePool (karpenter.sh/v1), EC2NodeClass (karpenter.k8s.aws/v1)"
 
 // source reads one source: NodePools and EC2NodeClasses through the apis
 // loader, every other document here.
@@ -93,6 +137,8 @@ func (r *reader) object(d document) {
 		r.node(d, at)
 	case "DaemonSet":
 		r.daemonSet(d, at)
+	case "PersistentVolumeClaim", "PersistentVolume", "StorageClass":
+		r.volumeObject(d, at)
 	default:
 		r.workload(d, at)
 	}
@@ -162,7 +208,7 @@ func asFieldError(err error) *fieldError {
 
 // namespaceOf is a namespaced object's namespace ("default" when empty).
 func namespaceOf(d document) string {
-	if d.Kind == "Node" || d.Namespace != "" {
+	if d.Kind == "Node" || d.Kind == "PersistentVolume" || d.Kind == "StorageClass" || d.Namespace != "" {
 		return d.Namespace
 	}
 	return "default"

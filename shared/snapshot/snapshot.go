@@ -1,5 +1,5 @@
 // Package snapshot reads a cluster snapshot into the input of a scheduling
-// solve: the output of `kubectl get pods,nodes,daemonsets,nodepools,ec2nodeclasses
+// solve: the output of `kubectl get pods,nodes,daemonsets,pvc,pv,storageclasses,nodepools,ec2nodeclasses
 // -A -o yaml` (a List, in YAML or JSON), users' manifests (multi-document YAML
 // with Deployments, StatefulSets, Jobs, bare Pods, NodePools), or several such
 // sources together. It exists so that `nodewright plan` and tests turn the
@@ -28,6 +28,14 @@
 //     statefulset.kubernetes.io/pod-name, job-name, ...).
 //   - NodePools (karpenter.sh/v1) and EC2NodeClasses (karpenter.k8s.aws/v1),
 //     through the strict loader of package apis.
+//   - PersistentVolumeClaims, PersistentVolumes (v1) and StorageClasses
+//     (storage.k8s.io/v1): when the sources hold any, pods' volumes
+//     restrict their nodes (scheduling.Volumes: a bound volume's zone, a
+//     WaitForFirstConsumer class's allowed zones) and a claim they lack
+//     makes a pod unschedulable; a StatefulSet's pods get the claims of its
+//     volumeClaimTemplates (<template>-<pod>), created from the template
+//     when the sources lack them, as its controller creates them. Without
+//     any volume object, pods' volumes restrict nothing.
 //
 // An empty namespace means "default". Any other kind is an error.
 //
@@ -64,6 +72,9 @@ type Snapshot struct {
 	NodePools   []*apis.NodePool
 	NodeClasses []*apis.EC2NodeClass
 	DaemonSets  []*appsv1.DaemonSet
+	// Volumes are the volume objects read (nil when the sources hold
+	// none); claims and volumes sorted by namespace/name, classes by name.
+	Volumes *scheduling.Volumes
 	// Warnings are problems that do not stop a plan (a NodePool whose
 	// EC2NodeClass is not in the snapshot, pending pods and no NodePools).
 	Warnings []string
@@ -106,6 +117,7 @@ func (s *Snapshot) Input() scheduling.Input {
 		NodePools:   s.NodePools,
 		NodeClasses: s.NodeClasses,
 		DaemonSets:  s.DaemonSets,
+		Volumes:     s.Volumes,
 	}
 }
 
@@ -166,13 +178,15 @@ type reader struct {
 	workloads    []workload
 	workloadKeys map[string]origin
 	warnings     []string
+	volumes      scheduling.Volumes
+	volumeKeys   map[string]origin
 	pendingPods  int // pending pods read (not made for workloads)
 	maxPending   int // MaxPendingPods
 }
 
 func newReader() *reader {
 	return &reader{podKeys: map[string]origin{}, nodes: map[string]nodeEntry{}, dsKeys: map[string]origin{}, workloadKeys: map[string]origin{},
-		maxPending: MaxPendingPods}
+		volumeKeys: map[string]origin{}, maxPending: MaxPendingPods}
 }
 
 func (r *reader) fail(err error) { r.errs = append(r.errs, err) }
@@ -220,6 +234,15 @@ func (r *reader) finish() (*Snapshot, error) {
 	sort.Slice(s.DaemonSets, func(i, j int) bool {
 		return less(s.DaemonSets[i].Namespace, s.DaemonSets[i].Name, s.DaemonSets[j].Namespace, s.DaemonSets[j].Name)
 	})
+	if len(r.volumeKeys) > 0 {
+		v := r.volumes
+		sort.Slice(v.Claims, func(i, j int) bool {
+			return less(v.Claims[i].Namespace, v.Claims[i].Name, v.Claims[j].Namespace, v.Claims[j].Name)
+		})
+		sort.Slice(v.Volumes, func(i, j int) bool { return v.Volumes[i].Name < v.Volumes[j].Name })
+		sort.Slice(v.StorageClasses, func(i, j int) bool { return v.StorageClasses[i].Name < v.StorageClasses[j].Name })
+		s.Volumes = &v
+	}
 	if len(s.Pending) > 0 && len(s.NodePools) == 0 {
 		r.warnings = append(r.warnings, fmt.Sprintf("%d pending pods and no NodePool in the snapshot: nothing can be launched for them", len(s.Pending)))
 	}

@@ -12,7 +12,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/nodewright/nodewright/shared/apis"
+	"github.com/nodewright/nodewright/shared/catalog"
 	"github.com/nodewright/nodewright/shared/refdata"
+	"github.com/nodewright/nodewright/shared/scheduling"
 )
 
 func podNames(pods []*corev1.Pod) []string {
@@ -395,5 +397,118 @@ func TestTooManyPendingPods(t *testing.T) {
 	}
 	if MaxPendingPods != 100_000 {
 		t.Fatalf("MaxPendingPods %d: the README quotes 100,000", MaxPendingPods)
+	}
+}
+
+// TestVolumes: volume objects are read, a StatefulSet's pods get the
+// claims of its templates (created from the template when the snapshot
+// lacks them), and the plan puts each pod where its volume is: the bound
+// volume's zone, the StorageClass's zone for claims still to be provisioned.
+func TestVolumes(t *testing.T) {
+	src := `apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: zonal-b}
+provisioner: ebs.csi.aws.com
+volumeBindingMode: WaitForFirstConsumer
+allowedTopologies:
+- matchLabelExpressions:
+  - {key: topology.ebs.csi.aws.com/zone, values: [us-east-1b]}
+---
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: pv-c}
+spec:
+  capacity: {storage: 10Gi}
+  accessModes: [ReadWriteOnce]
+  csi: {driver: ebs.csi.aws.com, volumeHandle: vol-1}
+  nodeAffinity:
+    required:
+      nodeSelectorTerms:
+      - matchExpressions:
+        - {key: topology.kubernetes.io/zone, operator: In, values: [us-east-1c]}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata:
+  name: data
+  annotations: {pv.kubernetes.io/bind-completed: "yes"}
+spec:
+  accessModes: [ReadWriteOnce]
+  resources: {requests: {storage: 10Gi}}
+  volumeName: pv-c
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: single}
+spec:
+  containers: [{name: c, image: i, resources: {requests: {cpu: "1"}}}]
+  volumes: [{name: data, persistentVolumeClaim: {claimName: data}}]
+---
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: db, namespace: shop}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: db}}
+  template:
+    metadata: {labels: {app: db}}
+    spec:
+      containers: [{name: c, image: i, resources: {requests: {cpu: "1"}}}]
+  volumeClaimTemplates:
+  - metadata: {name: data}
+    spec:
+      storageClassName: zonal-b
+      accessModes: [ReadWriteOnce]
+      resources: {requests: {storage: 10Gi}}
+---
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: default}
+spec: {template: {spec: {requirements: [{key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}], nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}}}}
+`
+	s, err := Read(Source{Name: "volumes.yaml", Data: []byte(src)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := s.Input().Volumes
+	if v == nil || len(v.Volumes) != 1 || len(v.StorageClasses) != 1 {
+		t.Fatalf("volumes %+v", v)
+	}
+	var claims []string
+	for _, c := range v.Claims {
+		claims = append(claims, c.Namespace+"/"+c.Name)
+	}
+	if want := []string{"default/data", "shop/data-db-0", "shop/data-db-1"}; !reflect.DeepEqual(claims, want) {
+		t.Errorf("claims %v, want %v", claims, want)
+	}
+	for _, p := range s.Pending {
+		if p.Namespace == "shop" && (len(p.Spec.Volumes) != 1 || p.Spec.Volumes[0].PersistentVolumeClaim.ClaimName != "data-"+p.Name) {
+			t.Errorf("%s volumes %+v", p.Name, p.Spec.Volumes)
+		}
+	}
+	in := s.Input()
+	in.InstanceTypes, in.Zones = catalog.Default().Types(), []string{"us-east-1a", "us-east-1b", "us-east-1c"}
+	res, err := scheduling.Solve(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zoneOf := map[string][]string{}
+	for _, nc := range res.NodeClaims {
+		for _, p := range nc.Pods {
+			zoneOf[p] = nc.Zones
+		}
+	}
+	for pod, zone := range map[string]string{"default/single": "us-east-1c", "shop/db-0": "us-east-1b", "shop/db-1": "us-east-1b"} {
+		if !reflect.DeepEqual(zoneOf[pod], []string{zone}) {
+			t.Errorf("%s: zones %v, want [%s] (plan %+v)", pod, zoneOf[pod], zone, res)
+		}
+	}
+	// Without volume objects, volumes restrict nothing and no claim is made.
+	s, err = Read(Source{Name: "plain.yaml", Data: []byte(src[strings.Index(src, "kind: Pod\n")-len("apiVersion: v1\n"):])})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Volumes != nil {
+		t.Errorf("volumes %+v from a snapshot without volume objects", s.Volumes)
 	}
 }

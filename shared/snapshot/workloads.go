@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -30,7 +31,10 @@ type workload struct {
 	owner metav1.OwnerReference
 	// podLabels are the labels the controller adds to pod i.
 	podLabels func(i int) map[string]string
-	at        origin
+	// claims are a StatefulSet's volumeClaimTemplates: pod <name>-<i> mounts
+	// claim <template>-<name>-<i>.
+	claims []corev1.PersistentVolumeClaim
+	at     origin
 }
 
 func newWorkload(kind string, meta metav1.ObjectMeta, replicas *int32, field string, sel *metav1.LabelSelector, tmpl corev1.PodTemplateSpec) workload {
@@ -64,6 +68,7 @@ func replicaSetWorkload(rs *appsv1.ReplicaSet) workload {
 func statefulSetWorkload(s *appsv1.StatefulSet) workload {
 	w := newWorkload("StatefulSet", s.ObjectMeta, s.Spec.Replicas, "spec.replicas", s.Spec.Selector, s.Spec.Template)
 	w.ordinal = true
+	w.claims = s.Spec.VolumeClaimTemplates
 	revision := w.name + "-" + templateHash(s.Spec.Template)
 	w.podLabels = func(i int) map[string]string {
 		return map[string]string{
@@ -161,7 +166,9 @@ func (r *reader) addOrdinalPods(w workload) {
 	for i := 0; i < int(w.replicas); i++ {
 		name := fmt.Sprintf("%s-%d", w.name, i)
 		if _, taken := r.podKeys[key(w.namespace, name)]; !taken {
-			r.addPod(w.pod(name, i), w.at)
+			p := w.pod(name, i)
+			r.addPod(p, w.at)
+			r.addClaims(w, p)
 		}
 	}
 }
@@ -180,11 +187,47 @@ func (w workload) pod(name string, i int) *corev1.Pod {
 			meta.Labels[k] = v
 		}
 	}
-	return &corev1.Pod{
+	p := &corev1.Pod{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
 		ObjectMeta: meta,
 		Spec:       *w.template.Spec.DeepCopy(),
 		Status:     corev1.PodStatus{Phase: corev1.PodPending},
+	}
+	// A StatefulSet's claim templates replace the template's volumes of
+	// the same name, as its controller does.
+	for _, c := range w.claims {
+		v := corev1.Volume{Name: c.Name, VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: c.Name + "-" + name}}}
+		if i := slices.IndexFunc(p.Spec.Volumes, func(x corev1.Volume) bool { return x.Name == c.Name }); i >= 0 {
+			p.Spec.Volumes[i] = v
+		} else {
+			p.Spec.Volumes = append(p.Spec.Volumes, v)
+		}
+	}
+	return p
+}
+
+// addClaims adds, when the snapshot reads volumes, the claims of pod's
+// claim templates that the sources lack, as the StatefulSet controller
+// creates them (unbound, of the template's class).
+func (r *reader) addClaims(w workload, pod *corev1.Pod) {
+	if len(r.volumeKeys) == 0 {
+		return
+	}
+	for _, c := range w.claims {
+		name := c.Name + "-" + pod.Name
+		k := "PersistentVolumeClaim/" + key(w.namespace, name)
+		if _, ok := r.volumeKeys[k]; ok {
+			continue
+		}
+		r.volumeKeys[k] = w.at
+		pvc := &corev1.PersistentVolumeClaim{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolumeClaim"},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: w.namespace, Labels: c.Labels},
+			Spec:       *c.Spec.DeepCopy(),
+			Status:     corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimPending},
+		}
+		r.volumes.Claims = append(r.volumes.Claims, pvc)
 	}
 }
 

@@ -10,7 +10,9 @@
 	for (i = 3; i < NF; i += 2) m[$(i + 1)] = $i
 	if (name ~ /^BenchmarkCostShapes\//) {
 		sub(/^BenchmarkCostShapes\//, "", name)
-		shapes[++ns] = sprintf("%-46s %9.4f %9.4f %7.3f %10.4f %10.4f %8.1f %8.2f", name, m["price/h"], m["lowerbound/h"], m["price/lowerbound"], m["nodegroup/h"], m["karpenter/h"], m["cpu-s/op"] * 1000, m["karpenter-s"])
+		# Prices come in micro-dollars (exact); each is rounded the same way,
+		# so no price prints below one it is not below.
+		shapes[++ns] = sprintf("%-46s %9.4f %9.4f %7.3f %10.4f %10.4f %8.1f %8.2f", name, m["price-u$/h"] / 1e6, m["lowerbound-u$/h"] / 1e6, m["price/lowerbound"], m["nodegroup-u$/h"] / 1e6, m["karpenter-u$/h"] / 1e6, m["cpu-s/op"] * 1000, m["karpenter-s"])
 		next
 	}
 	sub(/^BenchmarkSolveDiverse\//, "", name)

@@ -27,14 +27,20 @@ var (
 // Karpenter's plan for every shape of the cost suite and for the diverse
 // workload.
 type Record struct {
-	Karpenter string                 `json:"karpenter"`
-	Shapes    map[string]RecordEntry `json:"shapes"`
-	Diverse   map[string]RecordEntry `json:"diverse"`
+	Karpenter string `json:"karpenter"`
+	// Catalog fingerprints the instance types and prices the shapes were
+	// solved against (schedtest.Shape.CatalogFingerprint).
+	Catalog string                 `json:"catalog"`
+	Shapes  map[string]RecordEntry `json:"shapes"`
+	Diverse map[string]RecordEntry `json:"diverse"`
 }
 
 // RecordEntry is one input's figures: Karpenter's price and NodeClaims, its
 // solve time, and Nodewright's price, bound and time on the same machine.
 type RecordEntry struct {
+	// Fingerprint identifies a shape's input (schedtest.Shape.Fingerprint):
+	// the product's tests refuse a record made from other pods or pools.
+	Fingerprint         string  `json:"fingerprint,omitempty"`
 	KarpenterPrice      float64 `json:"karpenterPrice"`
 	KarpenterNodeClaims int     `json:"karpenterNodeClaims"`
 	KarpenterSeconds    float64 `json:"karpenterSeconds"`
@@ -45,8 +51,9 @@ type RecordEntry struct {
 }
 
 type compared struct {
-	name string
-	in   scheduling.Input
+	name        string
+	in          scheduling.Input
+	fingerprint string
 }
 
 // TestCompareWithKarpenter solves every shape of the cost suite and the
@@ -61,7 +68,7 @@ func TestCompareWithKarpenter(t *testing.T) {
 	}
 	var inputs []compared
 	for _, s := range shapes {
-		inputs = append(inputs, compared{s.Name, s.Input()})
+		inputs = append(inputs, compared{s.Name, s.Input(), s.Fingerprint()})
 	}
 	var sizes []int
 	if *diverse != "" {
@@ -79,11 +86,11 @@ func TestCompareWithKarpenter(t *testing.T) {
 			name := fmt.Sprintf("diverse-%s/pods=%d", w.name, n)
 			in := w.in
 			in.Pods = st.DiversePods(n, 42)
-			inputs = append(inputs, compared{name, in})
+			inputs = append(inputs, compared{name: name, in: in})
 			diverseInputs[name] = true
 		}
 	}
-	rec := Record{Karpenter: Version, Shapes: map[string]RecordEntry{}, Diverse: map[string]RecordEntry{}}
+	rec := Record{Karpenter: Version, Catalog: shapes[0].CatalogFingerprint(), Shapes: map[string]RecordEntry{}, Diverse: map[string]RecordEntry{}}
 	fmt.Printf("\n%-50s %10s %10s %10s %7s %10s %10s %8s\n", "input", "karpenter", "nodewright", "bound", "ratio", "k-seconds", "nw-seconds", "k/nw")
 	for _, c := range inputs {
 		kp, err := Solve(c.in)
@@ -96,7 +103,7 @@ func TestCompareWithKarpenter(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
-		e := RecordEntry{KarpenterPrice: kp.Price, KarpenterNodeClaims: kp.NodeClaims, KarpenterSeconds: round(kp.Duration.Seconds()),
+		e := RecordEntry{Fingerprint: c.fingerprint, KarpenterPrice: kp.Price, KarpenterNodeClaims: kp.NodeClaims, KarpenterSeconds: round(kp.Duration.Seconds()),
 			Price: r.PricePerHour, LowerBound: r.LowerBoundPricePerHour, NodeClaims: len(r.NodeClaims), Seconds: round(elapsed.Seconds())}
 		fmt.Printf("%-50s %10.4f %10.4f %10.4f %7.3f %10.3f %10.3f %8.1f\n", c.name, kp.Price, r.PricePerHour, r.LowerBoundPricePerHour,
 			r.PricePerHour/max(r.LowerBoundPricePerHour, 1e-9), kp.Duration.Seconds(), elapsed.Seconds(), kp.Duration.Seconds()/max(elapsed.Seconds(), 1e-9))

@@ -87,6 +87,13 @@ type PodOptions struct {
 	PreferredAffinity     []corev1.WeightedPodAffinityTerm
 	PreferredAntiAffinity []corev1.WeightedPodAffinityTerm
 
+	// Claims are PersistentVolumeClaim volumes (by claim name, the volume
+	// named after it); EphemeralClasses are generic ephemeral volumes
+	// ("eph-<i>"), each with the StorageClass its template names (nil:
+	// none, the default class).
+	Claims           []string
+	EphemeralClasses []*string
+
 	// NodeName binds the pod (to put it on a Node's Pods).
 	NodeName string
 	Phase    corev1.PodPhase
@@ -145,6 +152,17 @@ func Pod(o PodOptions) *corev1.Pod {
 		kind, name, _ := strings.Cut(o.Owner, "/")
 		yes := true
 		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: ownerAPIVersion(kind), Kind: kind, Name: name, UID: types.UID(kind + "/" + name), Controller: &yes}}
+	}
+	for _, c := range o.Claims {
+		p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: c,
+			VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: c}}})
+	}
+	for i, sc := range o.EphemeralClasses {
+		p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: fmt.Sprintf("eph-%d", i),
+			VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{VolumeClaimTemplate: &corev1.PersistentVolumeClaimTemplate{
+				Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: sc, AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+					Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}},
+			}}}})
 	}
 	p.Spec.Affinity = affinity(o)
 	return p

@@ -1,6 +1,9 @@
 package schedtest
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -39,6 +42,38 @@ type Shape struct {
 func (s Shape) Input() scheduling.Input {
 	return scheduling.Input{Pods: s.Pods, DaemonSets: s.DaemonSets, NodePools: s.NodePools, NodeClasses: s.NodeClasses,
 		InstanceTypes: s.Types, Spot: s.SpotPricer, Zones: s.Zones}
+}
+
+// Fingerprint identifies the shape's input: a hash of its pods, DaemonSets,
+// NodePools, EC2NodeClasses and zones, so that a record made from the shape
+// (test/bench/testdata/karpenter.json) can tell whether it still describes
+// it. The instance types and prices have CatalogFingerprint.
+func (s Shape) Fingerprint() string {
+	return fingerprint(s.Pods, s.DaemonSets, s.NodePools, s.NodeClasses, s.Zones)
+}
+
+// CatalogFingerprint identifies the instance types a shape is solved
+// against and their offerings' prices in its zones (every shape of the
+// suite shares them).
+func (s Shape) CatalogFingerprint() string {
+	offerings := make([][]catalog.Offering, len(s.Types))
+	for i, it := range s.Types {
+		offerings[i] = it.Offerings(s.Zones, s.SpotPricer)
+	}
+	return fingerprint(s.Types, offerings)
+}
+
+// fingerprint is the first 16 hex digits of the SHA-256 of the values' JSON
+// (maps' keys sorted, so the same values give the same digits).
+func fingerprint(values ...any) string {
+	h := sha256.New()
+	enc := json.NewEncoder(h)
+	for _, v := range values {
+		if err := enc.Encode(v); err != nil {
+			panic(fmt.Sprintf("fingerprint: %v", err)) // the suite's own values always encode
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
 }
 
 // Deployment is n identical pods of one Deployment in namespace default,
