@@ -11,6 +11,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodewright/nodewright/shared/apis"
+	"github.com/nodewright/nodewright/shared/podstate"
 	"github.com/nodewright/nodewright/shared/requirements"
 	"github.com/nodewright/nodewright/shared/state"
 )
@@ -108,7 +109,7 @@ func reschedulableOrDaemon(p *corev1.Pod) bool {
 	if _, mirror := p.Annotations[corev1.MirrorPodAnnotationKey]; mirror {
 		return false
 	}
-	return !ownedBy(p, "Node")
+	return !podstate.OwnedBy(p, "Node")
 }
 
 func toleratesDisrupted(p *corev1.Pod) bool {

@@ -16,10 +16,10 @@ import (
 
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/catalog"
+	"github.com/nodewright/nodewright/shared/podstate"
 	"github.com/nodewright/nodewright/shared/provision"
 	"github.com/nodewright/nodewright/shared/requirements"
 	"github.com/nodewright/nodewright/shared/scheduling"
-	"github.com/nodewright/nodewright/shared/snapshot"
 	"github.com/nodewright/nodewright/shared/state"
 )
 
@@ -211,7 +211,7 @@ func (v *view) bindPods() {
 			continue
 		}
 		if p.Spec.NodeName == "" {
-			if p.DeletionTimestamp == nil && snapshot.Provisionable(p) {
+			if p.DeletionTimestamp == nil && podstate.Provisionable(p) {
 				v.waiting = append(v.waiting, p)
 			}
 			continue
@@ -248,19 +248,10 @@ func terminal(p *corev1.Pod) bool {
 // StatefulSet pod, whose replacement waits for it), not a DaemonSet's or a
 // static pod.
 func reschedulable(p *corev1.Pod) bool {
-	if terminal(p) || (p.DeletionTimestamp != nil && !ownedBy(p, "StatefulSet")) {
+	if terminal(p) || (p.DeletionTimestamp != nil && !podstate.OwnedBy(p, "StatefulSet")) {
 		return false
 	}
 	return provision.Reschedulable(p)
-}
-
-func ownedBy(p *corev1.Pod, kind string) bool {
-	for _, o := range p.OwnerReferences {
-		if o.Controller != nil && *o.Controller && o.Kind == kind {
-			return true
-		}
-	}
-	return false
 }
 
 // describeOffering fills the node's instance type, zone, capacity type and

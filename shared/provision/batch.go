@@ -6,7 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/nodewright/nodewright/shared/snapshot"
+	"github.com/nodewright/nodewright/shared/podstate"
 )
 
 // Batching defaults, as Karpenter batches pending pods.
@@ -169,7 +169,7 @@ func (b *batch) observe(pods []*corev1.Pod, now time.Time) (wait time.Duration, 
 // Bound, nominated, terminating and finished pods, and DaemonSet and mirror
 // pods, are not pending.
 func pendingSince(p *corev1.Pod) (time.Time, bool) {
-	if snapshot.Provisionable(p) {
+	if podstate.Provisionable(p) {
 		for _, c := range p.Status.Conditions {
 			if c.Type == corev1.PodScheduled && !c.LastTransitionTime.IsZero() {
 				return c.LastTransitionTime.Time, true

@@ -11,8 +11,8 @@ import (
 
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/catalog"
+	"github.com/nodewright/nodewright/shared/podstate"
 	"github.com/nodewright/nodewright/shared/scheduling"
-	"github.com/nodewright/nodewright/shared/snapshot"
 	"github.com/nodewright/nodewright/shared/state"
 )
 
@@ -177,7 +177,7 @@ func Prepare(in Inputs) Prepared {
 			} else {
 				unbound[p.Spec.NodeName]++
 			}
-		case snapshot.Provisionable(p):
+		case podstate.Provisionable(p):
 			pods = append(pods, p)
 			out.Pending++
 		}

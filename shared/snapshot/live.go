@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nodewright/nodewright/shared/apis"
+	"github.com/nodewright/nodewright/shared/podstate"
 	"github.com/nodewright/nodewright/shared/scheduling"
 )
 
@@ -56,7 +57,7 @@ func FromCluster(c Cluster) *Snapshot {
 			} else {
 				gone[p.Spec.NodeName]++
 			}
-		case Provisionable(p):
+		case podstate.Provisionable(p):
 			s.Pending = append(s.Pending, p.DeepCopy())
 		}
 	}
@@ -80,21 +81,6 @@ func FromCluster(c Cluster) *Snapshot {
 	s.NodeClasses = append(s.NodeClasses, c.NodeClasses...)
 	sort.SliceStable(s.NodeClasses, func(i, j int) bool { return s.NodeClasses[i].Name < s.NodeClasses[j].Name })
 	return s
-}
-
-// Provisionable reports whether an unbound pod needs new capacity: the
-// scheduler found no node for it and it is not waiting for preemption, and
-// it is not a DaemonSet's or a static pod (those follow nodes).
-func Provisionable(p *corev1.Pod) bool {
-	if p.Spec.NodeName != "" || p.Status.NominatedNodeName != "" || ownedBy(p, "DaemonSet", "Node") {
-		return false
-	}
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
-			return true
-		}
-	}
-	return false
 }
 
 func sortedNames(m map[string]int) []string {

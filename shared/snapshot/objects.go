@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nodewright/nodewright/shared/apis"
+	"github.com/nodewright/nodewright/shared/podstate"
 	"github.com/nodewright/nodewright/shared/scheduling"
 )
 
@@ -233,7 +234,7 @@ func (r *reader) pod(d document, at origin) {
 	if pod.DeletionTimestamp != nil || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 		return
 	}
-	if pod.Spec.NodeName == "" && ownedBy(pod, "DaemonSet", "Node") {
+	if pod.Spec.NodeName == "" && podstate.OwnedBy(pod, "DaemonSet", "Node") {
 		return
 	}
 	if pod.Spec.NodeName == "" {
@@ -256,20 +257,6 @@ func (r *reader) addPod(pod *corev1.Pod, at origin) {
 	}
 	r.podKeys[k] = at
 	r.pods = append(r.pods, podEntry{pod: pod, at: at})
-}
-
-// ownedBy reports whether the pod's controller is of one of the kinds.
-func ownedBy(pod *corev1.Pod, kinds ...string) bool {
-	for _, ref := range pod.OwnerReferences {
-		if ref.Controller != nil && *ref.Controller {
-			for _, k := range kinds {
-				if ref.Kind == k {
-					return true
-				}
-			}
-		}
-	}
-	return false
 }
 
 func (r *reader) node(d document, at origin) {

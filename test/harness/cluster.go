@@ -4,11 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"k8s.io/client-go/util/retry"
 	"os"
 	"sort"
 	"strings"
 	"sync"
+
+	"k8s.io/client-go/util/retry"
 
 	"time"
 
@@ -25,8 +26,8 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/nodewright/nodewright/shared/apis"
+	"github.com/nodewright/nodewright/shared/podstate"
 	"github.com/nodewright/nodewright/shared/refdata"
-	"github.com/nodewright/nodewright/shared/snapshot"
 	"github.com/nodewright/nodewright/shared/state"
 	"github.com/nodewright/nodewright/test/localcloud"
 )
@@ -191,7 +192,7 @@ func Count(ctx context.Context, lc *localcloud.Cloud, namespace, app string) (Co
 			c.Running++
 		case p.Status.Phase == corev1.PodPending:
 			c.Pending++
-			if snapshot.Provisionable(p) {
+			if podstate.Provisionable(p) {
 				c.Unschedulable++
 			}
 		}

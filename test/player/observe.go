@@ -17,7 +17,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/nodewright/nodewright/shared/apis"
-	"github.com/nodewright/nodewright/shared/snapshot"
+	"github.com/nodewright/nodewright/shared/podstate"
 	"github.com/nodewright/nodewright/shared/state"
 	"github.com/nodewright/nodewright/test/localcloud"
 	"github.com/nodewright/nodewright/test/report"
@@ -454,7 +454,7 @@ func (o *observer) counts() (interruptions, consolidations int) {
 func (o *observer) unschedulable() int {
 	n := 0
 	for _, p := range o.livePods() {
-		if snapshot.Provisionable(p) {
+		if podstate.Provisionable(p) {
 			n++
 		}
 	}

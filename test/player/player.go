@@ -26,9 +26,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nodewright/nodewright/shared/apis"
+	"github.com/nodewright/nodewright/shared/podstate"
 	"github.com/nodewright/nodewright/shared/provision"
 	"github.com/nodewright/nodewright/shared/refdata"
-	"github.com/nodewright/nodewright/shared/snapshot"
 	"github.com/nodewright/nodewright/shared/webhookconfig"
 	"github.com/nodewright/nodewright/test/harness"
 	"github.com/nodewright/nodewright/test/localcloud"
@@ -286,7 +286,7 @@ func podHandler(fn func(*corev1.Pod)) cacheHandler {
 
 // podChanged queues a hint for a pod kube-scheduler just found no node for.
 func (pl *player) podChanged(p *corev1.Pod) {
-	if !workload(p) || !snapshot.Provisionable(p) {
+	if !workload(p) || !podstate.Provisionable(p) {
 		return
 	}
 	pl.mu.Lock()

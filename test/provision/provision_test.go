@@ -21,12 +21,12 @@ import (
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/catalog"
 	"github.com/nodewright/nodewright/shared/fleet"
+	"github.com/nodewright/nodewright/shared/podstate"
 	"github.com/nodewright/nodewright/shared/pricing"
 	"github.com/nodewright/nodewright/shared/provision"
 	"github.com/nodewright/nodewright/shared/refdata"
 	"github.com/nodewright/nodewright/shared/requirements"
 	"github.com/nodewright/nodewright/shared/scheduling"
-	"github.com/nodewright/nodewright/shared/snapshot"
 	"github.com/nodewright/nodewright/shared/state"
 	"github.com/nodewright/nodewright/test/harness"
 	"github.com/nodewright/nodewright/test/localcloud/nodebridge"
@@ -681,7 +681,7 @@ func TestGPUPool(t *testing.T) {
 	}
 	if err := harness.Poll(c, time.Minute, "the GPU pod unschedulable", func() (bool, string, error) {
 		p, err := lc.Kube.CoreV1().Pods("default").Get(c, pod.Name, metav1.GetOptions{})
-		return err == nil && snapshot.Provisionable(p), "", err
+		return err == nil && podstate.Provisionable(p), "", err
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -719,7 +719,7 @@ func TestGPUPool(t *testing.T) {
 	}
 	if err := harness.Poll(c, time.Minute, "the pod without toleration unschedulable", func() (bool, string, error) {
 		p, err := lc.Kube.CoreV1().Pods("default").Get(c, plain.Name, metav1.GetOptions{})
-		return err == nil && snapshot.Provisionable(p), "", err
+		return err == nil && podstate.Provisionable(p), "", err
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -11,8 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodewright/nodewright/shared/apis"
+	"github.com/nodewright/nodewright/shared/podstate"
 	"github.com/nodewright/nodewright/shared/scheduling"
-	"github.com/nodewright/nodewright/shared/snapshot"
 	"github.com/nodewright/nodewright/test/harness"
 )
 
@@ -86,7 +86,7 @@ func TestVolumeZone(t *testing.T) {
 	})
 	if err := harness.Poll(c, 2*time.Minute, "the pod unschedulable", func() (bool, string, error) {
 		p, err := lc.Kube.CoreV1().Pods("default").Get(c, pod.Name, metav1.GetOptions{})
-		return err == nil && snapshot.Provisionable(p), "", err
+		return err == nil && podstate.Provisionable(p), "", err
 	}); err != nil {
 		t.Fatal(err)
 	}

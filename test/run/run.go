@@ -27,10 +27,10 @@ import (
 
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/fleet"
+	"github.com/nodewright/nodewright/shared/podstate"
 	"github.com/nodewright/nodewright/shared/provision"
 	"github.com/nodewright/nodewright/shared/refdata"
 	"github.com/nodewright/nodewright/shared/setup"
-	"github.com/nodewright/nodewright/shared/snapshot"
 	"github.com/nodewright/nodewright/shared/state"
 	"github.com/nodewright/nodewright/test/localcloud"
 	"github.com/nodewright/nodewright/test/localcloud/awscalls"
@@ -219,7 +219,7 @@ func waitPending(ctx context.Context, lc *localcloud.Cloud, replicas int, timeou
 		}
 		n := 0
 		for i := range pods {
-			if snapshot.Provisionable(&pods[i]) {
+			if podstate.Provisionable(&pods[i]) {
 				n++
 			}
 		}
