@@ -1,0 +1,28 @@
+package stack
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// maxFunctionBytes is the size target of a function's binary: size is
+// cold-start time (README, "The functions").
+const maxFunctionBytes = 20_000_000
+
+// Every function's arm64 binary, built as the stack builds it, stays under
+// the 20 MB target; a dependency that drags in a large package fails here
+// rather than in a cold start.
+func TestFunctionBinariesUnderTarget(t *testing.T) {
+	assets := functionAssets(t)
+	for _, fn := range FunctionNames() {
+		st, err := os.Stat(filepath.Join(assets[fn], "bootstrap"))
+		if err != nil {
+			t.Fatalf("%s: %v", fn, err)
+		}
+		t.Logf("%s: %.2f MB", fn, float64(st.Size())/1e6)
+		if st.Size() >= maxFunctionBytes {
+			t.Errorf("%s is %d bytes (%.2f MB): over the %d MB target; see what it links with go list -deps and go tool nm -size", fn, st.Size(), float64(st.Size())/1e6, maxFunctionBytes/1_000_000)
+		}
+	}
+}
