@@ -76,6 +76,10 @@ type Inputs struct {
 	Zones       []string
 	Spot        catalog.SpotPricer
 	Unavailable func(instanceType, zone, capacityType string) bool
+	// Volumes are the cluster's PersistentVolumeClaims, PersistentVolumes
+	// and StorageClasses: a pod with a zonal volume moves only to a node in
+	// its volume's zone (nil: not read; volumes do not narrow nodes).
+	Volumes *scheduling.Volumes
 	// CurrentImages are, per EC2NodeClass, the AMI IDs its selector
 	// resolves to now: a node whose record's ImageID is not among them has
 	// drifted (nil: AMI drift is not checked).

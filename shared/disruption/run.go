@@ -244,6 +244,7 @@ func (r *Run) Inputs(ctx context.Context) (consolidation.Inputs, error) {
 		Now: e.Now(), Nodes: view.Nodes, Pods: view.Pods, PDBs: view.PDBs, DaemonSets: view.DaemonSets,
 		Records: records, Actions: open, NodePools: pools, NodeClasses: classes, Catalog: R.Catalog, Zones: zones,
 		Unavailable: state.NewUnavailableSet(unavail).Has, SpotToSpot: r.SpotToSpot, Budget: r.budget(ctx),
+		Volumes: view.Volumes,
 	}
 	if R.Spot != nil {
 		if err := R.Spot.Ensure(ctx); err == nil {
