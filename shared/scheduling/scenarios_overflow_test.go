@@ -1,6 +1,10 @@
 package scheduling_test
 
 import (
+	"math"
+	"testing"
+
+	"github.com/nodewright/nodewright/shared/scheduling"
 	st "github.com/nodewright/nodewright/shared/scheduling/schedtest"
 )
 
@@ -20,7 +24,8 @@ func overflowScenarios() []scenario {
 		{
 			name: "a memory request of int64's maximum is unschedulable and leaves the bound alone",
 			in:   input(types(st.SyntheticTypes(20)...), podList(append(podsN(3, po{Name: "web", CPU: "1", Memory: "1Gi"}), pod(po{Name: "hog", Memory: "9223372036854775807"})))),
-			want: []check{claims(1), unschedulable("hog", "requests 9223372036854775807 memory"), unschedulableCount(1, "more than")},
+			want: []check{claims(1), unschedulable("hog", "requests 9223372036854775807 memory"), unschedulableCount(1, "more than"),
+				sameBoundAs(input(types(st.SyntheticTypes(20)...), podList(podsN(3, po{Name: "web", CPU: "1", Memory: "1Gi"}))))},
 		},
 		{
 			name: "many pods too large to count do not overflow when grouped",
@@ -39,5 +44,20 @@ func overflowScenarios() []scenario {
 				podList(podsN(3, po{Name: "worker", CPU: "1500m"}))),
 			want: []check{allScheduled(), claims(1)},
 		},
+	}
+}
+
+// sameBoundAs: the plan's lower bound is the one of other (the same pods
+// without the ones too large to count, which used to pull it down).
+func sameBoundAs(other scheduling.Input) check {
+	return func(t *testing.T, p *plan) {
+		r, err := scheduling.Solve(other)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := r.LowerBoundPricePerHour
+		if want <= 0 || math.Abs(p.res.LowerBoundPricePerHour-want) > 1e-9 {
+			t.Errorf("lower bound %v, want %v (the same pods without the one too large to count)", p.res.LowerBoundPricePerHour, want)
+		}
 	}
 }
