@@ -181,10 +181,8 @@ func pendingSince(p *corev1.Pod) (time.Time, bool) {
 		p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 		return time.Time{}, false
 	}
-	for _, o := range p.OwnerReferences {
-		if o.Kind == "DaemonSet" || o.Kind == "Node" {
-			return time.Time{}, false
-		}
+	if podstate.OwnedBy(p, "DaemonSet", "Node") {
+		return time.Time{}, false
 	}
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodScheduled {
