@@ -183,13 +183,33 @@ func emittedMetrics(root string, consts map[string]string, dirs ...string) (map[
 					}
 				}
 			}
+			// A package's own emit helper (func (h *Handler) emit(name
+			// string, ...) forwarding to Metrics.Emit(name, ...)) is a
+			// wrapper: its forwarding call is not checked, its callers are.
+			var wrapperParam string
 			ast.Inspect(f, func(n ast.Node) bool {
+				if fd, ok := n.(*ast.FuncDecl); ok {
+					wrapperParam = ""
+					if fd.Name.Name == "emit" && fd.Type.Params != nil && len(fd.Type.Params.List) > 0 && len(fd.Type.Params.List[0].Names) > 0 {
+						wrapperParam = fd.Type.Params.List[0].Names[0].Name
+					}
+					return true
+				}
 				call, ok := n.(*ast.CallExpr)
 				if !ok {
 					return true
 				}
-				sel, ok := call.Fun.(*ast.SelectorExpr)
-				if !ok || sel.Sel.Name != "Emit" || len(call.Args) == 0 {
+				var name string
+				switch fn := call.Fun.(type) {
+				case *ast.SelectorExpr:
+					name = fn.Sel.Name
+				case *ast.Ident:
+					name = fn.Name
+				}
+				if (name != "Emit" && name != "emit") || len(call.Args) == 0 {
+					return true
+				}
+				if id, ok := call.Args[0].(*ast.Ident); ok && wrapperParam != "" && id.Name == wrapperParam {
 					return true
 				}
 				pos := fset.Position(call.Pos())
@@ -332,6 +352,19 @@ func f(e E, name string) {
 }
 `)
 	write("functions/y/y.go", "package y\n\nimport \""+metricsImport+"\"\n\nfunc g(e interface{ Emit(string, float64, any) error }) { _ = e.Emit(metrics.B, 2, nil) }\n")
+	write("shared/z/z.go", `package z
+
+import "`+metricsImport+`"
+
+type H struct{ M interface{ Emit(string, float64, any) error } }
+
+func (h *H) emit(name string, v float64) { _ = h.M.Emit(name, v, nil) }
+
+func (h *H) run(other string) {
+	h.emit(metrics.A, 1)
+	h.emit(other, 1)
+}
+`)
 	write("functions/y/y_test.go", "package y\n\nimport \""+metricsImport+"\"\n\nfunc h(e interface{ Emit(string, float64, any) error }) { _ = e.Emit(metrics.New, 2, nil) }\n")
 	consts, err := metricConstants(filepath.Join(root, "shared", "metrics"))
 	if err != nil {
@@ -341,11 +374,14 @@ func f(e E, name string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string][]string{"Alpha": {"shared/x/x.go:8"}, "Brand": {"shared/x/x.go:9"}, "Beta": {"functions/y/y.go:5"}}
+	want := map[string][]string{"Alpha": {"shared/x/x.go:8", "shared/z/z.go:10"}, "Brand": {"shared/x/x.go:9"}, "Beta": {"functions/y/y.go:5"}}
 	if js(emitted) != js(want) {
 		t.Errorf("emitted %v, want %v", emitted, want)
 	}
-	if len(problems) != 1 || !strings.HasPrefix(problems[0], "shared/x/x.go:10: Emit's metric is not a constant") {
+	// A package's emit wrapper forwards its parameter: its callers are
+	// checked, the forwarding is not.
+	if len(problems) != 2 || !strings.HasPrefix(problems[0], "shared/x/x.go:10: Emit's metric is not a constant") ||
+		!strings.HasPrefix(problems[1], "shared/z/z.go:11: Emit's metric is not a constant") {
 		t.Errorf("problems %q", problems)
 	}
 	mismatches := strings.Join(compareMetrics(emitted, map[string]bool{"Alpha": true, "Beta": true, "Gone": true}, map[string]bool{"Alpha": true, "Lost": true}), "\n")
