@@ -410,36 +410,66 @@ func (e *Executor) beginDraining(ctx context.Context, a *state.Action) error {
 // markCandidates marks the candidates' records so solves place their pods
 // elsewhere (Reschedule), lets change alter the disruption further
 // (reporting whether it did), and shows each record as written to seen.
-// A conflicting write is read again and retried.
 func (e *Executor) markCandidates(ctx context.Context, a *state.Action, change func(*state.NodeClaim) bool, seen ...func(*state.NodeClaim)) error {
-	for _, name := range a.NodeClaims {
+	return e.editRecords(ctx, a.NodeClaims, "mark", func(r *state.NodeClaim) edit {
+		if r.Disruption == nil || r.Disruption.Action != a.ID {
+			return skip
+		}
+		changed := !r.Disruption.Reschedule
+		r.Disruption.Reschedule = true
+		if change != nil && change(r) {
+			changed = true
+		}
+		if changed {
+			return write
+		}
+		return keep
+	}, func(r *state.NodeClaim) {
+		for _, f := range seen {
+			f(r)
+		}
+	})
+}
+
+// edit is what editRecords does with a record once its function has seen
+// it.
+type edit int
+
+const (
+	skip  edit = iota // leave it: not this action's to change
+	keep              // nothing to write; it is as wanted
+	write             // write it back
+)
+
+// editRecords reads each named record, lets fn change it and writes it
+// back when fn says so, then shows it to seen (unless skipped). A
+// conflicting write is read again and retried, at most markAttempts times;
+// a record that is gone is passed over.
+func (e *Executor) editRecords(ctx context.Context, names []string, what string, fn func(*state.NodeClaim) edit, seen func(*state.NodeClaim)) error {
+	for _, name := range names {
 		for attempt := 1; ; attempt++ {
 			r, err := e.Store.GetNodeClaim(ctx, name)
 			if errors.Is(err, state.ErrNotFound) {
 				break
 			}
 			if err != nil {
-				return fmt.Errorf("mark nodeclaim %s: %w", name, err)
+				return fmt.Errorf("%s nodeclaim %s: %w", what, name, err)
 			}
-			if r.Disruption == nil || r.Disruption.Action != a.ID {
+			ed := fn(r)
+			if ed == skip {
 				break
 			}
-			changed := !r.Disruption.Reschedule
-			r.Disruption.Reschedule = true
-			if change != nil && change(r) {
-				changed = true
-			}
-			if changed {
+			if ed == write {
 				err = e.Store.PutNodeClaim(ctx, r)
 			}
 			if err == nil {
-				for _, f := range seen {
-					f(r)
+				if seen != nil {
+					seen(r)
 				}
 				break
 			}
 			if !errors.Is(err, state.ErrConflict) || attempt == markAttempts {
-				return fmt.Errorf("mark nodeclaim %s: %w", name, err)
+				return fmt.Errorf("%s nodeclaim %s: %w", what, name, err)
 			}
 		}
 	}
@@ -581,29 +611,13 @@ func (e *Executor) drain(ctx context.Context, a *state.Action) (bool, error) {
 // markTerminating marks the drained candidates' records terminating: from
 // then on they are only terminated and removed, never drained again.
 func (e *Executor) markTerminating(ctx context.Context, a *state.Action) error {
-	for _, name := range a.NodeClaims {
-		for attempt := 1; ; attempt++ {
-			r, err := e.Store.GetNodeClaim(ctx, name)
-			if errors.Is(err, state.ErrNotFound) {
-				break
-			}
-			if err != nil {
-				return fmt.Errorf("mark nodeclaim %s terminating: %w", name, err)
-			}
-			if r.Phase == state.Terminating {
-				break
-			}
-			r.Phase = state.Terminating
-			err = e.Store.PutNodeClaim(ctx, r)
-			if err == nil {
-				break
-			}
-			if !errors.Is(err, state.ErrConflict) || attempt == markAttempts {
-				return fmt.Errorf("mark nodeclaim %s terminating: %w", name, err)
-			}
+	return e.editRecords(ctx, a.NodeClaims, "mark terminating", func(r *state.NodeClaim) edit {
+		if r.Phase == state.Terminating {
+			return skip
 		}
-	}
-	return nil
+		r.Phase = state.Terminating
+		return write
+	}, nil)
 }
 
 // terminate terminates every drained candidate's instance and removes its

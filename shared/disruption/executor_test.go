@@ -46,7 +46,7 @@ func TestReplacementStepsInOrder(t *testing.T) {
 		t.Fatalf("inside the validation wait: step %s, %d validations, calls %v", got, r.checks, r.cap.calls)
 	}
 
-	r.clock.advance(validationWait)
+	r.clock.Step(validationWait)
 	r.advance(a) // validated, replacement launched, not ready yet
 	got := r.stored(a.ID)
 	if got.Step != state.StepReplacing || len(got.Replacements) != 1 || r.checks != 1 {
@@ -94,7 +94,7 @@ func TestReplacementStepsInOrder(t *testing.T) {
 func TestDeletionStepsInOrder(t *testing.T) {
 	r := newRig(t)
 	a := r.start(command(false))
-	r.clock.advance(validationWait)
+	r.clock.Step(validationWait)
 	r.advance(a)
 	want := []string{state.StepPlanned, state.StepDraining, state.StepTerminate, state.StepDone}
 	if got := r.steps(); !slices.Equal(got, want) || a.Step != state.StepDone {
@@ -157,7 +157,7 @@ func TestResumesWhereTheLastInvocationStopped(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRig(t)
 			a := r.start(command(true))
-			r.clock.advance(validationWait)
+			r.clock.Step(validationWait)
 			tc.leave(r, r.stored(a.ID))
 			r.rebuild() // a new invocation
 			a = r.stored(a.ID)
@@ -203,7 +203,7 @@ func TestAbandons(t *testing.T) {
 			r.cap.launchN = 1
 		}, nil, "InsufficientInstanceCapacity", "Replacement"},
 		{"replacement not ready in time", nil, func(r *rig, a *state.Action) {
-			r.clock.advance(11 * time.Minute)
+			r.clock.Step(11 * time.Minute)
 		}, "did not become ready in time", "Replacement"},
 		{"replacement gone", nil, func(r *rig, a *state.Action) {
 			r.store.mu.Lock()
@@ -218,7 +218,7 @@ func TestAbandons(t *testing.T) {
 				tc.setup(r, &cmd)
 			}
 			a := r.start(cmd)
-			r.clock.advance(validationWait)
+			r.clock.Step(validationWait)
 			r.advance(a)
 			if tc.after != nil {
 				tc.after(r, a)
@@ -273,9 +273,9 @@ func TestTerminationGracePeriodCountsFromTheDrain(t *testing.T) {
 	}
 	r.rebuild()
 	a := r.start(command(true))
-	r.clock.advance(validationWait)
+	r.clock.Step(validationWait)
 	r.advance(a)
-	r.clock.advance(8 * time.Minute) // a slow boot
+	r.clock.Step(8 * time.Minute) // a slow boot
 	r.store.setPhase(a.Replacements[0], state.Initialized)
 	drainStart := r.clock.Now()
 	r.advance(a)
@@ -290,7 +290,7 @@ func TestTerminationGracePeriodCountsFromTheDrain(t *testing.T) {
 		t.Errorf("recorded deadline %v (action %v), want %v", rec.Disruption.Deadline, r.stored(a.ID).Deadline, wantDeadline)
 	}
 
-	r.clock.advance(grace - time.Minute)
+	r.clock.Step(grace - time.Minute)
 	r.rebuild() // a later tick
 	a = r.stored(a.ID)
 	r.advance(a)
@@ -300,7 +300,7 @@ func TestTerminationGracePeriodCountsFromTheDrain(t *testing.T) {
 	if dl := r.drainer.calls[0].opts.Deadline; !dl.Equal(wantDeadline) {
 		t.Errorf("the later tick drains to %v, want the deadline set when draining began, %v", dl, wantDeadline)
 	}
-	r.clock.advance(time.Minute)
+	r.clock.Step(time.Minute)
 	r.advance(a)
 	if a.Step != state.StepDone || !slices.Equal(a.Stranded, []string{"default/web-0"}) {
 		t.Errorf("past the deadline: step %s, forced %v; want done with default/web-0 forced", a.Step, a.Stranded)
@@ -312,7 +312,7 @@ func TestTerminationGracePeriodCountsFromTheDrain(t *testing.T) {
 func TestNoGraceNoDeadline(t *testing.T) {
 	r := newRig(t)
 	a := r.start(command(false))
-	r.clock.advance(validationWait)
+	r.clock.Step(validationWait)
 	r.advance(a)
 	if len(r.drainer.calls) != 1 || !r.drainer.calls[0].opts.Deadline.IsZero() || r.drainer.calls[0].opts.Force {
 		t.Errorf("drain calls %+v: want one, with no deadline and not forced", r.drainer.calls)

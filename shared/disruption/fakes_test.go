@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	testingclock "k8s.io/utils/clock/testing"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -25,24 +27,6 @@ import (
 
 // t0 is when every test's action is planned.
 var t0 = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
-
-// clock is a settable clock.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
 
 // fakeStore keeps records and actions in memory, with versions and
 // conditional writes as the state table has them, and every action write
@@ -201,7 +185,7 @@ func (s *fakeStore) RecordDecision(_ context.Context, d *state.Decision, id stri
 type fakeCapacity struct {
 	s       *fakeStore
 	src     *fakeSource
-	clock   *clock
+	clock   *testingclock.FakeClock
 	launchN int // how many of the claims launch (default all)
 	fail    bool
 	calls   []string
@@ -346,7 +330,7 @@ func (f *fakeMetrics) sum(name string) float64 {
 // "nc-a", NodePool "default") whose pods are to move.
 type rig struct {
 	t        *testing.T
-	clock    *clock
+	clock    *testingclock.FakeClock
 	store    *fakeStore
 	cap      *fakeCapacity
 	src      *fakeSource
@@ -362,7 +346,7 @@ type rig struct {
 const validationWait = 15 * time.Second
 
 func newRig(t *testing.T) *rig {
-	r := &rig{t: t, clock: &clock{now: t0}, store: newStore(), src: &fakeSource{}, nodes: &fakeNodes{tainted: map[string]bool{}},
+	r := &rig{t: t, clock: testingclock.NewFakeClock(t0), store: newStore(), src: &fakeSource{}, nodes: &fakeNodes{tainted: map[string]bool{}},
 		drainer: &fakeDrainer{}, events: &fakeEvents{}, metrics: &fakeMetrics{}}
 	r.cap = &fakeCapacity{s: r.store, src: r.src, clock: r.clock}
 	pool := &apis.NodePool{}

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	testingclock "k8s.io/utils/clock/testing"
+
 	"github.com/aws/aws-lambda-go/events"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,23 +26,6 @@ import (
 
 // warned is when the tests' spot interruption warnings were sent.
 var warned = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
-
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) set(t time.Time) {
-	c.mu.Lock()
-	c.now = t
-	c.mu.Unlock()
-}
 
 // fakeStore keeps records, actions, leases, unavailable offerings and
 // messages in memory; records and actions are copied in and out, as the
@@ -213,7 +198,7 @@ func (f *fakeMetrics) Emit(name string, _ float64, dims metrics.Dims) error {
 // i-0aaaaaaaaaaaaaaaa, record nc-a), running three pods.
 type rig struct {
 	t       *testing.T
-	clock   *clock
+	clock   *testingclock.FakeClock
 	store   *fakeStore
 	cap     *fakeCapacity
 	nodes   *fakeNodes
@@ -224,7 +209,7 @@ type rig struct {
 const instanceA = "i-0aaaaaaaaaaaaaaaa"
 
 func newRig(t *testing.T, drain func(req provision.RetireRequest, n int) provision.Retired) *rig {
-	r := &rig{t: t, clock: &clock{now: warned.Add(time.Second)}, store: newStore(), nodes: &fakeNodes{tainted: map[string]bool{}},
+	r := &rig{t: t, clock: testingclock.NewFakeClock(warned.Add(time.Second)), store: newStore(), nodes: &fakeNodes{tainted: map[string]bool{}},
 		metrics: &fakeMetrics{points: map[string][]metrics.Dims{}}}
 	r.cap = &fakeCapacity{drain: drain, s: r.store}
 	r.store.recs["nc-a"] = &state.NodeClaim{Name: "nc-a", NodePool: "default", Phase: state.Initialized, InstanceID: instanceA,
@@ -341,7 +326,7 @@ func TestDrainBlockedByAPDBResumesOnTheNextMessage(t *testing.T) {
 func TestDrainThatCannotFinishRecordsTheStrandedPods(t *testing.T) {
 	var r *rig
 	r = newRig(t, func(req provision.RetireRequest, n int) provision.Retired {
-		r.clock.set(r.clock.Now().Add(20 * time.Second)) // each pass takes a while
+		r.clock.SetTime(r.clock.Now().Add(20 * time.Second)) // each pass takes a while
 		return r.blockedByPDB(req, n)
 	})
 	resp := r.deliver(time.Minute, spotWarning("evt-1"))
@@ -372,7 +357,7 @@ func TestInstanceEndsBeforeTheDrain(t *testing.T) {
 	if a := r.store.action(ActionPrefix + instanceA); a.Step != state.StepDraining || len(a.Stranded) != 0 {
 		t.Fatalf("after the warning: %+v; want draining, nothing stranded", a)
 	}
-	r.clock.set(warned.Add(90 * time.Second))
+	r.clock.SetTime(warned.Add(90 * time.Second))
 	resp := r.deliver(time.Minute, stateChange("evt-2", "shutting-down"))
 	if len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("failures %+v", resp.BatchItemFailures)

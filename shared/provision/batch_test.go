@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	testingclock "k8s.io/utils/clock/testing"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -88,7 +90,7 @@ func TestSettle(t *testing.T) {
 		{name: "a custom idle", arrivals: []arrival{{0, fresh}, {200 * time.Millisecond, fresh}}, idle: 2 * time.Second, want: 2200 * time.Millisecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			clock := newClock(settleStart)
+			clock := testingclock.NewFakeClock(settleStart)
 			pods := map[int]*corev1.Pod{}
 			view := func(now time.Time) (*View, error) {
 				v := &View{}
@@ -122,7 +124,7 @@ func TestSettle(t *testing.T) {
 // Settle looks at the cluster every 100 ms at most while it waits, and
 // passes on the view's error and the context's end.
 func TestSettlePollsAndStops(t *testing.T) {
-	clock := newClock(settleStart)
+	clock := testingclock.NewFakeClock(settleStart)
 	src := func(now time.Time) (*View, error) {
 		return &View{Pods: []*corev1.Pod{unevaluated("a", settleStart)}}, nil
 	}
@@ -130,7 +132,7 @@ func TestSettlePollsAndStops(t *testing.T) {
 	var waits []time.Duration
 	r.wait = func(_ context.Context, d time.Duration) error {
 		waits = append(waits, d)
-		clock.Advance(d)
+		clock.Step(d)
 		return nil
 	}
 	b, err := r.Settle(context.Background(), 0, 0)
@@ -221,7 +223,7 @@ func TestSettleWithSlowLooks(t *testing.T) {
 			want: 1750 * time.Millisecond, wantLooks: 7},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			clock := newClock(settleStart)
+			clock := testingclock.NewFakeClock(settleStart)
 			src := func(now time.Time) (*View, error) {
 				v := &View{}
 				for i, at := range tc.arrivals {
@@ -229,7 +231,7 @@ func TestSettleWithSlowLooks(t *testing.T) {
 						v.Pods = append(v.Pods, unevaluated(fmt.Sprintf("p%d", i), settleStart))
 					}
 				}
-				clock.Advance(tc.look) // the look takes its time
+				clock.Step(tc.look) // the look takes its time
 				return v, nil
 			}
 			r, _, _, _ := testReconciler(t, clock, src)
@@ -257,7 +259,7 @@ func (s podsOnly) Pods(context.Context) ([]*corev1.Pod, error) {
 
 // Settle's looks read only the pods when the source can.
 func TestSettleLooksAtPodsOnly(t *testing.T) {
-	clock := newClock(settleStart)
+	clock := testingclock.NewFakeClock(settleStart)
 	r, _, _, _ := testReconciler(t, clock, nil)
 	r.Source = podsOnly{pods: []*corev1.Pod{unevaluated("a", settleStart)}}
 	b, err := r.Settle(context.Background(), 0, 0)

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	testingclock "k8s.io/utils/clock/testing"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -19,29 +21,9 @@ import (
 	"github.com/nodewright/nodewright/shared/state/statetest"
 )
 
-// fakeClock is an injected clock that only moves when told.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newClock(t time.Time) *fakeClock { return &fakeClock{now: t} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
-
 // fakeSource answers View with what fn returns at the clock's time.
 type fakeSource struct {
-	clock *fakeClock
+	clock *testingclock.FakeClock
 	fn    func(now time.Time) (*View, error)
 	mu    sync.Mutex
 	calls int
@@ -166,7 +148,7 @@ func (e *fakeEvents) All() []string {
 }
 
 // testStore is a state store over an in-memory table.
-func testStore(t *testing.T, clock *fakeClock) (*state.Store, *statetest.DB) {
+func testStore(t *testing.T, clock *testingclock.FakeClock) (*state.Store, *statetest.DB) {
 	t.Helper()
 	db := statetest.New()
 	s, err := state.New(db, "nodewright-state", "test-cluster", clock.Now)
@@ -178,7 +160,7 @@ func testStore(t *testing.T, clock *fakeClock) (*state.Store, *statetest.DB) {
 
 // testLease is a held provision lease (the in-memory table does not check
 // fencing conditions).
-func testLease(clock *fakeClock) *state.Lease {
+func testLease(clock *testingclock.FakeClock) *state.Lease {
 	return &state.Lease{Name: state.LeaseProvision, Holder: "test", Token: 1, Until: clock.Now().Add(time.Minute)}
 }
 
@@ -207,7 +189,7 @@ func unevaluated(name string, created time.Time) *corev1.Pod {
 
 // testReconciler is a reconciler over fakes and an in-memory table, on
 // clock, with the production pool and class of the shared examples.
-func testReconciler(t *testing.T, clock *fakeClock, src func(now time.Time) (*View, error)) (*Reconciler, *fakeFleet, *fakeMetrics, *statetest.DB) {
+func testReconciler(t *testing.T, clock *testingclock.FakeClock, src func(now time.Time) (*View, error)) (*Reconciler, *fakeFleet, *fakeMetrics, *statetest.DB) {
 	t.Helper()
 	pools, classes, err := st.ProductionPool()
 	if err != nil {
@@ -231,7 +213,7 @@ func testReconciler(t *testing.T, clock *fakeClock, src func(now time.Time) (*Vi
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		clock.Advance(d)
+		clock.Step(d)
 		return nil
 	}
 	return r, fl, m, db

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	testingclock "k8s.io/utils/clock/testing"
+
 	"github.com/aws/smithy-go"
 	corev1 "k8s.io/api/core/v1"
 
@@ -47,7 +49,7 @@ func TestCreateFleetRetriesThrottling(t *testing.T) {
 		{name: "a capacity error is not retried", errs: []error{apiError("InsufficientInstanceCapacity")}, wantCalls: 1, wantErr: "InsufficientInstanceCapacity"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			clock := newClock(t0)
+			clock := testingclock.NewFakeClock(t0)
 			r, fl, _, _ := testReconciler(t, clock, nil)
 			fl.launch = func(req fleet.Request, call int) ([]*fleet.Instance, error) {
 				if call <= len(tc.errs) {
@@ -62,7 +64,7 @@ func TestCreateFleetRetriesThrottling(t *testing.T) {
 			}
 			r.wait = func(_ context.Context, d time.Duration) error {
 				waits = append(waits, d)
-				clock.Advance(d)
+				clock.Step(d)
 				return nil
 			}
 			if err := r.init(); err != nil {
@@ -102,7 +104,7 @@ func TestCreateFleetRetriesThrottling(t *testing.T) {
 
 // A throttled call whose invocation ends while it waits stops at once.
 func TestCreateFleetStopsWaitingWhenTheContextEnds(t *testing.T) {
-	clock := newClock(t0)
+	clock := testingclock.NewFakeClock(t0)
 	r, fl, _, _ := testReconciler(t, clock, nil)
 	fl.launch = func(fleet.Request, int) ([]*fleet.Instance, error) { return nil, apiError("RequestLimitExceeded") }
 	ctx, cancel := context.WithCancel(context.Background())
@@ -140,7 +142,7 @@ func bigPods(n int, at time.Time) []*corev1.Pod {
 // round solves again at once and launches the missing capacity under a new
 // name (a reused name would be a reused ClientToken).
 func TestPartialFleetRecordsWhatLaunchedAndRetriesTheRest(t *testing.T) {
-	clock := newClock(t0)
+	clock := testingclock.NewFakeClock(t0)
 	pods := bigPods(3, t0)
 	r, fl, m, _ := testReconciler(t, clock, func(time.Time) (*View, error) { return &View{Pods: pods}, nil })
 	ev := &fakeEvents{}

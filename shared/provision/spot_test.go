@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	testingclock "k8s.io/utils/clock/testing"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
@@ -57,7 +59,7 @@ func (f *fakeSpotAPI) Calls() int {
 }
 
 // spotCache is a cold container's cache on a shared table.
-func spotCache(t *testing.T, clock *fakeClock, store *state.Store, api *fakeSpotAPI) *SpotCache {
+func spotCache(t *testing.T, clock *testingclock.FakeClock, store *state.Store, api *fakeSpotAPI) *SpotCache {
 	t.Helper()
 	return &SpotCache{Prices: pricing.NewEC2Prices(api, clock.Now), Store: store, Now: clock.Now, Log: slog.New(slog.DiscardHandler)}
 }
@@ -88,7 +90,7 @@ func priceOf(t *testing.T, c *SpotCache) float64 {
 // the warm container then answers from memory (no more reads) until the
 // prices are an hour old.
 func TestSpotCacheColdContainerReadsTheTableItem(t *testing.T) {
-	clock := newClock(t0.Add(10 * time.Minute))
+	clock := testingclock.NewFakeClock(t0.Add(10 * time.Minute))
 	store, db := testStore(t, clock)
 	storeItem(t, db, t0, 0.03)
 	api := &fakeSpotAPI{price: 0.05}
@@ -102,7 +104,7 @@ func TestSpotCacheColdContainerReadsTheTableItem(t *testing.T) {
 	if p := priceOf(t, c); p != 0.03 || api.Calls() != 0 || db.Calls("GetItem") != 1 {
 		t.Errorf("price %v, %d EC2 calls, %d table reads: want the item's 0.03, no EC2 call, one read", p, api.Calls(), db.Calls("GetItem"))
 	}
-	clock.Advance(49 * time.Minute) // 59 minutes old
+	clock.Step(49 * time.Minute) // 59 minutes old
 	if err := c.Ensure(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +117,7 @@ func TestSpotCacheColdContainerReadsTheTableItem(t *testing.T) {
 // A cluster that never had prices is the one case that waits for EC2; the
 // result is written to the table for every other container.
 func TestSpotCacheFirstPricesWaitForEC2(t *testing.T) {
-	clock := newClock(t0)
+	clock := testingclock.NewFakeClock(t0)
 	store, db := testStore(t, clock)
 	api := &fakeSpotAPI{price: 0.04}
 	c := spotCache(t, clock, store, api)
@@ -145,7 +147,7 @@ func TestSpotCacheFirstPricesWaitForEC2(t *testing.T) {
 // background: Ensure never waits for it, concurrent rounds start no second
 // refresh, and the refresh rewrites the item.
 func TestSpotCacheStalePricesRefreshInTheBackground(t *testing.T) {
-	clock := newClock(t0.Add(61 * time.Minute))
+	clock := testingclock.NewFakeClock(t0.Add(61 * time.Minute))
 	store, db := testStore(t, clock)
 	storeItem(t, db, t0, 0.03)
 	api := &fakeSpotAPI{price: 0.05, gate: make(chan struct{})}
@@ -184,7 +186,7 @@ func TestSpotCacheStalePricesRefreshInTheBackground(t *testing.T) {
 // A warm container whose prices went stale first reads the table again:
 // another container that refreshed it within the hour saves the EC2 call.
 func TestSpotCacheWarmContainerTakesAnotherContainersRefresh(t *testing.T) {
-	clock := newClock(t0)
+	clock := testingclock.NewFakeClock(t0)
 	store, db := testStore(t, clock)
 	storeItem(t, db, t0, 0.03)
 	api := &fakeSpotAPI{price: 0.05}
@@ -193,7 +195,7 @@ func TestSpotCacheWarmContainerTakesAnotherContainersRefresh(t *testing.T) {
 	if err := c.Ensure(ctx); err != nil {
 		t.Fatal(err)
 	}
-	clock.Advance(70 * time.Minute)
+	clock.Step(70 * time.Minute)
 	storeItem(t, db, t0.Add(65*time.Minute), 0.02) // another container's refresh
 	if err := c.Ensure(ctx); err != nil {
 		t.Fatal(err)
@@ -203,7 +205,7 @@ func TestSpotCacheWarmContainerTakesAnotherContainersRefresh(t *testing.T) {
 		t.Errorf("price %v after %d EC2 calls, want the other container's 0.02 and no call", p, api.Calls())
 	}
 	// An hour after that refresh, nobody refreshed: this container does.
-	clock.Advance(61 * time.Minute)
+	clock.Step(61 * time.Minute)
 	if err := c.Ensure(ctx); err != nil {
 		t.Fatal(err)
 	}

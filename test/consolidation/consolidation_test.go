@@ -584,34 +584,15 @@ func (r *readiness) of(node string) time.Time {
 	return r.at[node]
 }
 
-// firstDeletion watches app's pods and returns a function that tells
-// when the first of them began terminating (an eviction or a deletion).
+// firstDeletion watches app's pods and returns a function that tells when the
+// first of them began terminating (an eviction or a deletion).
 func firstDeletion(t *testing.T, app string) func() time.Time {
 	t.Helper()
-	c := harness.Ctx(t)
-	w, err := suite.LC.Kube.CoreV1().Pods("default").Watch(c, metav1.ListOptions{LabelSelector: "app=" + app})
+	first, err := harness.FirstTermination(harness.Ctx(t), suite.LC, "default", app)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var mu sync.Mutex
-	var first time.Time
-	go func() {
-		for ev := range w.ResultChan() {
-			if p, ok := ev.Object.(*corev1.Pod); ok && (p.DeletionTimestamp != nil || ev.Type == "DELETED") {
-				mu.Lock()
-				if first.IsZero() {
-					first = time.Now()
-				}
-				mu.Unlock()
-			}
-		}
-	}()
-	t.Cleanup(w.Stop)
-	return func() time.Time {
-		mu.Lock()
-		defer mu.Unlock()
-		return first
-	}
+	return first
 }
 
 // TestReplacementReadyFirstAndResumed: a 2xlarge node left with one 1-CPU

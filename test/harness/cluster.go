@@ -303,6 +303,38 @@ type PDBWatch struct {
 	everComplete bool
 }
 
+// FirstTermination watches app's pods in namespace and returns a function
+// that tells when the first of them began terminating (an eviction or a
+// deletion; zero while none has). The watch ends with ctx.
+func FirstTermination(ctx context.Context, lc *localcloud.Cloud, namespace, app string) (func() time.Time, error) {
+	w, err := lc.Kube.CoreV1().Pods(namespace).Watch(ctx, metav1.ListOptions{LabelSelector: "app=" + app})
+	if err != nil {
+		return nil, fmt.Errorf("watch %s pods: %w", app, err)
+	}
+	var mu sync.Mutex
+	var first time.Time
+	go func() {
+		for ev := range w.ResultChan() {
+			if p, ok := ev.Object.(*corev1.Pod); ok && (p.DeletionTimestamp != nil || ev.Type == watch.Deleted) {
+				mu.Lock()
+				if first.IsZero() {
+					first = time.Now()
+				}
+				mu.Unlock()
+			}
+		}
+	}()
+	go func() {
+		<-ctx.Done()
+		w.Stop()
+	}()
+	return func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return first
+	}, nil
+}
+
 // WatchPDB watches app's pods; Violations reports how often more than
 // allowed were unavailable once all replicas had first been Ready.
 func WatchPDB(ctx context.Context, lc *localcloud.Cloud, namespace, app string, replicas int) (*PDBWatch, error) {

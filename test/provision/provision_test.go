@@ -32,9 +32,8 @@ import (
 	"github.com/nodewright/nodewright/test/localcloud/nodebridge"
 )
 
-// createInflate creates the example inflate Deployment, unchanged but for
-// its replica count.
-func createInflate(t *testing.T, replicas int) {
+// exampleInflate is the users' example inflate Deployment, as the file has it.
+func exampleInflate(t *testing.T) *appsv1.Deployment {
 	t.Helper()
 	path, err := refdata.Example("inflate.yaml")
 	if err != nil {
@@ -48,6 +47,48 @@ func createInflate(t *testing.T, replicas int) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return obj
+}
+
+// hintWhenUnschedulable waits until kube-scheduler has marked the pod
+// Unschedulable, then hints the function as the webhook would.
+func hintWhenUnschedulable(t *testing.T, h *harness.Harness, name string) {
+	t.Helper()
+	c := ctx(t)
+	if err := harness.Poll(c, 2*time.Minute, "pod "+name+" unschedulable", func() (bool, string, error) {
+		p, err := lc.Kube.CoreV1().Pods("default").Get(c, name, metav1.GetOptions{})
+		return err == nil && podstate.Provisionable(p), "", err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Hint(c, "default", name); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// nodeOnceRunning waits until the pod runs and returns its Node.
+func nodeOnceRunning(t *testing.T, name string, within time.Duration) *corev1.Node {
+	t.Helper()
+	c := ctx(t)
+	var node *corev1.Node
+	if err := harness.Poll(c, within, "pod "+name+" running", func() (bool, string, error) {
+		p, err := lc.Kube.CoreV1().Pods("default").Get(c, name, metav1.GetOptions{})
+		if err != nil || p.Spec.NodeName == "" || p.Status.Phase != corev1.PodRunning {
+			return false, fmt.Sprintf("err %v", err), nil
+		}
+		node, err = lc.Kube.CoreV1().Nodes().Get(c, p.Spec.NodeName, metav1.GetOptions{})
+		return err == nil, "", err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return node
+}
+
+// createInflate creates the example inflate Deployment, unchanged but for
+// its replica count.
+func createInflate(t *testing.T, replicas int) {
+	t.Helper()
+	obj := exampleInflate(t)
 	n := int32(replicas)
 	obj.Spec.Replicas = &n
 	if _, err := lc.Kube.AppsV1().Deployments("default").Create(ctx(t), obj, metav1.CreateOptions{}); err != nil {
@@ -679,26 +720,8 @@ func TestGPUPool(t *testing.T) {
 	if _, err := lc.Kube.CoreV1().Pods("default").Create(c, &pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := harness.Poll(c, time.Minute, "the GPU pod unschedulable", func() (bool, string, error) {
-		p, err := lc.Kube.CoreV1().Pods("default").Get(c, pod.Name, metav1.GetOptions{})
-		return err == nil && podstate.Provisionable(p), "", err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if err := h.Hint(c, "default", pod.Name); err != nil {
-		t.Fatal(err)
-	}
-	var node *corev1.Node
-	if err := harness.Poll(c, 2*time.Minute, "the GPU pod running", func() (bool, string, error) {
-		p, err := lc.Kube.CoreV1().Pods("default").Get(c, pod.Name, metav1.GetOptions{})
-		if err != nil || p.Spec.NodeName == "" || p.Status.Phase != corev1.PodRunning {
-			return false, fmt.Sprint(err), nil
-		}
-		node, err = lc.Kube.CoreV1().Nodes().Get(c, p.Spec.NodeName, metav1.GetOptions{})
-		return err == nil, "", err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	hintWhenUnschedulable(t, h, pod.Name)
+	node := nodeOnceRunning(t, pod.Name, 2*time.Minute)
 	cat := node.Labels[apis.LabelInstanceCategory]
 	if cat != "g" && cat != "p" || node.Labels[apis.LabelNodePool] != "gpu-training" {
 		t.Errorf("GPU pod on %s (category %q, pool %q)", node.Labels[apis.LabelInstanceType], cat, node.Labels[apis.LabelNodePool])
@@ -853,18 +876,7 @@ func TestGettingStartedLimit(t *testing.T) {
 	cfg := gettingStarted(t)
 	const pool = "getting-started"
 	h := newHarness(t, harness.Options{NodePools: cfg.NodePools, NodeClasses: cfg.NodeClasses})
-	path, err := refdata.Example("inflate.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := decodeDeployment(b)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := exampleInflate(t)
 	const app = "gs-inflate"
 	d.Name = app
 	d.Spec.Selector.MatchLabels = map[string]string{"app": app}

@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodewright/nodewright/shared/apis"
-	"github.com/nodewright/nodewright/shared/podstate"
 	"github.com/nodewright/nodewright/shared/scheduling"
 	"github.com/nodewright/nodewright/test/harness"
 )
@@ -84,26 +83,8 @@ func TestVolumeZone(t *testing.T) {
 	t.Cleanup(func() {
 		_ = lc.Kube.CoreV1().Pods("default").Delete(harness.Ctx(t), pod.Name, metav1.DeleteOptions{})
 	})
-	if err := harness.Poll(c, 2*time.Minute, "the pod unschedulable", func() (bool, string, error) {
-		p, err := lc.Kube.CoreV1().Pods("default").Get(c, pod.Name, metav1.GetOptions{})
-		return err == nil && podstate.Provisionable(p), "", err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if err := h.Hint(c, "default", pod.Name); err != nil {
-		t.Fatal(err)
-	}
-	var node *corev1.Node
-	if err := harness.Poll(c, 3*time.Minute, "the pod running", func() (bool, string, error) {
-		p, err := lc.Kube.CoreV1().Pods("default").Get(c, pod.Name, metav1.GetOptions{})
-		if err != nil || p.Spec.NodeName == "" || p.Status.Phase != corev1.PodRunning {
-			return false, fmt.Sprintf("err %v, node %q", err, p.Spec.NodeName), nil
-		}
-		node, err = lc.Kube.CoreV1().Nodes().Get(c, p.Spec.NodeName, metav1.GetOptions{})
-		return err == nil, "", err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	hintWhenUnschedulable(t, h, pod.Name)
+	node := nodeOnceRunning(t, pod.Name, 3*time.Minute)
 	if got := node.Labels[corev1.LabelTopologyZone]; got != zone || node.Labels[apis.LabelNodePool] != "vol" {
 		t.Errorf("pod on node %s in zone %q of pool %q, want zone %s of pool vol", node.Name, got, node.Labels[apis.LabelNodePool], zone)
 	}
