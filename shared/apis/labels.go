@@ -144,3 +144,10 @@ var WellKnownLabels = map[string]bool{
 	LabelInstanceAcceleratorManufacturer: true, LabelInstanceAcceleratorCount: true,
 	LabelInstanceCapabilityFlex: true, LabelCapacityReservationID: true, LabelInstanceTenancy: true,
 }
+
+// DisruptedTaint is the taint a node gets when Nodewright takes it out
+// (interruption, consolidation, deletion): karpenter.sh/disrupted:NoSchedule,
+// as Karpenter sets it, so no new pod lands there while it drains.
+func DisruptedTaint() corev1.Taint {
+	return corev1.Taint{Key: TaintKeyDisrupted, Effect: corev1.TaintEffectNoSchedule}
+}

@@ -113,7 +113,7 @@ func reschedulableOrDaemon(p *corev1.Pod) bool {
 }
 
 func toleratesDisrupted(p *corev1.Pod) bool {
-	t := corev1.Taint{Key: apis.TaintKeyDisrupted, Effect: corev1.TaintEffectNoSchedule}
+	t := apis.DisruptedTaint()
 	for i := range p.Spec.Tolerations {
 		if p.Spec.Tolerations[i].ToleratesTaint(klog.Background(), &t, false) {
 			return true

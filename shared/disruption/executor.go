@@ -186,7 +186,7 @@ func (e *Executor) Start(ctx context.Context, cmd consolidation.Command, records
 		if e.Nodes == nil {
 			break
 		}
-		if err := e.Nodes.Taint(ctx, n, disruptedTaint(), false); err != nil {
+		if err := e.Nodes.Taint(ctx, n, apis.DisruptedTaint(), false); err != nil {
 			e.Log.Warn("taint candidate", "node", n, "error", err)
 		}
 	}
@@ -197,10 +197,6 @@ func (e *Executor) Start(ctx context.Context, cmd consolidation.Command, records
 		e.event(ctx, n, corev1.EventTypeNormal, "DisruptionPlanned", cmd.Explanation)
 	}
 	return a, nil
-}
-
-func disruptedTaint() corev1.Taint {
-	return corev1.Taint{Key: apis.TaintKeyDisrupted, Effect: corev1.TaintEffectNoSchedule}
 }
 
 // Inputs reads fresh inputs for validation.

@@ -344,8 +344,7 @@ func (h *Handler) act(ctx context.Context, lease *state.Lease, in trigger.Interr
 		return out, err
 	}
 	if node != nil && h.Nodes != nil {
-		taint := corev1.Taint{Key: apis.TaintKeyDisrupted, Effect: corev1.TaintEffectNoSchedule}
-		if err := h.Nodes.Taint(ctx, node.Name, taint, true); err != nil {
+		if err := h.Nodes.Taint(ctx, node.Name, apis.DisruptedTaint(), true); err != nil {
 			log.Warn("taint and cordon", "node", node.Name, "error", err)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -227,6 +228,14 @@ func (r *Reconciler) recordResumedDrain(ctx context.Context, actionID string, re
 	}
 }
 
+// disrupted reports whether the node carries the disrupted taint and is
+// cordoned.
+func disrupted(n *corev1.Node) bool {
+	return n.Spec.Unschedulable && slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool {
+		return t.Key == apis.TaintKeyDisrupted && t.Effect == corev1.TaintEffectNoSchedule
+	})
+}
+
 // retireDeleted carries on the retirement of every Node of ours that was
 // deleted (it waits on Nodewright's finalizer): drain, terminate, release.
 func (r *Reconciler) retireDeleted(ctx context.Context, view *View, records []*state.NodeClaim, rep *SweepReport) {
@@ -331,6 +340,14 @@ func (r *Reconciler) Retire(ctx context.Context, req RetireRequest) (Retired, er
 		deadline = rec.Disruption.Since.Add(*req.Grace)
 	}
 	if rec == nil || rec.Phase != state.Terminating {
+		if req.Node != nil && r.Nodes != nil && !disrupted(req.Node) {
+			// No new pod may land on a node being drained (the
+			// interruption and consolidation paths taint before they get
+			// here; a kubectl-deleted node is tainted now).
+			if err := r.Nodes.Taint(ctx, req.Node.Name, apis.DisruptedTaint(), true); err != nil {
+				return out, fmt.Errorf("retire %s: taint: %w", req.Node.Name, err)
+			}
+		}
 		if r.Drainer != nil && req.Node != nil {
 			res, err := r.Drainer.Drain(ctx, req.Node.Name, DrainOptions{Deadline: deadline, Force: req.Force, MaxGracePeriod: req.MaxGracePeriod})
 			out.Drain = res

@@ -303,6 +303,43 @@ type PDBWatch struct {
 	everComplete bool
 }
 
+// WatchDisrupted watches a Node and returns a function that tells whether
+// it was ever seen tainted karpenter.sh/disrupted:NoSchedule, and
+// cordoned. The watch ends with ctx.
+func WatchDisrupted(ctx context.Context, lc *localcloud.Cloud, node string) (func() (tainted, cordoned bool), error) {
+	w, err := lc.Kube.CoreV1().Nodes().Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + node})
+	if err != nil {
+		return nil, fmt.Errorf("watch node %s: %w", node, err)
+	}
+	var mu sync.Mutex
+	var tainted, cordoned bool
+	go func() {
+		for ev := range w.ResultChan() {
+			n, ok := ev.Object.(*corev1.Node)
+			if !ok {
+				continue
+			}
+			mu.Lock()
+			for _, tn := range n.Spec.Taints {
+				if tn.Key == apis.TaintKeyDisrupted && tn.Effect == corev1.TaintEffectNoSchedule {
+					tainted = true
+				}
+			}
+			cordoned = cordoned || n.Spec.Unschedulable
+			mu.Unlock()
+		}
+	}()
+	go func() {
+		<-ctx.Done()
+		w.Stop()
+	}()
+	return func() (bool, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		return tainted, cordoned
+	}, nil
+}
+
 // FirstTermination watches app's pods in namespace and returns a function
 // that tells when the first of them began terminating (an eviction or a
 // deletion; zero while none has). The watch ends with ctx.

@@ -202,35 +202,11 @@ func TestSpotInterruptionWithPDB(t *testing.T) {
 // it was ever seen tainted karpenter.sh/disrupted:NoSchedule, and cordoned.
 func watchDisrupted(t *testing.T, node string) func() (tainted, cordoned bool) {
 	t.Helper()
-	c := harness.Ctx(t)
-	w, err := suite.LC.Kube.CoreV1().Nodes().Watch(c, metav1.ListOptions{FieldSelector: "metadata.name=" + node})
+	seen, err := harness.WatchDisrupted(harness.Ctx(t), suite.LC, node)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var mu sync.Mutex
-	var tainted, cordoned bool
-	go func() {
-		for ev := range w.ResultChan() {
-			n, ok := ev.Object.(*corev1.Node)
-			if !ok {
-				continue
-			}
-			mu.Lock()
-			for _, tn := range n.Spec.Taints {
-				if tn.Key == apis.TaintKeyDisrupted && tn.Effect == corev1.TaintEffectNoSchedule {
-					tainted = true
-				}
-			}
-			cordoned = cordoned || n.Spec.Unschedulable
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(w.Stop)
-	return func() (bool, bool) {
-		mu.Lock()
-		defer mu.Unlock()
-		return tainted, cordoned
-	}
+	return seen
 }
 
 // firstEviction watches app's pods and returns a function that tells when the

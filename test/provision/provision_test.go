@@ -778,17 +778,30 @@ func TestDeleteNodeDrainsAndTerminates(t *testing.T) {
 		victim = n
 		break
 	}
-	if err := harness.Poll(c, time.Minute, "the node's finalizer", func() (bool, string, error) {
+	// The sweep registers the node and puts Karpenter's finalizer on it
+	// (the schedule, compressed: a sweep a second).
+	var last time.Time
+	if err := harness.Poll(c, 2*time.Minute, "the node's finalizer", func() (bool, string, error) {
+		if time.Since(last) > time.Second {
+			last = time.Now()
+			if err := h.Sweep(c); err != nil {
+				return false, "", err
+			}
+		}
 		n, err := lc.Kube.CoreV1().Nodes().Get(c, victim.Name, metav1.GetOptions{})
-		return err == nil && slices.Contains(n.Finalizers, apis.FinalizerTermination), "", err
+		return err == nil && slices.Contains(n.Finalizers, apis.FinalizerTermination), fmt.Sprintf("finalizers %v", n.Finalizers), err
 	}); err != nil {
+		t.Fatal(err)
+	}
+	disrupted, err := harness.WatchDisrupted(c, lc, victim.Name)
+	if err != nil {
 		t.Fatal(err)
 	}
 	if err := lc.Kube.CoreV1().Nodes().Delete(c, victim.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	instance := instanceOf(victim)
-	var last time.Time
+	last = time.Time{}
 	if err := harness.Poll(c, 3*time.Minute, "the deleted node drained, gone, its instance terminated", func() (bool, string, error) {
 		if time.Since(last) > time.Second { // the schedule, compressed
 			last = time.Now()
@@ -802,6 +815,9 @@ func TestDeleteNodeDrainsAndTerminates(t *testing.T) {
 		return gone && !running, fmt.Sprintf("node gone %v, instance running %v", gone, running), nil
 	}); err != nil {
 		t.Fatal(err)
+	}
+	if tainted, cordoned := disrupted(); !tainted || !cordoned {
+		t.Errorf("the deleted node: tainted %v, cordoned %v; want both before its pods were evicted, so none came back", tainted, cordoned)
 	}
 	if err := harness.WaitRunning(c, lc, "default", "delapp", 3, 2*time.Minute); err != nil {
 		t.Fatal(err)
