@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/fleet"
@@ -344,7 +345,9 @@ func (r *Reconciler) Retire(ctx context.Context, req RetireRequest) (Retired, er
 			// No new pod may land on a node being drained (the
 			// interruption and consolidation paths taint before they get
 			// here; a kubectl-deleted node is tainted now).
-			if err := r.Nodes.Taint(ctx, req.Node.Name, apis.DisruptedTaint(), true); err != nil {
+			// A Node already gone (its instance ended outside Nodewright)
+			// has nothing to keep pods off.
+			if err := r.Nodes.Taint(ctx, req.Node.Name, apis.DisruptedTaint(), true); err != nil && !apierrors.IsNotFound(err) {
 				return out, fmt.Errorf("retire %s: taint: %w", req.Node.Name, err)
 			}
 		}
