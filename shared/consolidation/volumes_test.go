@@ -5,10 +5,10 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/scheduling"
+	st "github.com/nodewright/nodewright/shared/scheduling/schedtest"
 )
 
 // A pod whose claim is bound to a volume in zone A moves only to a node in
@@ -31,20 +31,8 @@ func TestVolumeZoneKeepsPodsInZone(t *testing.T) {
 		return w, in
 	}
 	volumes := &scheduling.Volumes{
-		Claims: []*corev1.PersistentVolumeClaim{{
-			ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: "default"},
-			Spec:       corev1.PersistentVolumeClaimSpec{VolumeName: "pv-a"},
-			Status:     corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound},
-		}},
-		Volumes: []*corev1.PersistentVolume{{
-			ObjectMeta: metav1.ObjectMeta{Name: "pv-a"},
-			Spec: corev1.PersistentVolumeSpec{NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{
-				NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
-					{Key: corev1.LabelTopologyZone, Operator: corev1.NodeSelectorOpIn, Values: []string{zoneA}},
-				}}},
-			}}},
-			Status: corev1.PersistentVolumeStatus{Phase: corev1.VolumeBound},
-		}},
+		Claims:  []*corev1.PersistentVolumeClaim{st.Claim(st.ClaimOptions{Name: "data", Volume: "pv-a", Phase: corev1.ClaimBound})},
+		Volumes: []*corev1.PersistentVolume{st.Volume(st.VolumeOptions{Name: "pv-a", Zones: []string{zoneA}})},
 	}
 	moves := func(cmds []Command) bool {
 		for _, c := range cmds {
@@ -76,5 +64,14 @@ func TestVolumeZoneKeepsPodsInZone(t *testing.T) {
 	cmds, _ = Decide(in)
 	if moves(cmds) {
 		t.Fatalf("with the pod's volume in %s: %v; want its pod kept in %s", zoneA, summaries(cmds), zoneA)
+	}
+	// And the volume is read, not merely refused: in zone B, the pod
+	// follows it to n2's room.
+	_, in = build()
+	in.Volumes = &scheduling.Volumes{Claims: volumes.Claims,
+		Volumes: []*corev1.PersistentVolume{st.Volume(st.VolumeOptions{Name: "pv-a", Zones: []string{zoneB}})}}
+	cmds, _ = Decide(in)
+	if !moves(cmds) {
+		t.Fatalf("with the pod's volume in %s: %v; want n1 removed, its pod moved to n2 in %s", zoneB, summaries(cmds), zoneB)
 	}
 }
