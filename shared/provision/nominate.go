@@ -21,19 +21,14 @@ import (
 // instead of spending its budget placing again the pods already covered,
 // and capacity planned for a pod is never handed to another. It changes in
 // in place and returns how many pods it nominated.
-func nominate(in *scheduling.Input, records []*state.NodeClaim, placed map[string]string) int {
+func nominate(in *scheduling.Input, records []*state.NodeClaim, placed *placements) int {
 	inFlight := map[string]*scheduling.Node{}
 	for _, n := range in.Nodes {
 		if n.InFlight {
 			inFlight[n.Node.Name] = n
 		}
 	}
-	claimOf := map[string]string{} // pod key -> NodeClaim
-	for pod, nc := range placed {
-		if inFlight[nc] != nil {
-			claimOf[pod] = nc
-		}
-	}
+	claimOf := placed.snapshot(inFlight) // pod key -> NodeClaim
 	for _, r := range records {
 		if inFlight[r.Name] == nil {
 			continue
@@ -112,12 +107,12 @@ type placements struct {
 
 // snapshot returns the placements onto the given in-flight NodeClaims,
 // forgetting the others.
-func (p *placements) snapshot(inFlight map[string]bool) map[string]string {
+func (p *placements) snapshot(inFlight map[string]*scheduling.Node) map[string]string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	out := map[string]string{}
 	for pod, nc := range p.on {
-		if inFlight[nc] {
+		if inFlight[nc] != nil {
 			out[pod] = nc
 		} else {
 			delete(p.on, pod)

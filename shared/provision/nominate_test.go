@@ -52,7 +52,7 @@ func TestNominate(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := scheduling.Input{Pods: tc.pods, Nodes: tc.nodes}
-			n := nominate(&in, tc.records, tc.placed)
+			n := nominate(&in, tc.records, &placements{on: tc.placed})
 			if got := podKeys(in.Pods); !slices.Equal(got, tc.want) {
 				t.Errorf("left to solve %v, want %v", got, tc.want)
 			}

@@ -425,13 +425,7 @@ func (r *Reconciler) solveAndLaunch(ctx context.Context, lease *state.Lease, w *
 			rep.Warnings = append(rep.Warnings, prep.Warnings...)
 		}
 		rep.Pending, rep.Reschedulable, rep.InFlight = prep.Pending, prep.Reschedulable, prep.InFlight
-		inFlight := map[string]bool{}
-		for _, n := range prep.Input.Nodes {
-			if n.InFlight {
-				inFlight[n.Node.Name] = true
-			}
-		}
-		rep.Nominated = nominate(&prep.Input, w.records, r.placed.snapshot(inFlight))
+		rep.Nominated = nominate(&prep.Input, w.records, &r.placed)
 		if len(prep.Input.Pods) == 0 {
 			return nil
 		}
