@@ -234,7 +234,7 @@ func TestDrainHonoursPDB(t *testing.T) {
 
 // TestEvictBlockedAndDeadline: a budget that allows no disruption refuses
 // the eviction at once (typed, no 100 s of client-side retries); past the
-// drain's deadline the pod is deleted.
+// drain's deadline the pod is deleted with 1 s, not force-deleted.
 func TestEvictBlockedAndDeadline(t *testing.T) {
 	ctx := context.Background()
 	node := kwokNode(t, "deadline")
@@ -275,8 +275,9 @@ func TestEvictBlockedAndDeadline(t *testing.T) {
 		t.Fatalf("past the deadline: %+v", res)
 	}
 	p, err := cloud.Kube.CoreV1().Pods("default").Get(ctx, "guarded", metav1.GetOptions{})
-	if err == nil && (p.DeletionTimestamp == nil || p.DeletionGracePeriodSeconds == nil || *p.DeletionGracePeriodSeconds != 0) {
-		t.Errorf("the pod is not being deleted at once: %+v", p.ObjectMeta)
+	// 1 s, the shortest graceful delete: never 0, a force delete.
+	if err == nil && (p.DeletionTimestamp == nil || p.DeletionGracePeriodSeconds == nil || *p.DeletionGracePeriodSeconds != 1) {
+		t.Errorf("the pod is not being deleted with 1 s: %+v", p.ObjectMeta)
 	}
 }
 
