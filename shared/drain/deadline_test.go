@@ -142,3 +142,27 @@ func TestMinGrace(t *testing.T) {
 		})
 	}
 }
+
+// TestDeleteAt: when a budget stops holding a pod.
+func TestDeleteAt(t *testing.T) {
+	s := time.Second
+	d := now.Add(time.Hour)
+	for _, c := range []struct {
+		name string
+		pod  corev1.Pod
+		max  *time.Duration
+		want time.Time
+	}{
+		{"its own grace before the deadline", mkPod("a", graceSeconds(45)), nil, d.Add(-45 * s)},
+		{"the default grace", mkPod("a"), nil, d.Add(-30 * s)},
+		{"capped", mkPod("a", graceSeconds(600)), ptr(90 * s), d.Add(-90 * s)},
+		{"a grace of 0: at the deadline", mkPod("a", graceSeconds(0)), nil, d},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := c.pod
+			if got := DeleteAt(&p, d, c.max); !got.Equal(c.want) {
+				t.Errorf("DeleteAt %v, want %v", got, c.want)
+			}
+		})
+	}
+}

@@ -46,7 +46,8 @@
 //     still there is deleted with 1 s, the shortest graceful delete; the
 //     instance's end stops what is left, and the API server removes the pod
 //     once its kubelet or the pod garbage collector confirms it stopped.
-//     MinGrace states the floor every deletion is held to;
+//     MinGrace states the floor every deletion is held to, DeleteAt when a
+//     budget stops holding a pod;
 //   - Options.MaxGracePeriod caps every pod's grace period (an interruption's
 //     notice is shorter than some pods' terminationGracePeriodSeconds: they
 //     are still removed, with the time there is). Grace periods are sent in
@@ -201,7 +202,7 @@ func Drain(ctx context.Context, c Cluster, node string, opts Options) (*Result, 
 			continue
 		}
 		if !opts.Deadline.IsZero() {
-			deleteAt[ref] = opts.Deadline.Add(-capped(ownGrace(p), opts.MaxGracePeriod))
+			deleteAt[ref] = DeleteAt(p, opts.Deadline, opts.MaxGracePeriod)
 		}
 		switch {
 		case !opts.Deadline.IsZero() && !now.Before(deleteAt[ref]):
@@ -346,6 +347,14 @@ func MinGrace(p *corev1.Pod, deadline, now time.Time) time.Duration {
 		return own
 	}
 	return min(own, max(ceilSeconds(deadline.Sub(now)), time.Second))
+}
+
+// DeleteAt is the moment from which Drain deletes p, budgets and
+// do-not-disrupt notwithstanding, so that it gets its whole grace period
+// (capped by maxGrace, when set) before deadline, which must be set. Before
+// it, p is only evicted: a budget holds it.
+func DeleteAt(p *corev1.Pod, deadline time.Time, maxGrace *time.Duration) time.Time {
+	return deadline.Add(-capped(ownGrace(p), maxGrace))
 }
 
 // evictionGrace is the grace period to evict p with: nil to keep its own,
