@@ -166,3 +166,13 @@ func TestDeleteAt(t *testing.T) {
 		})
 	}
 }
+
+// Deletions due before the deadline are sent before any eviction, whose
+// calls may take up to EvictionTimeout each.
+func TestDeletionsGoFirst(t *testing.T) {
+	f := &fakeCluster{pods: []corev1.Pod{mkPod("a", graceSeconds(5)), mkPod("b", graceSeconds(30)), mkPod("c", graceSeconds(5))}}
+	run1(t, f, Options{Deadline: now.Add(20 * time.Second)})
+	if len(f.calls) != 3 || f.calls[0] != "delete b 20s" {
+		t.Fatalf("calls %v, want the deletion of b first", f.calls)
+	}
+}

@@ -230,6 +230,19 @@ func Drain(ctx context.Context, c Cluster, node string, opts Options) (*Result, 
 		*list = append(*list, o)
 		mu.Unlock()
 	}
+	// Deletions first: their time is counted against the deadline.
+	del := func(p *corev1.Pod, grace time.Duration, reason string) {
+		ref := Pod{p.Namespace, p.Name}
+		if err := c.DeletePod(ctx, p.Namespace, p.Name, kube.DeleteOptions{GracePeriod: &grace, UID: p.UID}); err != nil {
+			add(&res.Blocked, Outcome{Pod: ref, Reason: ReasonError, Err: err})
+			return
+		}
+		add(&res.Deleted, Outcome{Pod: ref, Reason: reason})
+	}
+	run(opts.Parallelism, due, func(p *corev1.Pod) {
+		del(p, deadlineGrace(p, opts.Deadline, opts.MaxGracePeriod, now), ReasonForced)
+	})
+	run(opts.Parallelism, shorten, func(s shortening) { del(s.pod, s.grace, ReasonShortened) })
 	run(opts.Parallelism, evict, func(p *corev1.Pod) {
 		ref := Pod{p.Namespace, p.Name}
 		err := c.Evict(ctx, p.Namespace, p.Name, kube.EvictOptions{
@@ -244,18 +257,6 @@ func Drain(ctx context.Context, c Cluster, node string, opts Options) (*Result, 
 			add(&res.Blocked, Outcome{Pod: ref, Reason: ReasonError, Err: err})
 		}
 	})
-	del := func(p *corev1.Pod, grace time.Duration, reason string) {
-		ref := Pod{p.Namespace, p.Name}
-		if err := c.DeletePod(ctx, p.Namespace, p.Name, kube.DeleteOptions{GracePeriod: &grace, UID: p.UID}); err != nil {
-			add(&res.Blocked, Outcome{Pod: ref, Reason: ReasonError, Err: err})
-			return
-		}
-		add(&res.Deleted, Outcome{Pod: ref, Reason: reason})
-	}
-	run(opts.Parallelism, due, func(p *corev1.Pod) {
-		del(p, deadlineGrace(p, opts.Deadline, opts.MaxGracePeriod, now), ReasonForced)
-	})
-	run(opts.Parallelism, shorten, func(s shortening) { del(s.pod, s.grace, ReasonShortened) })
 	for _, l := range [][]Outcome{res.Evicted, res.Deleted, res.Blocked, res.Terminating} {
 		sortOutcomes(l)
 	}
