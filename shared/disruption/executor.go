@@ -39,6 +39,7 @@ import (
 	"github.com/nodewright/nodewright/shared/provision"
 	"github.com/nodewright/nodewright/shared/scheduling"
 	"github.com/nodewright/nodewright/shared/state"
+	"github.com/nodewright/nodewright/shared/termination"
 )
 
 // DefaultValidationWait is how long candidates stay tainted before the
@@ -56,8 +57,8 @@ type Store interface {
 	RecordDecision(ctx context.Context, d *state.Decision, id string) error
 }
 
-// Capacity launches replacements, follows them as they join, and retires
-// nodes (*provision.Reconciler).
+// Capacity launches replacements and follows them as they join
+// (*provision.Reconciler).
 type Capacity interface {
 	// LaunchClaims launches planned NodeClaims as they are, fenced by the
 	// lease; it returns the records launched.
@@ -65,9 +66,16 @@ type Capacity interface {
 	// Register moves records on as their Nodes join (registered,
 	// initialized).
 	Register(ctx context.Context) (*provision.Report, error)
-	// Retire terminates a node's instance and removes its Node and record
-	// (a record marked terminating is not drained again).
-	Retire(ctx context.Context, req provision.RetireRequest) (provision.Retired, error)
+}
+
+// Terminator drains and retires nodes with their records' termination
+// intents (*termination.Terminator).
+type Terminator interface {
+	// Drain taints and cordons the node and makes one drain pass.
+	Drain(ctx context.Context, req termination.Request) (termination.Result, error)
+	// Step is Drain and, once drained, terminates the node and removes
+	// its Node and record (a record marked terminating is not drained).
+	Step(ctx context.Context, req termination.Request) (termination.Result, error)
 }
 
 // Tainter taints and untaints Nodes (provision.Nodes).
@@ -79,13 +87,13 @@ type Tainter interface {
 // Executor carries out consolidation commands. NewExecutor wires it to
 // the provision function's reconciler.
 type Executor struct {
-	Store    Store
-	Capacity Capacity
-	Source   provision.ClusterSource
-	Nodes    Tainter
-	Drainer  provision.Drainer
-	Events   provision.Events
-	Metrics  provision.Metrics
+	Store      Store
+	Capacity   Capacity
+	Terminator Terminator
+	Source     provision.ClusterSource
+	Nodes      Tainter
+	Events     provision.Events
+	Metrics    provision.Metrics
 	// NodePools and NodeClasses are the deployed configuration (merged
 	// with the cluster's objects for each pool's terminationGracePeriod).
 	NodePools   []*apis.NodePool
@@ -107,7 +115,7 @@ type Executor struct {
 // metrics.
 func NewExecutor(r *provision.Reconciler, now func() time.Time, log *slog.Logger) *Executor {
 	e := &Executor{
-		Store: r.Store, Capacity: r, Source: r.Source, Drainer: r.Drainer, Events: r.Events, Metrics: r.Metrics,
+		Store: r.Store, Capacity: r, Terminator: r.Terminator(), Source: r.Source, Events: r.Events, Metrics: r.Metrics,
 		NodePools: r.NodePools, NodeClasses: r.NodeClasses, Now: now, Log: log, Validate: consolidation.Validate,
 		ReadyTimeout: r.RegistrationTimeout(),
 	}
@@ -344,7 +352,8 @@ func (e *Executor) launch(ctx context.Context, lease *state.Lease, a *state.Acti
 	if len(launched) < len(cmd.Replacements) {
 		// A partial replacement is not the plan: take it back.
 		for _, l := range launched {
-			if _, err := e.Capacity.Retire(ctx, provision.RetireRequest{Record: l, Action: a.ID, Reason: "partial replacement taken back"}); err != nil {
+			intent := state.IntentFor(state.CauseConsolidation, a.ID, "partial replacement taken back", e.Now(), time.Time{})
+			if _, err := e.Terminator.Step(ctx, termination.Request{Record: l, Intent: intent}); err != nil {
 				e.Log.Warn("take back a partial replacement", "nodeClaim", l.Name, "error", err)
 			}
 		}
@@ -575,21 +584,21 @@ func (e *Executor) drain(ctx context.Context, a *state.Action) (bool, error) {
 		if c.node == nil || c.rec.Phase == state.Terminating {
 			continue
 		}
-		var deadline time.Time
-		if d := c.rec.Disruption; d != nil && d.Action == a.ID {
-			deadline = d.Deadline
+		if c.rec.Disruption == nil {
+			continue
 		}
-		res, err := e.Drainer.Drain(ctx, c.node.Name, provision.DrainOptions{Deadline: deadline})
+		out, err := e.Terminator.Drain(ctx, termination.Request{Node: c.node, Record: c.rec, Intent: *c.rec.Disruption})
+		res := out.Drain
 		if n := len(res.Evicted) + len(res.Deleted); n > 0 {
 			a.Evicted += len(res.Evicted)
 			a.Stranded = append(a.Stranded, res.Deleted...)
 			progressed = true
-			_ = e.Metrics.Emit(metrics.PodsEvicted, float64(n), metrics.Dims{metrics.DimReason: state.KindConsolidation})
 		}
 		if err != nil {
 			return false, fmt.Errorf("drain %s: %w", c.node.Name, err)
 		}
-		if !res.Done {
+		deadline := out.Record.Disruption.Deadline
+		if !out.Drained {
 			all = false
 			e.Log.Info("consolidation draining", "action", a.ID, "node", c.node.Name, "evicted", len(res.Evicted),
 				"forced", len(res.Deleted), "blocked", len(res.Blocked), "remaining", len(res.Remaining), "deadline", deadline)
@@ -625,7 +634,11 @@ func (e *Executor) terminate(ctx context.Context, a *state.Action) (bool, error)
 	}
 	all := true
 	for _, c := range cands {
-		res, err := e.Capacity.Retire(ctx, provision.RetireRequest{Node: c.node, Record: c.rec, Action: a.ID, Reason: "Consolidation" + a.Reason})
+		intent := state.IntentFor(state.CauseConsolidation, a.ID, "Consolidation"+a.Reason, e.Now(), time.Time{})
+		if c.rec.Disruption != nil {
+			intent = *c.rec.Disruption
+		}
+		res, err := e.Terminator.Step(ctx, termination.Request{Node: c.node, Record: c.rec, Intent: intent})
 		if err != nil {
 			return false, err
 		}

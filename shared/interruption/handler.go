@@ -18,6 +18,7 @@ import (
 	"github.com/nodewright/nodewright/shared/metrics"
 	"github.com/nodewright/nodewright/shared/provision"
 	"github.com/nodewright/nodewright/shared/state"
+	"github.com/nodewright/nodewright/shared/termination"
 	"github.com/nodewright/nodewright/shared/trigger"
 )
 
@@ -51,15 +52,21 @@ type Store interface {
 	FirstSeen(ctx context.Context, id string, ttl time.Duration) (bool, error)
 }
 
-// Capacity launches replacements for pods and retires nodes
-// (*provision.Reconciler).
+// Capacity launches replacements for pods (*provision.Reconciler).
 type Capacity interface {
 	// Replace launches capacity for the pods at once, under the node's
 	// lease, through the provision code path.
 	Replace(ctx context.Context, lease *state.Lease, pods []string, reason string) (*provision.Report, error)
-	// Retire drains the node one step, and terminates and removes it once
-	// drained.
-	Retire(ctx context.Context, req provision.RetireRequest) (provision.Retired, error)
+}
+
+// Terminator records termination intents and retires nodes
+// (*termination.Terminator).
+type Terminator interface {
+	// Intend merges an intent into the node's record (no lease needed).
+	Intend(ctx context.Context, rec *state.NodeClaim, intent state.Disruption) (*state.NodeClaim, error)
+	// Step drains the node one pass with its record's intent, and
+	// terminates and removes it once drained.
+	Step(ctx context.Context, req termination.Request) (termination.Result, error)
 }
 
 // Tainter taints and cordons Nodes (provision.Nodes).
@@ -76,13 +83,14 @@ type NodeNamer interface {
 // provision function's reconciler (its store, cluster view, launcher, node
 // writes, drainer, events and metrics).
 type Handler struct {
-	Store    Store
-	Capacity Capacity
-	Source   provision.ClusterSource
-	Nodes    Tainter // nil: Nodes are not tainted
-	Events   provision.Events
-	Metrics  provision.Metrics
-	Names    NodeNamer // nil: a gone Node's name comes from its record only
+	Store      Store
+	Capacity   Capacity
+	Terminator Terminator
+	Source     provision.ClusterSource
+	Nodes      Tainter // nil: Nodes are not tainted
+	Events     provision.Events
+	Metrics    provision.Metrics
+	Names      NodeNamer // nil: a gone Node's name comes from its record only
 	// NodePools and NodeClasses are the deployed configuration (merged
 	// with the cluster's objects).
 	NodePools   []*apis.NodePool
@@ -105,7 +113,7 @@ func New(r *provision.Reconciler, now func() time.Time, log *slog.Logger, holder
 	if r == nil {
 		return h
 	}
-	h.Store, h.Capacity, h.Source = r.Store, r, r.Source
+	h.Store, h.Capacity, h.Terminator, h.Source = r.Store, r, r.Terminator(), r.Source
 	h.NodePools, h.NodeClasses = r.NodePools, r.NodeClasses
 	if r.Nodes != nil {
 		h.Nodes = r.Nodes
@@ -213,7 +221,7 @@ func (h *Handler) Message(ctx context.Context, msg events.SQSMessage) (outs []Ou
 		h.emit(metrics.Interruptions, 1, metrics.Dims{metrics.DimKind: string(in.Kind)})
 		return nil, nil
 	}
-	if h.Store == nil || h.Capacity == nil || h.Source == nil {
+	if h.Store == nil || h.Capacity == nil || h.Terminator == nil || h.Source == nil {
 		return nil, errors.New("interruption handler has no reconciler")
 	}
 	var errs []error
@@ -339,8 +347,12 @@ func (h *Handler) act(ctx context.Context, lease *state.Lease, in trigger.Interr
 		out.Note = "already handled"
 		return out, nil
 	}
-	// Mark the record: its pods move in every solve from now on.
-	if rec, err = h.markDisrupting(ctx, rec, actionID, d.Reason, a.Deadline); err != nil {
+	// Record the intent: its pods move in every solve from now on. The
+	// provision function writes the record too (registration): the
+	// terminator reads it again on a conflict, as a redelivery would cost
+	// the notice seconds.
+	intent := state.IntentFor(state.CauseInterruption, actionID, d.Reason, h.Now(), a.Deadline)
+	if rec, err = h.Terminator.Intend(ctx, rec, intent); err != nil {
 		return out, err
 	}
 	if node != nil && h.Nodes != nil {
@@ -371,19 +383,9 @@ func (h *Handler) act(ctx context.Context, lease *state.Lease, in trigger.Interr
 	// Drain until the node is gone, the deadline has forced the rest, or
 	// the invocation runs short (the provision sweep carries on).
 	for {
-		req := provision.RetireRequest{Node: node, Record: rec, Action: actionID, Reason: d.Reason, Deadline: a.Deadline, Force: !a.Deadline.IsZero()}
-		if !a.Deadline.IsZero() {
-			// A pod whose grace period outlasts the notice still goes, with
-			// the time there is.
-			left := max(a.Deadline.Sub(h.Now()), time.Second)
-			req.MaxGracePeriod = &left
-		}
-		res, err := h.Capacity.Retire(ctx, req)
+		res, err := h.Terminator.Step(ctx, termination.Request{Node: node, Record: rec, Intent: intent})
 		moved := len(res.Drain.Evicted) + len(res.Drain.Deleted)
 		a.Evicted += len(res.Drain.Evicted)
-		if moved > 0 {
-			h.emit(metrics.PodsEvicted, float64(moved), metrics.Dims{metrics.DimReason: string(state.KindInterruption)})
-		}
 		// Pods deleted past the deadline could not be moved in time: the
 		// action records them (stranded).
 		a.Stranded = append(a.Stranded, res.Drain.Deleted...)
@@ -444,36 +446,6 @@ func (h *Handler) leaseTTL() time.Duration {
 	return h.LeaseTTL
 }
 
-// reschedulablePods are the pods of node that need a new home (not a
-// DaemonSet's or a static pod, not finished or being deleted).
-// markDisrupting marks the record disrupted by the action, so that its
-// pods move in every solve from now on. The provision function writes the
-// record too (registration, initialization): a conflicting write is read
-// again and retried, since a redelivery would cost the notice seconds.
-func (h *Handler) markDisrupting(ctx context.Context, rec *state.NodeClaim, actionID, reason string, deadline time.Time) (*state.NodeClaim, error) {
-	for attempt := 1; ; attempt++ {
-		if rec.Disruption != nil && rec.Disruption.Action == actionID && rec.Disruption.Reschedule && rec.Disruption.Deadline.Equal(deadline) {
-			return rec, nil
-		}
-		if rec.Phase != state.Terminating {
-			rec.Phase = state.Disrupting
-		}
-		rec.Disruption = &state.Disruption{Action: actionID, Reason: reason, Since: h.Now(), Reschedule: true, Deadline: deadline}
-		err := h.Store.PutNodeClaim(ctx, rec)
-		if err == nil {
-			return rec, nil
-		}
-		if !errors.Is(err, state.ErrConflict) || attempt == markAttempts {
-			return rec, fmt.Errorf("mark nodeclaim %s disrupting: %w", rec.Name, err)
-		}
-		fresh, gerr := h.Store.GetNodeClaim(ctx, rec.Name)
-		if gerr != nil {
-			return rec, fmt.Errorf("mark nodeclaim %s disrupting: read it again: %w", rec.Name, gerr)
-		}
-		rec = fresh
-	}
-}
-
 // goneNodeName is the name of a Node that is no longer in the cluster:
 // the record's, once registered; else the instance's private DNS name from
 // EC2 (an instance that ran pods and ended before a sweep registered it).
@@ -492,9 +464,8 @@ func (h *Handler) goneNodeName(ctx context.Context, rec *state.NodeClaim, log *s
 	return name
 }
 
-// markAttempts bounds markDisrupting's retries on conflicting writes.
-const markAttempts = 5
-
+// reschedulablePods are the pods of node that need a new home (not a
+// DaemonSet's or a static pod, not finished or being deleted).
 func reschedulablePods(v *provision.View, node *corev1.Node) []string {
 	if node == nil {
 		return nil
