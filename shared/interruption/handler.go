@@ -293,8 +293,17 @@ func (h *Handler) instance(ctx context.Context, in trigger.Interruption, id stri
 	}
 	lease, err := h.Store.Acquire(ctx, state.LeaseNode(rec.Name), h.Holder, ttl)
 	if errors.Is(err, state.ErrHeld) {
-		out.Note = "another invocation is handling this node"
-		log.Info("another invocation is handling this node: acknowledged", "nodeClaim", rec.Name)
+		// Another invocation drains the node (a rebalance replacement, a
+		// scheduled change, the sweep): this event's deadline reaches it
+		// through the record, which it reads between passes. Recording
+		// needs no lease; the message is acknowledged only once the intent
+		// is stored.
+		intent := state.IntentFor(state.CauseInterruption, ActionPrefix+rec.InstanceID, d.Reason, h.Now(), drainDeadline(in, d))
+		if _, err := h.Terminator.Intend(ctx, rec, intent); err != nil {
+			return out, fmt.Errorf("record the interruption while another invocation handles the node: %w", err)
+		}
+		out.Note = "another invocation is handling this node: its deadline is recorded for it"
+		log.Info("another invocation is handling this node: intent recorded, acknowledged", "nodeClaim", rec.Name, "deadline", intent.Deadline)
 		return out, nil
 	}
 	if err != nil {
@@ -316,10 +325,7 @@ func (h *Handler) instance(ctx context.Context, in trigger.Interruption, id stri
 func (h *Handler) act(ctx context.Context, lease *state.Lease, in trigger.Interruption, d Decision, rec *state.NodeClaim, node *corev1.Node,
 	view *provision.View, arrived time.Time, out Outcome, log *slog.Logger) (Outcome, error) {
 	actionID := ActionPrefix + rec.InstanceID
-	deadline := d.Deadline
-	if !deadline.IsZero() && in.Kind != trigger.KindStateChange {
-		deadline = deadline.Add(-deadlineMargin)
-	}
+	deadline := drainDeadline(in, d)
 	a, err := h.Store.GetAction(ctx, actionID)
 	switch {
 	case errors.Is(err, state.ErrNotFound):
@@ -425,6 +431,13 @@ func (h *Handler) act(ctx context.Context, lease *state.Lease, in trigger.Interr
 			return out, err
 		}
 		rec = fresh
+		// Another invocation may have recorded an earlier deadline (a spot
+		// warning while this one drains for a rebalance): the next pass
+		// drains to it, and the action says so.
+		if cur := rec.Disruption; cur != nil && !cur.Deadline.IsZero() && (a.Deadline.IsZero() || cur.Deadline.Before(a.Deadline)) {
+			log.Info("deadline shortened by a later intent", "nodeClaim", rec.Name, "deadline", cur.Deadline, "owner", cur.Action)
+			a.Deadline = cur.Deadline
+		}
 	}
 	out.Drained, out.Terminated, out.Stranded = true, true, a.Stranded
 	h.emit(metrics.InterruptionToDrained, h.Now().Sub(arrived).Seconds(), nil)
@@ -437,6 +450,17 @@ func (h *Handler) act(ctx context.Context, lease *state.Lease, in trigger.Interr
 	}
 	log.Info("interrupted node retired", "nodeClaim", rec.Name, "evicted", a.Evicted, "stranded", len(a.Stranded), "sinceMessage", h.Now().Sub(arrived).String())
 	return out, nil
+}
+
+// drainDeadline is when the node's pods must be gone for event in: the
+// instance's end less a margin, so pods are deleted (and their
+// replacements start) before the instance vanishes under them; a state
+// change's is now.
+func drainDeadline(in trigger.Interruption, d Decision) time.Time {
+	if d.Deadline.IsZero() || in.Kind == trigger.KindStateChange {
+		return d.Deadline
+	}
+	return d.Deadline.Add(-deadlineMargin)
 }
 
 func (h *Handler) leaseTTL() time.Duration {

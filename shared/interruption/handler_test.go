@@ -492,3 +492,68 @@ var (
 	_ Tainter    = (provision.Nodes)(nil)
 	_ NodeNamer  = (*fleet.Launcher)(nil)
 )
+
+// waitFor waits until cond holds (a condition, not a sleep), failing the
+// test after a deadline.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestSpotWarningWhileAnotherInvocationHoldsTheNode (defect 4): a
+// rebalance replacement holds the node's lease and drains it, a PDB
+// blocking, with no deadline. A spot warning for the instance arrives in
+// another invocation: it records its deadline on the node's record
+// although the lease is held, and only then acknowledges the message; the
+// holder reads the record between passes and drains to that deadline, so
+// the blocked pods go before the instance does.
+func TestSpotWarningWhileAnotherInvocationHoldsTheNode(t *testing.T) {
+	var r *rig
+	r = newRig(t, func(opts termination.DrainOptions, n int) termination.DrainResult { return r.blockedByPDB(opts, n) })
+	r.src.view.NodePools[0].Annotations = map[string]string{AnnotationRebalance: RebalanceReplace}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	holder := make(chan events.SQSEventResponse, 1)
+	rebalance := message("evt-r", "EC2 Instance Rebalance Recommendation", warned, map[string]any{"instance-id": instanceA})
+	go func() {
+		holder <- r.handler("rebalance").HandleBatch(ctx, events.SQSEvent{Records: []events.SQSMessage{rebalance}})
+	}()
+	waitFor(t, "the rebalance drain to begin", func() bool { return len(r.drainer.passes()) > 0 })
+
+	resp := r.deliver(5*time.Second, spotWarning("evt-s"))
+	if len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("failures %+v: a warning whose intent is recorded is acknowledged", resp.BatchItemFailures)
+	}
+	want := warned.Add(2*time.Minute - deadlineMargin)
+	rec, err := r.store.GetNodeClaim(context.Background(), "nc-a")
+	if err != nil || rec.Disruption == nil || !rec.Disruption.Deadline.Equal(want) {
+		var d any
+		if rec != nil {
+			d = rec.Disruption
+		}
+		t.Fatalf("record's intent %+v (%v) once the warning is acknowledged: want its deadline %v", d, err, want)
+	}
+	r.clock.SetTime(want)
+	select {
+	case resp := <-holder:
+		if len(resp.BatchItemFailures) != 0 {
+			t.Fatalf("holder failures %+v", resp.BatchItemFailures)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the holder's drain never applied the warning's deadline")
+	}
+	passes := r.drainer.passes()
+	if last := passes[len(passes)-1]; !last.Deadline.Equal(want) || !last.Force {
+		t.Errorf("holder's last drain pass %+v: want the warning's deadline %v, forced", last, want)
+	}
+	a := r.store.action(ActionPrefix + instanceA)
+	if a.Step != state.StepDone || len(a.Stranded) != 3 || !a.Deadline.Equal(want) || r.cap.replaces != 1 {
+		t.Errorf("action %+v, %d replacements: want done, 3 stranded at the warning's deadline, one replacement", a, r.cap.replaces)
+	}
+}
