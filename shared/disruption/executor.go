@@ -584,8 +584,8 @@ func (e *Executor) drain(ctx context.Context, a *state.Action) (bool, error) {
 		if c.node == nil || c.rec.Phase == state.Terminating {
 			continue
 		}
-		if c.rec.Disruption == nil {
-			continue
+		if !c.rec.Disruption.OwnedBy(a.ID) {
+			continue // another action took the node's intent over: it removes the node
 		}
 		out, err := e.Terminator.Drain(ctx, termination.Request{Node: c.node, Record: c.rec, Intent: *c.rec.Disruption})
 		res := out.Drain
@@ -617,7 +617,7 @@ func (e *Executor) drain(ctx context.Context, a *state.Action) (bool, error) {
 // then on they are only terminated and removed, never drained again.
 func (e *Executor) markTerminating(ctx context.Context, a *state.Action) error {
 	return e.editRecords(ctx, a.NodeClaims, "mark terminating", func(r *state.NodeClaim) edit {
-		if r.Phase == state.Terminating {
+		if r.Phase == state.Terminating || !r.Disruption.OwnedBy(a.ID) {
 			return skip
 		}
 		r.Phase = state.Terminating
@@ -634,11 +634,10 @@ func (e *Executor) terminate(ctx context.Context, a *state.Action) (bool, error)
 	}
 	all := true
 	for _, c := range cands {
-		intent := state.IntentFor(state.CauseConsolidation, a.ID, "Consolidation"+a.Reason, e.Now(), time.Time{})
-		if c.rec.Disruption != nil {
-			intent = *c.rec.Disruption
+		if !c.rec.Disruption.OwnedBy(a.ID) {
+			continue // another action took the node's intent over: it removes the node
 		}
-		res, err := e.Terminator.Step(ctx, termination.Request{Node: c.node, Record: c.rec, Intent: intent})
+		res, err := e.Terminator.Step(ctx, termination.Request{Node: c.node, Record: c.rec, Intent: *c.rec.Disruption})
 		if err != nil {
 			return false, err
 		}
@@ -647,25 +646,38 @@ func (e *Executor) terminate(ctx context.Context, a *state.Action) (bool, error)
 	return all, nil
 }
 
-// abandon ends the action without acting: the candidates' taint and
-// disruption mark are removed; replacements already launched stay (they
-// are capacity the next solves use or consolidation removes).
+// abandon ends the action without acting: the candidates whose intent it
+// still owns get their taint and intent removed; a candidate whose intent
+// another action took over (an interruption) keeps both, as that action
+// drains it. Replacements already launched stay (they are capacity the
+// next solves use or consolidation removes).
 func (e *Executor) abandon(ctx context.Context, a *state.Action, cause string) error {
 	e.Log.Info("consolidation abandoned", "action", a.ID, "step", a.Step, "cause", cause)
-	for _, name := range a.NodeClaims {
-		r, err := e.Store.GetNodeClaim(ctx, name)
-		if err != nil {
-			continue
+	taken := map[string]bool{} // instances whose intent another action owns
+	err := e.editRecords(ctx, a.NodeClaims, "give back", func(r *state.NodeClaim) edit {
+		if r.Disruption == nil {
+			return skip
 		}
-		if r.Disruption != nil && r.Disruption.Action == a.ID {
-			r.Disruption = nil
-			r.Phase = state.Initialized
-			if err := e.Store.PutNodeClaim(ctx, r); err != nil {
-				return err
-			}
+		if !r.Disruption.OwnedBy(a.ID) {
+			taken[r.InstanceID] = true
+			return skip
 		}
+		r.Disruption = nil
+		r.Phase = state.Initialized
+		return write
+	}, nil)
+	if err != nil {
+		return err
+	}
+	keep, err := e.nodesOf(ctx, taken)
+	if err != nil {
+		return err
 	}
 	for _, n := range a.Nodes {
+		if keep[n] {
+			e.Log.Info("candidate left to the action that took it over", "action", a.ID, "node", n)
+			continue
+		}
 		if e.Nodes != nil {
 			if err := e.Nodes.Untaint(ctx, n, apis.TaintKeyDisrupted); err != nil {
 				e.Log.Warn("remove the disrupted taint", "node", n, "error", err)
@@ -680,6 +692,24 @@ func (e *Executor) abandon(ctx context.Context, a *state.Action, cause string) e
 	}
 	e.recordDecision(ctx, a, "")
 	return nil
+}
+
+// nodesOf names the Nodes of instances (none when instances is empty).
+func (e *Executor) nodesOf(ctx context.Context, instances map[string]bool) (map[string]bool, error) {
+	out := map[string]bool{}
+	if len(instances) == 0 || e.Source == nil {
+		return out, nil
+	}
+	view, err := e.Source.View(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range view.Nodes {
+		if instances[provision.InstanceIDOf(n.Spec.ProviderID)] {
+			out[n.Name] = true
+		}
+	}
+	return out, nil
 }
 
 // causeClass is a short, low-cardinality class of an abandon cause for the

@@ -256,6 +256,55 @@ func TestAbandons(t *testing.T) {
 	}
 }
 
+// TestAbandonLeavesANodeAnInterruptionTookOver (defect 7): a spot warning
+// arrives for a candidate during the validation wait and takes its
+// intent over; the validation then fails. Consolidation's abandon gives
+// back only what it still owns: the node stays tainted and its record keeps
+// the interruption's intent; and consolidation never drains or retires a
+// node whose intent another action owns.
+func TestAbandonLeavesANodeAnInterruptionTookOver(t *testing.T) {
+	for _, validate := range []error{errors.New("node ip-a: no longer cheaper"), nil} {
+		name := "abandoned"
+		if validate == nil {
+			name = "carried on"
+		}
+		t.Run(name, func(t *testing.T) {
+			r := newRig(t)
+			r.addCandidate("b")
+			cmd := command(false)
+			cmd.Candidates, cmd.Nodes = []string{"nc-a", "nc-b"}, []string{"ip-a", "ip-b"}
+			a := r.start(cmd)
+			rec := r.store.rec("nc-a")
+			spot := state.IntentFor(state.CauseInterruption, "interruption-i-a", "SpotInterruption", t0.Add(time.Second), t0.Add(2*time.Minute))
+			merged, _ := state.Merge(rec.Disruption, spot)
+			rec.Disruption = &merged
+			r.store.put(rec)
+			r.validate = validate
+			r.clock.Step(validationWait)
+			r.advance(a)
+			got := r.store.rec("nc-a")
+			if got == nil || got.Disruption == nil || got.Disruption.Action != "interruption-i-a" || !r.nodes.tainted["ip-a"] {
+				var d any
+				if got != nil {
+					d = got.Disruption
+				}
+				t.Fatalf("record's intent %+v, tainted %v: want the interruption's intent kept and the node still tainted", d, r.nodes.tainted["ip-a"])
+			}
+			for _, c := range r.drainer.calls {
+				if c.node == "ip-a" {
+					t.Errorf("consolidation drained ip-a, whose intent the interruption owns")
+				}
+			}
+			if validate != nil && (r.nodes.tainted["ip-b"] || r.store.rec("nc-b").Disruption != nil) {
+				t.Errorf("ip-b tainted %v, record %+v: want consolidation's own candidate given back", r.nodes.tainted["ip-b"], r.store.rec("nc-b"))
+			}
+			if validate == nil && (a.Step != state.StepDone || r.store.rec("nc-b") != nil) {
+				t.Errorf("step %s, nc-b %+v: want consolidation done with its own candidate", a.Step, r.store.rec("nc-b"))
+			}
+		})
+	}
+}
+
 // TestTerminationGracePeriodCountsFromTheDrain: the NodePool's
 // terminationGracePeriod starts when draining begins, not when the action
 // was planned (the validation wait and the replacement's boot do not

@@ -557,3 +557,30 @@ func TestSpotWarningWhileAnotherInvocationHoldsTheNode(t *testing.T) {
 		t.Errorf("action %+v, %d replacements: want done, 3 stranded at the warning's deadline, one replacement", a, r.cap.replaces)
 	}
 }
+
+// TestSpotWarningOnANodeBeingConsolidated (defect 7): consolidation drains
+// a node with its pool's terminationGracePeriod as deadline, earlier than
+// the spot notice's; the warning takes the node's intent over without
+// dropping that deadline: the drain keeps the earlier one.
+func TestSpotWarningOnANodeBeingConsolidated(t *testing.T) {
+	var r *rig
+	r = newRig(t, func(opts termination.DrainOptions, n int) termination.DrainResult {
+		r.clock.SetTime(r.clock.Now().Add(20 * time.Second)) // each pass takes a while
+		return r.blockedByPDB(opts, n)
+	})
+	consolidated := warned.Add(time.Minute)
+	rec := r.store.recs["nc-a"]
+	rec.Phase = state.Disrupting
+	rec.Disruption = &state.Disruption{Action: "consolidation-single-node-1-abcd", Reason: "Underutilized", Since: warned.Add(-time.Minute),
+		Reschedule: true, Deadline: consolidated}
+	if resp := r.deliver(time.Minute, spotWarning("evt-1")); len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("failures %+v", resp.BatchItemFailures)
+	}
+	passes := r.drainer.passes()
+	if len(passes) == 0 || !passes[0].Deadline.Equal(consolidated) {
+		t.Fatalf("drain passes %+v: want the first drained to consolidation's earlier deadline %v", passes, consolidated)
+	}
+	if a := r.store.action(ActionPrefix + instanceA); a.Step != state.StepDone || !a.Deadline.Equal(consolidated) {
+		t.Errorf("action %+v: want done with the earlier deadline", a)
+	}
+}
