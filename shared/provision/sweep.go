@@ -167,5 +167,8 @@ func (r *Reconciler) Sweep(ctx context.Context) (*SweepReport, error) {
 	}
 	trep := r.Terminator().Sweep(ctx, cl)
 	rep.Retired, rep.Draining = trep.Retired, trep.Draining
+	if len(trep.NotOurs) > 0 {
+		r.Log.Info("deleted Nodes that carry the termination finalizer but are not Nodewright's: left alone", "nodes", trep.NotOurs)
+	}
 	return rep, nil
 }

@@ -97,7 +97,12 @@ func (t *Terminator) Sweep(ctx context.Context, c Cluster) SweepReport {
 		}
 		id := InstanceIDOf(n.Spec.ProviderID)
 		rec := byInstance[id]
-		_ = managed
+		if rec == nil && !managed[id] {
+			// Karpenter's nodes carry the same finalizer: a Node is ours
+			// only if it has a record or its instance our tag.
+			rep.NotOurs = append(rep.NotOurs, n.Name)
+			continue
+		}
 		req := Request{Node: n, Record: rec, Intent: state.IntentFor(state.CauseDeletion, state.KindDeletion+"-"+n.Name, "Deleted", t.now(), time.Time{})}
 		if rec != nil {
 			req.Grace = grace(rec.NodePool)

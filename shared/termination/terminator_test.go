@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodewright/nodewright/shared/apis"
+	"github.com/nodewright/nodewright/shared/fleet"
 	"github.com/nodewright/nodewright/shared/state"
 )
 
@@ -115,5 +116,28 @@ func TestSweepCarriesOnRemovalsUnderWay(t *testing.T) {
 	}
 	if a := r.store.actions["interruption-i-spot"]; a.Step != state.StepDone || a.Evicted != 0 {
 		t.Errorf("interruption action %+v: want done", a)
+	}
+}
+
+// TestSweepLeavesDeletedNodesThatAreNotOurs (defect 7): during a migration
+// Karpenter's Nodes carry the same karpenter.sh/termination finalizer. A
+// deleted Node with no record is Nodewright's only if its instance carries
+// Nodewright's managed-by tag; any other is left alone (not drained, not
+// terminated, its finalizer kept).
+func TestSweepLeavesDeletedNodesThatAreNotOurs(t *testing.T) {
+	r := newRig()
+	rep := r.t.Sweep(context.Background(), Cluster{
+		Nodes: []*corev1.Node{deleted("ip-karpenter", "i-karpenter"), deleted("ip-ours", "i-ours")},
+		Instances: []fleet.Running{
+			{InstanceID: "i-karpenter", State: "running", NodeClaim: "default-abcde", NodePool: "default"},
+			{InstanceID: "i-ours", State: "running", NodeClaim: "default-fghij", NodePool: "default", ManagedBy: true},
+		},
+	})
+	if r.nodes.touched("ip-karpenter") || slices.Contains(r.fleet.terminated, "i-karpenter") || slices.Contains(r.drainer.nodes, "ip-karpenter") {
+		t.Errorf("Karpenter's node: tainted %v, released %v, deleted %v, terminated %v, drained %v: want it untouched",
+			r.nodes.tainted, r.nodes.released, r.nodes.deleted, r.fleet.terminated, r.drainer.nodes)
+	}
+	if !slices.Equal(rep.Retired, []string{"ip-ours"}) || !slices.Equal(r.fleet.terminated, []string{"i-ours"}) || !slices.Equal(rep.NotOurs, []string{"ip-karpenter"}) {
+		t.Errorf("report %+v, terminated %v: want only ip-ours retired, ip-karpenter reported as not ours", rep, r.fleet.terminated)
 	}
 }
