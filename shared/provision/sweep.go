@@ -99,6 +99,9 @@ type SweepReport struct {
 	// those still draining.
 	Retired  []string `json:"retired,omitempty"`
 	Draining []string `json:"draining,omitempty"`
+	// Adopted are records written for orphans that run pods (drained
+	// before they go).
+	Adopted []string `json:"adopted,omitempty"`
 }
 
 // Sweep runs liveness and garbage collection, and has the terminator carry
@@ -123,6 +126,7 @@ func (r *Reconciler) Sweep(ctx context.Context) (*SweepReport, error) {
 		return rep, fmt.Errorf("sweep: %w", err)
 	}
 	c := Liveness(records, instances, view.Nodes, r.Now(), r.Options.RegistrationTimeout, r.Options.OrphanGrace)
+	orphans := drainFirst(c, records, instances, view)
 	ids := sortedKeys(c.Terminate)
 	if len(ids) > 0 {
 		for _, id := range ids {
@@ -161,14 +165,48 @@ func (r *Reconciler) Sweep(ctx context.Context) (*SweepReport, error) {
 	for _, p := range view.NodePools {
 		pools[p.Name] = p
 	}
-	cl := termination.Cluster{Nodes: view.Nodes, Records: records, Instances: instances}
+	cl := termination.Cluster{Nodes: view.Nodes, Records: records, Instances: instances, Orphans: orphans}
 	for _, name := range sortedKeys(pools) {
 		cl.NodePools = append(cl.NodePools, pools[name])
 	}
 	trep := r.Terminator().Sweep(ctx, cl)
-	rep.Retired, rep.Draining = trep.Retired, trep.Draining
+	rep.Retired, rep.Draining, rep.Adopted = trep.Retired, trep.Draining, trep.Adopted
 	if len(trep.NotOurs) > 0 {
 		r.Log.Info("deleted Nodes that carry the termination finalizer but are not Nodewright's: left alone", "nodes", trep.NotOurs)
 	}
 	return rep, nil
+}
+
+// drainFirst takes out of c.Terminate the orphans (instances of ours no
+// record claims) whose Node registered and runs pods, and returns them:
+// the terminator drains them before they go, rather than terminating the
+// instance under its pods (an ambiguous CreateFleet error left them).
+func drainFirst(c Collection, records []*state.NodeClaim, instances []fleet.Running, view *View) []fleet.Running {
+	claimed := map[string]bool{}
+	for _, rec := range records {
+		if rec.InstanceID != "" {
+			claimed[rec.InstanceID] = true
+		}
+	}
+	nodeOf := map[string]string{}
+	for _, n := range view.Nodes {
+		if id := InstanceIDOf(n.Spec.ProviderID); id != "" {
+			nodeOf[id] = n.Name
+		}
+	}
+	runsPods := map[string]bool{}
+	for _, p := range view.Pods {
+		if p.Spec.NodeName != "" && p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed && Reschedulable(p) {
+			runsPods[p.Spec.NodeName] = true
+		}
+	}
+	var out []fleet.Running
+	for _, in := range instances {
+		if _, ok := c.Terminate[in.InstanceID]; !ok || claimed[in.InstanceID] || !in.ManagedBy || !runsPods[nodeOf[in.InstanceID]] {
+			continue
+		}
+		delete(c.Terminate, in.InstanceID)
+		out = append(out, in)
+	}
+	return out
 }

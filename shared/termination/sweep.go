@@ -117,6 +117,19 @@ func (t *Terminator) Sweep(ctx context.Context, c Cluster) SweepReport {
 		}
 		t.carry(ctx, Request{Node: nodeOf[rec.InstanceID], Record: rec, Intent: *d}, &rep)
 	}
+	for _, in := range c.Orphans {
+		n := nodeOf[in.InstanceID]
+		if n == nil || !in.ManagedBy || byInstance[in.InstanceID] != nil {
+			continue
+		}
+		rec, err := t.adopt(ctx, in, n, grace(in.NodePool))
+		if err != nil {
+			t.log().Warn("adopt an orphan instance that registered", "instance", in.InstanceID, "node", n.Name, "error", err)
+			continue
+		}
+		rep.Adopted = append(rep.Adopted, rec.Name)
+		t.carry(ctx, Request{Node: n, Record: rec, Intent: *rec.Disruption}, &rep)
+	}
 	return rep
 }
 
