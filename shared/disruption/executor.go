@@ -78,22 +78,37 @@ type Terminator interface {
 	Step(ctx context.Context, req termination.Request) (termination.Result, error)
 }
 
+// ClusterSource reads the cluster (provision.ClusterSource).
+type ClusterSource interface {
+	View(ctx context.Context) (*provision.View, error)
+}
+
+// Events records Kubernetes events (provision.Events).
+type Events interface {
+	Event(ctx context.Context, ref provision.Ref, eventType, reason, message string)
+}
+
+// Metrics emits CloudWatch metrics (*metrics.Emitter).
+type Metrics interface {
+	Emit(name string, value float64, dims metrics.Dims) error
+}
+
 // Tainter taints and untaints Nodes (provision.Nodes).
 type Tainter interface {
 	Taint(ctx context.Context, name string, taint corev1.Taint, cordon bool) error
 	Untaint(ctx context.Context, name, key string) error
 }
 
-// Executor carries out consolidation commands. NewExecutor wires it to
-// the provision function's reconciler.
+// Executor carries out consolidation commands, through the narrow
+// interfaces it declares (shared/setup wires them).
 type Executor struct {
 	Store      Store
 	Capacity   Capacity
 	Terminator Terminator
-	Source     provision.ClusterSource
+	Source     ClusterSource
 	Nodes      Tainter
-	Events     provision.Events
-	Metrics    provision.Metrics
+	Events     Events
+	Metrics    Metrics
 	// NodePools and NodeClasses are the deployed configuration (merged
 	// with the cluster's objects for each pool's terminationGracePeriod).
 	NodePools   []*apis.NodePool
@@ -110,22 +125,13 @@ type Executor struct {
 	Validate func(consolidation.Command, consolidation.Inputs) error
 }
 
-// NewExecutor is an executor over the provision function's reconciler:
-// its store, launcher, cluster view, node writes, drainer, events and
-// metrics.
-func NewExecutor(r *provision.Reconciler, now func() time.Time, log *slog.Logger) *Executor {
-	e := &Executor{
-		Store: r.Store, Capacity: r, Terminator: r.Terminator(), Source: r.Source, Events: r.Events, Metrics: r.Metrics,
-		NodePools: r.NodePools, NodeClasses: r.NodeClasses, Now: now, Log: log, Validate: consolidation.Validate,
-		ReadyTimeout: r.RegistrationTimeout(),
-	}
-	if r.Nodes != nil {
-		e.Nodes = r.Nodes
-	}
-	if r.Events == nil {
+// WithDefaults fills the executor's optional parts (no events, no
+// metrics) and returns it.
+func (e *Executor) WithDefaults() *Executor {
+	if e.Events == nil {
 		e.Events = nopEvents{}
 	}
-	if r.Metrics == nil {
+	if e.Metrics == nil {
 		e.Metrics = nopMetrics{}
 	}
 	return e

@@ -79,25 +79,45 @@ type NodeNamer interface {
 	NodeName(ctx context.Context, instanceID string) (string, error)
 }
 
-// Handler handles the interruption queue's messages. New wires it to the
-// provision function's reconciler (its store, cluster view, launcher, node
-// writes, drainer, events and metrics).
-type Handler struct {
+// ClusterSource reads the cluster (provision.ClusterSource).
+type ClusterSource interface {
+	View(ctx context.Context) (*provision.View, error)
+}
+
+// Events records Kubernetes events (provision.Events); it never fails the
+// caller.
+type Events interface {
+	Event(ctx context.Context, ref provision.Ref, eventType, reason, message string)
+}
+
+// Metrics emits CloudWatch metrics (*metrics.Emitter).
+type Metrics interface {
+	Emit(name string, value float64, dims metrics.Dims) error
+}
+
+// Deps are what a handler works with, each through the narrow interface
+// it uses (shared/setup wires them, once per warm container).
+type Deps struct {
 	Store      Store
 	Capacity   Capacity
 	Terminator Terminator
-	Source     provision.ClusterSource
-	Nodes      Tainter // nil: Nodes are not tainted
-	Events     provision.Events
-	Metrics    provision.Metrics
+	Source     ClusterSource
+	Nodes      Tainter   // nil: Nodes are not tainted
+	Events     Events    // nil: none
+	Metrics    Metrics   // nil: none
 	Names      NodeNamer // nil: a gone Node's name comes from its record only
 	// NodePools and NodeClasses are the deployed configuration (merged
 	// with the cluster's objects).
 	NodePools   []*apis.NodePool
 	NodeClasses []*apis.EC2NodeClass
-	Now         func() time.Time
-	Log         *slog.Logger
-	LeaseTTL    time.Duration
+}
+
+// Handler handles the interruption queue's messages for one invocation.
+type Handler struct {
+	Deps
+	Now      func() time.Time
+	Log      *slog.Logger
+	LeaseTTL time.Duration
 	// Poll is the pause between drain passes of one node (0: drainPoll).
 	Poll time.Duration
 	// Holder names this invocation in leases.
@@ -106,26 +126,18 @@ type Handler struct {
 	After func(events.SQSMessage, []Outcome, error)
 }
 
-// New is a handler over the provision function's reconciler (nil: a
-// handler that can only acknowledge events that need no action).
-func New(r *provision.Reconciler, now func() time.Time, log *slog.Logger, holder string) *Handler {
-	h := &Handler{Now: now, Log: log, Holder: holder, Events: nopEvents{}, Metrics: nopMetrics{}}
-	if r == nil {
-		return h
+// New is a handler over d for the invocation holder (nil: a handler that
+// can only acknowledge events that need no action).
+func New(d *Deps, now func() time.Time, log *slog.Logger, holder string) *Handler {
+	h := &Handler{Now: now, Log: log, Holder: holder}
+	if d != nil {
+		h.Deps = *d
 	}
-	h.Store, h.Capacity, h.Terminator, h.Source = r.Store, r, r.Terminator(), r.Source
-	h.NodePools, h.NodeClasses = r.NodePools, r.NodeClasses
-	if r.Nodes != nil {
-		h.Nodes = r.Nodes
+	if h.Events == nil {
+		h.Events = nopEvents{}
 	}
-	if r.Events != nil {
-		h.Events = r.Events
-	}
-	if r.Metrics != nil {
-		h.Metrics = r.Metrics
-	}
-	if nn, ok := r.Fleet.(NodeNamer); ok {
-		h.Names = nn
+	if h.Metrics == nil {
+		h.Metrics = nopMetrics{}
 	}
 	return h
 }

@@ -294,8 +294,10 @@ func newRig(t *testing.T, drain func(opts termination.DrainOptions, n int) termi
 func (r *rig) handler(holder string) *Handler {
 	term := &termination.Terminator{Store: r.store, Fleet: r.fleet, Nodes: r.nodes, Drainer: r.drainer, Metrics: r.metrics,
 		Now: r.clock.Now, Log: slog.New(slog.DiscardHandler)}
-	return &Handler{Store: r.store, Capacity: r.cap, Terminator: term, Source: r.src, Nodes: r.nodes, Events: nopEvents{}, Metrics: r.metrics,
-		Now: r.clock.Now, Log: slog.New(slog.DiscardHandler), Holder: holder, Poll: time.Millisecond}
+	h := New(&Deps{Store: r.store, Capacity: r.cap, Terminator: term, Source: r.src, Nodes: r.nodes, Metrics: r.metrics},
+		r.clock.Now, slog.New(slog.DiscardHandler), holder)
+	h.Poll = time.Millisecond
+	return h
 }
 
 // deliver hands msgs to a new invocation whose context ends after

@@ -155,7 +155,7 @@ func Consolidation(ctx context.Context, o Options) (*disruption.Run, error) {
 	}
 	run := &disruption.Run{
 		R:          r,
-		Exec:       disruption.NewExecutor(r, o.Now, o.Log),
+		Exec:       Executor(r, o.Now, o.Log),
 		Decide:     consolidation.Decide,
 		SpotToSpot: true,
 	}
