@@ -119,16 +119,13 @@ func New(ctx context.Context, lc *localcloud.Cloud, opts Options) (*Harness, err
 			if err != nil {
 				return nil, err
 			}
-			run, err := setup.Consolidation(ctx, o)
+			r, err := h.Reconciler(ctx, "consolidation")
 			if err != nil {
 				return nil, err
 			}
+			run := setup.ConsolidationRun(r, o)
 			run.Exec.ValidationWait = opts.ValidationWait
 			run.MaxWait = opts.ConsolidationMaxWait
-			run.R.Options = opts.Provision
-			h.mu.Lock()
-			h.recs["consolidation"] = run.R
-			h.mu.Unlock()
 			return run, nil
 		},
 	}
