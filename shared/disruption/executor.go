@@ -4,16 +4,21 @@
 //	planned -> replacing -> replacement-ready -> draining -> terminating -> done
 //	   \___________\______________\________________________________/-> abandoned
 //
-// planned: the candidates are marked disrupting and tainted
-// karpenter.sh/disrupted:NoSchedule, then the validation wait; the command
-// is validated again on fresh state (or abandoned, the taint removed).
+// planned: the candidates are marked disrupting (their termination intent,
+// owned by the action) and tainted karpenter.sh/disrupted:NoSchedule, then
+// the validation wait; the command is validated again on fresh state (or
+// abandoned: the taint and intent removed from the candidates whose intent
+// the action still owns).
 // replacing: the replacements are launching (a command without
 // replacements goes straight to draining). replacement-ready: every
 // replacement is initialized (its Node Ready) and no pod has been evicted
 // yet. draining: the candidates' pods go through the Eviction API, PDBs
 // honoured; terminationGracePeriod counts from the moment this step
 // begins, and past it the pods left are deleted. terminating: the
-// instances are terminated and the Nodes and records removed. Every step
+// instances are terminated and the Nodes and records removed. Draining and
+// terminating go through package termination, with each candidate's
+// intent; a candidate whose intent a more urgent action took over (an
+// interruption) is left to that action. Every step
 // is written before the next begins, so a later invocation resumes any
 // action exactly where the last one stopped, and conditional writes keep
 // two invocations from acting on one node.
