@@ -3,6 +3,7 @@ package interruption
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -39,6 +40,8 @@ type fakeStore struct {
 	seen     map[string]bool
 	unavail  []state.Offering
 	progress []state.Action // every action write, in order
+	// putErr, when set, fails every record write (the table unreachable).
+	putErr error
 }
 
 func newStore() *fakeStore {
@@ -81,6 +84,9 @@ func (s *fakeStore) GetNodeClaim(_ context.Context, name string) (*state.NodeCla
 func (s *fakeStore) PutNodeClaim(_ context.Context, nc *state.NodeClaim) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.putErr != nil {
+		return s.putErr
+	}
 	var have int64
 	if r := s.recs[nc.Name]; r != nil {
 		have = r.Version
@@ -584,5 +590,26 @@ func TestSpotWarningOnANodeBeingConsolidated(t *testing.T) {
 	}
 	if a := r.store.action(ActionPrefix + instanceA); a.Step != state.StepDone || !a.Deadline.Equal(consolidated) {
 		t.Errorf("action %+v: want done with the earlier deadline", a)
+	}
+}
+
+// TestWarningWhoseIntentCannotBeRecordedComesBack (defect 4): while
+// another invocation holds the node, a spot warning whose intent cannot be
+// written (the table throttles) is not acknowledged: SQS delivers it
+// again, rather than the deadline being lost.
+func TestWarningWhoseIntentCannotBeRecordedComesBack(t *testing.T) {
+	r := newRig(t, nil)
+	r.store.leases[state.LeaseNode("nc-a")] = "rebalance"
+	r.store.putErr = errors.New("ProvisionedThroughputExceededException")
+	resp := r.deliver(5*time.Second, spotWarning("evt-s"))
+	if len(resp.BatchItemFailures) != 1 || resp.BatchItemFailures[0].ItemIdentifier != "msg-evt-s" {
+		t.Fatalf("failures %+v: want the warning back for redelivery", resp.BatchItemFailures)
+	}
+	r.store.putErr = nil
+	if resp := r.deliver(5*time.Second, spotWarning("evt-s")); len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("failures %+v on redelivery", resp.BatchItemFailures)
+	}
+	if rec := r.store.recs["nc-a"]; rec.Disruption == nil || !rec.Disruption.Deadline.Equal(warned.Add(2*time.Minute-deadlineMargin)) {
+		t.Errorf("record's intent %+v after redelivery: want the warning's deadline", rec.Disruption)
 	}
 }
