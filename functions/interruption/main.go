@@ -11,8 +11,8 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/nodewright/nodewright/shared/handlers"
+	"github.com/nodewright/nodewright/shared/interruption"
 	"github.com/nodewright/nodewright/shared/names"
-	"github.com/nodewright/nodewright/shared/provision"
 	"github.com/nodewright/nodewright/shared/setup"
 )
 
@@ -21,12 +21,12 @@ func main() {
 	h := &handlers.Interruption{
 		Env: handlers.EnvFrom(os.Getenv),
 		Log: log,
-		Setup: func(ctx context.Context) (*provision.Reconciler, error) {
+		Setup: func(ctx context.Context) (*interruption.Deps, error) {
 			o, err := setup.Lambda(ctx, os.Getenv, os.Stdout, log)
 			if err != nil {
 				return nil, err
 			}
-			return setup.Controller(ctx, o)
+			return setup.Interruption(ctx, o)
 		},
 	}
 	lambda.Start(h.Handle)

@@ -9,21 +9,21 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/nodewright/nodewright/shared/interruption"
-	"github.com/nodewright/nodewright/shared/provision"
 )
 
 // Interruption handles batches from the interruption queue.
 type Interruption struct {
 	Env Env
 	Log *slog.Logger
-	// Setup builds the reconciler on the first invocation (kept warm).
-	Setup func(ctx context.Context) (*provision.Reconciler, error)
+	// Setup builds the handler's dependencies on the first invocation
+	// (kept warm; setup.Interruption).
+	Setup func(ctx context.Context) (*interruption.Deps, error)
 	Now   func() time.Time
 	// AfterMessage, when set, sees what each message did (tests).
 	AfterMessage func(events.SQSMessage, []interruption.Outcome, error)
 
-	mu  sync.Mutex
-	rec *provision.Reconciler
+	mu   sync.Mutex
+	deps *interruption.Deps
 }
 
 // Handle handles every message of the batch on its own: a message that
@@ -33,22 +33,22 @@ type Interruption struct {
 func (h *Interruption) Handle(ctx context.Context, ev events.SQSEvent) (resp events.SQSEventResponse, err error) {
 	defer recovered(h.Log, &err)
 	h.mu.Lock()
-	if h.rec == nil && h.Setup != nil {
-		r, serr := h.Setup(ctx)
+	if h.deps == nil && h.Setup != nil {
+		d, serr := h.Setup(ctx)
 		if serr != nil {
 			h.mu.Unlock()
 			h.Log.Error("interruption set-up failed", "error", serr)
 			return resp, serr
 		}
-		h.rec = r
+		h.deps = d
 	}
-	r := h.rec
+	d := h.deps
 	h.mu.Unlock()
 	now := h.Now
 	if now == nil {
 		now = time.Now
 	}
-	ih := interruption.New(r, now, h.Log.With("requestId", requestID(ctx)), requestID(ctx))
+	ih := interruption.New(d, now, h.Log.With("requestId", requestID(ctx)), requestID(ctx))
 	ih.After = h.AfterMessage
 	return ih.HandleBatch(ctx, ev), nil
 }

@@ -7,12 +7,13 @@
 // by the caller's lease) before it launches them with EC2 CreateFleet
 // (identical NodeClaims in one fleet); and solves again at once without the
 // offerings EC2 refused. A sweep adds liveness and garbage collection, and
-// retires Nodes that were deleted (drain, terminate, release).
+// has package termination carry on the removals under way (deleted Nodes,
+// records whose termination intent says drain).
 //
 // It exists so that the provision function's handler, `make run` and the
 // end-to-end tests run the same reconcile, and so that the interruption and
 // consolidation functions launch replacements through the same code path
-// (Inputs.Only) and retire nodes the same way (Retire).
+// (Inputs.Only).
 //
 // Pure decisions (Prepare, registrations, liveness, grouping) take plain
 // values and return plain values; the Reconciler carries them out through

@@ -95,11 +95,20 @@ type NodeClaim struct {
 	Version int64 `json:"-"`
 }
 
-// Disruption says which action disrupts a node, and why.
+// Disruption is the node's termination intent: why it is to go (Cause,
+// Reason), how urgently, by when (Deadline), and which action owns it
+// (Action). Every reason to remove a node writes this one intent, merged
+// with Merge (intent.go).
 type Disruption struct {
-	Action string    `json:"action"`
+	// Action owns the intent: the action carrying it out.
+	Action string `json:"action"`
+	// Reason is the owner's detail (a consolidation method, an event kind).
 	Reason string    `json:"reason"`
 	Since  time.Time `json:"since"`
+	// Cause and Urgency type the intent (empty in records written before
+	// they existed: Normalize infers them from Action).
+	Cause   Cause   `json:"cause,omitempty"`
+	Urgency Urgency `json:"urgency,omitempty"`
 	// Reschedule is set once the node's pods are to move: its replacement
 	// is launching or it is draining. Solves then place its pods elsewhere
 	// and no longer count the node as capacity (before, while an action is
