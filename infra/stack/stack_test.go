@@ -197,7 +197,7 @@ func TestInterruptionQueue(t *testing.T) {
 	s := defaultStack(t)
 	q := s.one(t, "AWS::SQS::Queue", "InterruptionQueue")
 	if q["SqsManagedSseEnabled"] != true || q["MessageRetentionPeriod"] != float64(3600) ||
-		q["VisibilityTimeout"] != 6*interruptionTimeout.Seconds() {
+		q["VisibilityTimeout"] != interruptionQueueVisibility.Seconds() {
 		t.Errorf("queue %v", q)
 	}
 	rp := q["RedrivePolicy"].(map[string]any)
