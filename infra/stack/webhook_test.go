@@ -3,6 +3,7 @@ package stack
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -35,24 +36,15 @@ func leadingKeysAllowed(st map[string]any, pk string) bool {
 		if op != "ForAllValues:StringEquals" {
 			return true // an operator this check does not model: assume it lets pk through
 		}
-		if !containsString(strs(keys), pk) {
+		if !slices.Contains(strs(keys), pk) {
 			return false
 		}
 	}
 	return true
 }
 
-func containsString(list []string, s string) bool {
-	for _, e := range list {
-		if e == s {
-			return true
-		}
-	}
-	return false
-}
-
-// writesItem says whether allows grants a write of an item of partition
-// pk in the state table.
+// writesItem lists the grants of allows that let a write of an item of
+// partition pk through.
 func writesItem(allows []map[string]any, pk string) []string {
 	var by []string
 	for _, st := range allows {
@@ -127,4 +119,31 @@ func toAny(list []string) []any {
 		out[i] = s
 	}
 	return out
+}
+
+// The check itself: the grant before the hint had its own partition (the
+// cluster's partition) lets a forged NodeClaim record through; a grant
+// without the condition, or by a wildcard, lets every partition through;
+// a read does not count.
+func TestWritesItemSeesEveryWrite(t *testing.T) {
+	cond := func(pk string) map[string]any {
+		return map[string]any{"ForAllValues:StringEquals": map[string]any{"dynamodb:LeadingKeys": []any{pk}}}
+	}
+	for _, tc := range []struct {
+		name string
+		st   map[string]any
+		pk   string
+		want bool
+	}{
+		{"the old grant, the cluster's partition", map[string]any{"Action": "dynamodb:PutItem", "Condition": cond("demo-cluster")}, "demo-cluster", true},
+		{"the hint partition's grant, the cluster's partition", map[string]any{"Action": "dynamodb:PutItem", "Condition": cond("demo-cluster#hints")}, "demo-cluster", false},
+		{"no condition", map[string]any{"Action": []any{"dynamodb:UpdateItem"}}, "demo-cluster", true},
+		{"a wildcard", map[string]any{"Action": "dynamodb:*", "Condition": map[string]any{"StringEquals": map[string]any{"aws:RequestedRegion": "us-east-1"}}}, "x", true},
+		{"another operator", map[string]any{"Action": "dynamodb:DeleteItem", "Condition": map[string]any{"ForAnyValue:StringLike": map[string]any{"dynamodb:LeadingKeys": "demo-*"}}}, "x", true},
+		{"a read", map[string]any{"Action": "dynamodb:GetItem"}, "demo-cluster", false},
+	} {
+		if got := len(writesItem([]map[string]any{tc.st}, tc.pk)) > 0; got != tc.want {
+			t.Errorf("%s: writes %v, want %v", tc.name, got, tc.want)
+		}
+	}
 }
