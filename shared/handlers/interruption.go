@@ -21,6 +21,12 @@ type Interruption struct {
 	Now   func() time.Time
 	// AfterMessage, when set, sees what each message did (tests).
 	AfterMessage func(events.SQSMessage, []interruption.Outcome, error)
+	// Queue, when set, brings each failed message back after
+	// RetryVisibility (nil: after the queue's visibility timeout).
+	Queue Redelivery
+	// RetryVisibility is how soon a failed message comes back (0:
+	// names.InterruptionRetryVisibility).
+	RetryVisibility time.Duration
 
 	mu   sync.Mutex
 	deps *interruption.Deps
@@ -28,8 +34,9 @@ type Interruption struct {
 
 // Handle handles every message of the batch on its own: a message that
 // cannot be decoded or whose handling fails (or panics) is reported as a
-// batch item failure, so SQS retries it alone and, after the queue's
-// receive limit, moves it to the DLQ; the rest of the batch succeeds.
+// batch item failure, so SQS retries it alone (within RetryVisibility) and,
+// after the queue's receive limit, moves it to the DLQ; the rest of the
+// batch succeeds.
 func (h *Interruption) Handle(ctx context.Context, ev events.SQSEvent) (resp events.SQSEventResponse, err error) {
 	defer recovered(h.Log, &err)
 	h.mu.Lock()
@@ -48,7 +55,10 @@ func (h *Interruption) Handle(ctx context.Context, ev events.SQSEvent) (resp eve
 	if now == nil {
 		now = time.Now
 	}
-	ih := interruption.New(d, now, h.Log.With("requestId", requestID(ctx)), requestID(ctx))
+	log := h.Log.With("requestId", requestID(ctx))
+	ih := interruption.New(d, now, log, requestID(ctx))
 	ih.After = h.AfterMessage
-	return ih.HandleBatch(ctx, ev), nil
+	resp = ih.HandleBatch(ctx, ev)
+	h.retrySoon(ctx, log, ev, resp)
+	return resp, nil
 }
