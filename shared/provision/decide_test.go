@@ -255,6 +255,11 @@ func TestLiveness(t *testing.T) {
 	justGone.LaunchedAt = now.Add(-10 * time.Second) // DescribeInstances may not list it yet
 	ending := record("default-end00", state.Terminating, "i-end")
 	launching := record("default-grp00", state.Launching, "")
+	launching.CreatedAt = now.Add(-time.Minute)
+	// A launch that never got its instance recorded, past the timeout: its
+	// record goes and its group's instance is an orphan.
+	stuck := record("default-stk00", state.Launching, "")
+	stuck.CreatedAt = now.Add(-16 * time.Minute)
 	running := func(id, claim string, age time.Duration, managed bool) fleet.Running {
 		return fleet.Running{InstanceID: id, State: "running", NodeClaim: claim, LaunchTime: now.Add(-age), ManagedBy: managed}
 	}
@@ -265,18 +270,19 @@ func TestLiveness(t *testing.T) {
 		running("i-young", "default-yyyyy", time.Minute, true),    // within the grace period
 		running("i-karpenter", "default-kkkkk", time.Hour, false), // not ours
 		running("i-grp", "default-grp00", 10*time.Minute, true),   // its record is still launching
+		running("i-stuck", "default-stk00", 16*time.Minute, true), // its record is past the timeout
 		{InstanceID: "i-end", State: "shutting-down", LaunchTime: now.Add(-time.Hour), ManagedBy: true},
 	}
 	gnode := node("ip-gone", "i-gone")
-	c := Liveness([]*state.NodeClaim{late, fresh, gone, justGone, ending, launching}, instances, []*corev1.Node{gnode}, now, 15*time.Minute, 5*time.Minute)
-	if want := []string{"i-late", "i-orphan"}; !reflect.DeepEqual(sortedKeys(c.Terminate), want) {
+	c := Liveness([]*state.NodeClaim{late, fresh, gone, justGone, ending, launching, stuck}, instances, []*corev1.Node{gnode}, now, 15*time.Minute, 5*time.Minute)
+	if want := []string{"i-late", "i-orphan", "i-stuck"}; !reflect.DeepEqual(sortedKeys(c.Terminate), want) {
 		t.Errorf("terminate %v, want %v", sortedKeys(c.Terminate), want)
 	}
 	var removed []string
 	for _, r := range c.DeleteRecords {
 		removed = append(removed, r.Name)
 	}
-	if want := []string{"default-end00", "default-gone0", "default-late0"}; !reflect.DeepEqual(removed, want) {
+	if want := []string{"default-end00", "default-gone0", "default-late0", "default-stk00"}; !reflect.DeepEqual(removed, want) {
 		t.Errorf("records removed %v, want %v", removed, want)
 	}
 	if want := []string{"ip-gone"}; !reflect.DeepEqual(c.DeleteNodes, want) {

@@ -45,6 +45,12 @@ type fakeFleet struct {
 	calls  []fleet.Request
 	tagged map[string]string // instance -> NodeClaim
 	next   int
+	// now stamps the instances' launch times; running are the instances
+	// launched and not terminated (Instances lists them, Terminate ends
+	// them); terminated the IDs Terminate was called with.
+	now        func() time.Time
+	running    []fleet.Running
+	terminated []string
 }
 
 func (f *fakeFleet) Zones(context.Context, []*apis.EC2NodeClass) ([]string, error) {
@@ -82,6 +88,12 @@ func (f *fakeFleet) instances(req fleet.Request, n int) []*fleet.Instance {
 			NodeClaim: req.Name, NodePool: req.Claim.NodePool, InstanceID: fmt.Sprintf("i-%05d", f.next),
 			InstanceType: req.Claim.InstanceTypes[0], Zone: zone, CapacityType: ct, PricePerHour: 0.1,
 		})
+		var at time.Time
+		if f.now != nil {
+			at = f.now()
+		}
+		f.running = append(f.running, fleet.Running{InstanceID: fmt.Sprintf("i-%05d", f.next), InstanceType: req.Claim.InstanceTypes[0],
+			Zone: zone, State: "running", LaunchTime: at, NodeClaim: req.Name, NodePool: req.Claim.NodePool, ManagedBy: true})
 	}
 	return out
 }
@@ -99,11 +111,49 @@ func (f *fakeFleet) TagNodeClaim(_ context.Context, instanceID, _, nodeClaim str
 		f.tagged = map[string]string{}
 	}
 	f.tagged[instanceID] = nodeClaim
+	for i := range f.running {
+		if f.running[i].InstanceID == instanceID {
+			f.running[i].NodeClaim = nodeClaim
+		}
+	}
 	return nil
 }
 
-func (f *fakeFleet) Instances(context.Context) ([]fleet.Running, error) { return nil, nil }
-func (f *fakeFleet) Terminate(context.Context, []string) error          { return nil }
+func (f *fakeFleet) Instances(context.Context) ([]fleet.Running, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]fleet.Running(nil), f.running...), nil
+}
+
+func (f *fakeFleet) Terminate(_ context.Context, ids []string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.terminated = append(f.terminated, ids...)
+	gone := map[string]bool{}
+	for _, id := range ids {
+		gone[id] = true
+	}
+	kept := f.running[:0]
+	for _, in := range f.running {
+		if !gone[in.InstanceID] {
+			kept = append(kept, in)
+		}
+	}
+	f.running = kept
+	return nil
+}
+
+// Running reports whether the instance is running.
+func (f *fakeFleet) Running(id string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, in := range f.running {
+		if in.InstanceID == id {
+			return true
+		}
+	}
+	return false
+}
 
 // fakeMetrics records emitted values.
 type fakeMetrics struct {
@@ -196,7 +246,7 @@ func testReconciler(t *testing.T, clock *testingclock.FakeClock, src func(now ti
 		t.Fatal(err)
 	}
 	store, db := testStore(t, clock)
-	fl, m := &fakeFleet{}, &fakeMetrics{}
+	fl, m := &fakeFleet{now: clock.Now}, &fakeMetrics{}
 	n := 0
 	var mu sync.Mutex
 	r := &Reconciler{

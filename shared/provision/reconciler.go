@@ -254,11 +254,15 @@ func (rep *Report) PricePerHour() float64 {
 
 // world is what a round read.
 type world struct {
-	view        *View
-	pools       []*apis.NodePool
-	classes     []*apis.EC2NodeClass
-	versions    map[string]int64
-	records     []*state.NodeClaim
+	view     *View
+	pools    []*apis.NodePool
+	classes  []*apis.EC2NodeClass
+	versions map[string]int64
+	records  []*state.NodeClaim
+	// stale are the records of launches that never got an instance and
+	// are past the registration timeout (phantom): left out of records,
+	// so they count neither as capacity in flight nor against limits.
+	stale       []*state.NodeClaim
 	unavailable []state.Offering
 	zones       []string
 }
@@ -322,6 +326,7 @@ func (r *Reconciler) read(ctx context.Context, rep *Report) (*world, error) {
 	if err := errors.Join(errs[0], errs[1], errs[3]); err != nil {
 		return nil, fmt.Errorf("read: %w", err)
 	}
+	w.records, w.stale = r.splitStale(w.records)
 	rep.Zones = w.zones
 	rep.Nodes = len(w.view.Nodes)
 	return w, nil
@@ -471,6 +476,7 @@ func (r *Reconciler) solveAndLaunch(ctx context.Context, lease *state.Lease, w *
 			if err != nil {
 				return fmt.Errorf("read state again: %w", err)
 			}
+			w.records, _ = r.splitStale(w.records)
 			continue
 		}
 		if err != nil {
@@ -560,6 +566,19 @@ func (r *Reconciler) overLimit(w *world, recs []*state.NodeClaim) (keep, dropped
 		keep = append(keep, rec)
 	}
 	return keep, dropped
+}
+
+// splitStale takes the phantom launches (see phantom) out of records.
+func (r *Reconciler) splitStale(records []*state.NodeClaim) (live, stale []*state.NodeClaim) {
+	now := r.Now()
+	for _, rec := range records {
+		if phantom(rec, now, r.Options.RegistrationTimeout) {
+			stale = append(stale, rec)
+		} else {
+			live = append(live, rec)
+		}
+	}
+	return live, stale
 }
 
 // sortedRecords sorts records by name.

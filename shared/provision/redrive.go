@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"time"
+
+	"github.com/aws/smithy-go"
 
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/fleet"
@@ -17,10 +20,18 @@ import (
 // same ClientToken, which EC2 answers with the first call's instances:
 // they are adopted, so nothing leaks and nothing launches twice. A fleet
 // that launched nothing removes the records (a retry takes new names).
+//
+// A re-drive that fails otherwise (the EC2NodeClass is gone, no subnet or
+// AMI is left, IdempotentParameterMismatch) looks for the first call's
+// instances by their NodeClaim tag: they are adopted when the records can
+// still be completed, else terminated; the records are removed when the
+// failure is permanent or the launch is older than the registration
+// timeout, so no record launching without an instance outlives it.
 func (r *Reconciler) redrive(ctx context.Context, w *world, rep *Report) error {
 	now := r.Now()
+	all := append(append([]*state.NodeClaim(nil), w.records...), w.stale...)
 	groups := map[string][]*state.NodeClaim{}
-	for _, rec := range w.records {
+	for _, rec := range all {
 		if rec.Group == "" {
 			rec.Group = rec.Name
 		}
@@ -41,19 +52,39 @@ func (r *Reconciler) redrive(ctx context.Context, w *world, rep *Report) error {
 	}
 	sort.Strings(tokens)
 	removed := map[string]bool{}
+	tagged := &taggedInstances{list: r.Fleet.Instances}
 	for _, token := range tokens {
 		members := groups[token]
 		sortedRecords(members)
 		class := classes[members[0].NodeClass]
+		var insts []*fleet.Instance
+		var err error
 		if class == nil {
-			r.Log.Warn("cannot re-drive a launch: its EC2NodeClass is not configured", "token", token, "nodeClass", members[0].NodeClass)
-			continue
+			err = fmt.Errorf("EC2NodeClass %s is not configured: %w", members[0].NodeClass, errPermanent)
+		} else {
+			size := max(members[0].GroupSize, 1)
+			insts, err = r.createFleet(ctx, token, members[0].Claim, class, size)
 		}
-		size := max(members[0].GroupSize, 1)
-		insts, err := r.createFleet(ctx, token, members[0].Claim, class, size)
-		if err != nil && fleet.UnavailableOfferings(err) == nil {
-			var le *fleet.LaunchError
-			if !errors.As(err, &le) {
+		var le *fleet.LaunchError
+		if err != nil && !errors.As(err, &le) {
+			// Not an answer of the fleet: find the first call's instances.
+			found, lerr := tagged.of(ctx, members)
+			if lerr != nil {
+				r.Log.Warn("re-drive a launch: look for its instances", "token", token, "error", lerr)
+				continue
+			}
+			old := now.Sub(members[0].CreatedAt) > r.Options.RegistrationTimeout
+			switch {
+			case len(found) > 0 && class != nil && !old:
+				r.Log.Warn("re-drive failed: adopting the instances tagged with the launch", "token", token, "instances", len(found), "error", err)
+				for _, in := range found {
+					in.PricePerHour = r.priceOf(in.InstanceType, in.Zone, in.CapacityType)
+				}
+				insts, err = found, nil
+			case len(found) > 0 || !transient(err) || old:
+				r.giveUp(ctx, members, found, err, removed)
+				continue
+			default:
 				r.Log.Warn("re-drive a launch", "token", token, "error", err)
 				continue // transient: the next round tries again
 			}
@@ -90,6 +121,7 @@ func (r *Reconciler) redrive(ctx context.Context, w *world, rep *Report) error {
 			}
 		}
 	}
+	w.stale = nil
 	if len(removed) > 0 {
 		kept := w.records[:0]
 		for _, rec := range w.records {
@@ -100,4 +132,116 @@ func (r *Reconciler) redrive(ctx context.Context, w *world, rep *Report) error {
 		w.records = kept
 	}
 	return nil
+}
+
+// giveUp ends a launch that cannot complete: the instances found for it
+// are terminated and its launching records removed (their pods are solved
+// for again).
+func (r *Reconciler) giveUp(ctx context.Context, members []*state.NodeClaim, found []*fleet.Instance, cause error, removed map[string]bool) {
+	if len(found) > 0 {
+		ids := make([]string, 0, len(found))
+		for _, in := range found {
+			ids = append(ids, in.InstanceID)
+		}
+		if err := r.Fleet.Terminate(ctx, ids); err != nil {
+			r.Log.Warn("terminate the instances of a launch given up", "token", members[0].Group, "error", err)
+			return // the records stay: the next round tries again
+		}
+	}
+	for _, m := range members {
+		if m.Phase != state.Launching || m.InstanceID != "" {
+			continue
+		}
+		if err := r.Store.DeleteNodeClaim(ctx, m); err != nil {
+			r.Log.Warn("remove the record of a launch given up", "nodeClaim", m.Name, "error", err)
+			continue
+		}
+		removed[m.Name] = true
+	}
+	r.Log.Warn("launch given up: its re-drive cannot complete", "token", members[0].Group, "terminated", len(found), "error", fmt.Sprint(cause))
+}
+
+// errPermanent marks a re-drive failure that no retry can cure.
+var errPermanent = errors.New("the launch cannot be re-driven")
+
+// transient reports whether a re-drive's failure may pass by itself:
+// throttling, an invocation out of time, an EC2 server fault.
+func transient(err error) bool {
+	if errors.Is(err, errPermanent) {
+		return false
+	}
+	if throttled(err) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return true
+	}
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		return ae.ErrorFault() == smithy.FaultServer
+	}
+	return false
+}
+
+// taggedInstances finds, with one DescribeInstances listing per re-drive
+// pass, the live instances that carry a launch's NodeClaim tags (its group
+// token, or a member's own name once tagged with it) and that no member
+// has recorded yet.
+type taggedInstances struct {
+	list    func(ctx context.Context) ([]fleet.Running, error)
+	running []fleet.Running
+	read    bool
+}
+
+func (t *taggedInstances) of(ctx context.Context, members []*state.NodeClaim) ([]*fleet.Instance, error) {
+	if !t.read {
+		all, err := t.list(ctx)
+		if err != nil {
+			return nil, err
+		}
+		t.running, t.read = all, true
+	}
+	names := map[string]bool{}
+	taken := map[string]bool{}
+	for _, m := range members {
+		names[m.Name], names[m.Group] = true, true
+		if m.InstanceID != "" {
+			taken[m.InstanceID] = true
+		}
+	}
+	var out []*fleet.Instance
+	for _, in := range t.running {
+		if !in.ManagedBy || !names[in.NodeClaim] || taken[in.InstanceID] || !liveState(in.State) {
+			continue
+		}
+		out = append(out, &fleet.Instance{
+			NodeClaim: in.NodeClaim, NodePool: in.NodePool, InstanceID: in.InstanceID, InstanceType: in.InstanceType,
+			Zone: in.Zone, CapacityType: in.CapacityType, ImageID: in.ImageID,
+		})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].InstanceID < out[j].InstanceID })
+	return out, nil
+}
+
+// priceOf is the hourly price of an offering (0 when unknown).
+func (r *Reconciler) priceOf(typ, zone, capacityType string) float64 {
+	if capacityType == apis.CapacityTypeSpot {
+		if r.Spot == nil {
+			return 0
+		}
+		p, _ := r.Spot.SpotPrice(typ, zone)
+		return p
+	}
+	if it, ok := r.Catalog.Get(typ); ok {
+		return it.OnDemandPrice
+	}
+	return 0
+}
+
+// liveState reports whether an instance in this state may still become a
+// node.
+func liveState(s string) bool { return s == "pending" || s == "running" }
+
+// phantom reports whether a record is a launch that never got an instance
+// and is older than timeout: it no longer counts as capacity in flight
+// (its pods are solved for again), and the next re-drive or sweep ends it.
+func phantom(rec *state.NodeClaim, now time.Time, timeout time.Duration) bool {
+	return rec.Phase == state.Launching && rec.InstanceID == "" && now.Sub(rec.CreatedAt) > timeout
 }

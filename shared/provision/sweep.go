@@ -34,7 +34,10 @@ type Collection struct {
 // is gone (and was launched more than grace ago, so DescribeInstances had
 // time to list it) is removed with its Node; an instance launched by
 // Nodewright that no record claims, older than grace, is terminated; a
-// record left terminating is removed once its instance is gone. Pure.
+// record left terminating is removed once its instance is gone; a record
+// still launching without an instance longer than timeout (a launch that
+// cannot complete) is removed, and no longer shields the instances tagged
+// with its group from orphan cleanup. Pure.
 func Liveness(records []*state.NodeClaim, instances []fleet.Running, nodes []*corev1.Node, now time.Time, timeout, grace time.Duration) Collection {
 	c := Collection{Terminate: map[string]string{}}
 	live := map[string]fleet.Running{}
@@ -55,13 +58,16 @@ func Liveness(records []*state.NodeClaim, instances []fleet.Running, nodes []*co
 		if rec.InstanceID != "" {
 			claimed[rec.InstanceID] = true
 		}
-		if rec.Phase == state.Launching {
+		if rec.Phase == state.Launching && !phantom(rec, now, timeout) {
 			launchingGroups[rec.Group] = true
 			launchingGroups[rec.Name] = true
 		}
 	}
 	for _, rec := range records {
 		if rec.InstanceID == "" {
+			if phantom(rec, now, timeout) {
+				c.DeleteRecords = append(c.DeleteRecords, rec)
+			}
 			continue
 		}
 		_, alive := live[rec.InstanceID]
