@@ -2,6 +2,7 @@ package provision
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -20,13 +21,16 @@ import (
 
 // group is a set of identical NodeClaims launched by one fleet.
 type group struct {
-	token   string
+	token   string // the group's name: its first NodeClaim's
 	claim   scheduling.NodeClaim
 	class   *apis.EC2NodeClass
 	recs    []*state.NodeClaim // sorted by name; recs[0].Name == token
+	plan    *fleet.Plan        // the fleet's request, stored in recs
 	insts   []*fleet.Instance
 	err     error
 	crashed error
+	// unrecorded: the group failed before its records were written.
+	unrecorded bool
 }
 
 // launch names the plan's NodeClaims, writes their records (fenced, and
@@ -108,18 +112,36 @@ func (r *Reconciler) launch(ctx context.Context, lease *state.Lease, w *world, p
 	if len(keep) == 0 {
 		return nil, nil, nil
 	}
+	// Each fleet's request is resolved and stored in its records before
+	// any CreateFleet: a re-drive sends the very same request.
+	var live, failed []*group
+	keep = keep[:0]
+	for _, g := range groups {
+		if len(g.recs) == 0 {
+			continue
+		}
+		if err := r.planGroup(ctx, g); err != nil {
+			g.err, g.unrecorded = err, true
+			failed = append(failed, g)
+			continue
+		}
+		live = append(live, g)
+		keep = append(keep, g.recs...)
+	}
+	var refused []state.Offering
+	for _, g := range failed {
+		_, ref := r.settle(ctx, g, rep)
+		refused = append(refused, ref...)
+	}
+	if len(keep) == 0 {
+		return nil, refused, nil
+	}
 	versions := limitedVersions(w.pools, w.versions)
 	if err := r.Store.CreateNodeClaims(ctx, lease, keep, versions); err != nil {
 		return nil, nil, fmt.Errorf("record nodeclaims: %w", err)
 	}
 	for p, v := range versions {
 		w.versions[p] = v
-	}
-	var live []*group
-	for _, g := range groups {
-		if len(g.recs) > 0 {
-			live = append(live, g)
-		}
 	}
 	r.launchGroups(ctx, live)
 	for _, g := range live {
@@ -130,7 +152,6 @@ func (r *Reconciler) launch(ctx context.Context, lease *state.Lease, w *world, p
 		}
 	}
 	var launched []*state.NodeClaim
-	var refused []state.Offering
 	for _, g := range live {
 		l, ref := r.settle(ctx, g, rep)
 		launched = append(launched, l...)
@@ -154,7 +175,7 @@ func (r *Reconciler) launchGroups(ctx context.Context, groups []*group) {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			g.insts, g.err = r.createFleet(ctx, g.token, g.claim, g.class, len(g.recs))
+			g.insts, g.err = r.createFleet(ctx, g.plan)
 			if g.err == nil && r.AfterCreateFleet != nil {
 				g.crashed = r.AfterCreateFleet(g.token)
 			}
@@ -172,14 +193,41 @@ const (
 	throttleAttempts = 6
 )
 
-// createFleet launches count instances of claim with ClientToken token,
-// retrying throttled calls with exponential backoff and full jitter (the
-// same token: a call EC2 did carry out returns the same instances).
-func (r *Reconciler) createFleet(ctx context.Context, token string, claim scheduling.NodeClaim, class *apis.EC2NodeClass, count int) ([]*fleet.Instance, error) {
-	req := fleet.Request{Name: token, Claim: claim, NodeClass: class, Count: count}
+// planGroup resolves a group's fleet request under a ClientToken unique to
+// this cluster and this launch, and stores it in the group's records.
+func (r *Reconciler) planGroup(ctx context.Context, g *group) error {
+	if g.class == nil {
+		return fmt.Errorf("NodePool %s: EC2NodeClass %s is not configured", g.claim.NodePool, g.claim.NodeClass)
+	}
+	nonce, err := r.Nonce()
+	if err != nil {
+		return fmt.Errorf("launch nonce: %w", err)
+	}
+	p, err := r.Fleet.Prepare(ctx, fleet.Request{
+		Name: g.token, Token: fleet.LaunchToken(r.Cluster, g.token, nonce), Claim: g.claim, NodeClass: g.class, Count: len(g.recs),
+	})
+	if err != nil {
+		return err
+	}
+	raw, err := json.Marshal(p)
+	if err != nil {
+		return fmt.Errorf("encode the fleet request of %s: %w", g.token, err)
+	}
+	g.plan = p
+	for _, rec := range g.recs {
+		rec.Launch = raw
+	}
+	return nil
+}
+
+// createFleet launches a plan, retrying throttled calls with exponential
+// backoff and full jitter (the same token: a call EC2 did carry out
+// returns the same instances).
+func (r *Reconciler) createFleet(ctx context.Context, p *fleet.Plan) ([]*fleet.Instance, error) {
+	token := p.Token
 	backoff := throttleBase
 	for attempt := 1; ; attempt++ {
-		insts, err := r.Fleet.LaunchGroup(ctx, req)
+		insts, err := r.Fleet.LaunchPlan(ctx, p)
 		if err == nil || !throttled(err) || attempt == throttleAttempts {
 			return insts, err
 		}
@@ -231,6 +279,9 @@ func (r *Reconciler) settle(ctx context.Context, g *group, rep *Report) ([]*stat
 		_ = r.Metrics.Emit(metrics.LaunchFailures, float64(len(g.recs)), metrics.Dims{metrics.DimReason: reason})
 		for i, rec := range g.recs {
 			rep.Launches = append(rep.Launches, Launch{NodeClaim: rec.Name, Claim: rec.Claim, Error: g.err.Error(), FleetCall: i == 0})
+			if g.unrecorded {
+				continue
+			}
 			if err := r.Store.DeleteNodeClaim(ctx, rec); err != nil {
 				r.Log.Error("remove the record of a failed launch", "nodeClaim", rec.Name, "error", err)
 			}

@@ -16,7 +16,6 @@ import (
 
 	"github.com/nodewright/nodewright/shared/fleet"
 	"github.com/nodewright/nodewright/shared/metrics"
-	"github.com/nodewright/nodewright/shared/scheduling"
 	st "github.com/nodewright/nodewright/shared/scheduling/schedtest"
 	"github.com/nodewright/nodewright/shared/state"
 )
@@ -29,8 +28,8 @@ func apiError(code string) error {
 // exponential backoff (200 ms doubling) and full jitter (a wait drawn from
 // [0, backoff)), at most six calls; other errors are not retried.
 func TestCreateFleetRetriesThrottling(t *testing.T) {
-	ok := func(req fleet.Request) ([]*fleet.Instance, error) {
-		return []*fleet.Instance{{NodeClaim: req.Name, InstanceID: "i-1"}}, nil
+	ok := func(p *fleet.Plan) ([]*fleet.Instance, error) {
+		return []*fleet.Instance{{NodeClaim: p.NodeClaim, InstanceID: "i-1"}}, nil
 	}
 	ms := time.Millisecond
 	for _, tc := range []struct {
@@ -51,11 +50,11 @@ func TestCreateFleetRetriesThrottling(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			clock := testingclock.NewFakeClock(t0)
 			r, fl, _, _ := testReconciler(t, clock, nil)
-			fl.launch = func(req fleet.Request, call int) ([]*fleet.Instance, error) {
+			fl.launch = func(p *fleet.Plan, call int) ([]*fleet.Instance, error) {
 				if call <= len(tc.errs) {
 					return nil, tc.errs[call-1]
 				}
-				return ok(req)
+				return ok(p)
 			}
 			var draws, waits []time.Duration
 			r.jitter = func(n int64) int64 {
@@ -70,13 +69,13 @@ func TestCreateFleetRetriesThrottling(t *testing.T) {
 			if err := r.init(); err != nil {
 				t.Fatal(err)
 			}
-			insts, err := r.createFleet(context.Background(), "default-abcde", scheduling.NodeClaim{NodePool: "default"}, nil, 2)
+			insts, err := r.createFleet(context.Background(), &fleet.Plan{Token: "default-abcde", NodeClaim: "default-abcde", NodePool: "default", Count: 2})
 			calls := fl.Calls()
 			if len(calls) != tc.wantCalls {
 				t.Errorf("%d calls, want %d", len(calls), tc.wantCalls)
 			}
 			for _, c := range calls {
-				if c.Name != "default-abcde" || c.Count != 2 {
+				if c.Token != "default-abcde" || c.Count != 2 {
 					t.Errorf("call %+v: want ClientToken default-abcde and count 2 on every try", c)
 				}
 			}
@@ -106,7 +105,7 @@ func TestCreateFleetRetriesThrottling(t *testing.T) {
 func TestCreateFleetStopsWaitingWhenTheContextEnds(t *testing.T) {
 	clock := testingclock.NewFakeClock(t0)
 	r, fl, _, _ := testReconciler(t, clock, nil)
-	fl.launch = func(fleet.Request, int) ([]*fleet.Instance, error) { return nil, apiError("RequestLimitExceeded") }
+	fl.launch = func(*fleet.Plan, int) ([]*fleet.Instance, error) { return nil, apiError("RequestLimitExceeded") }
 	ctx, cancel := context.WithCancel(context.Background())
 	r.wait = func(ctx context.Context, _ time.Duration) error {
 		cancel()
@@ -115,7 +114,7 @@ func TestCreateFleetStopsWaitingWhenTheContextEnds(t *testing.T) {
 	if err := r.init(); err != nil {
 		t.Fatal(err)
 	}
-	_, err := r.createFleet(ctx, "default-abcde", scheduling.NodeClaim{}, nil, 1)
+	_, err := r.createFleet(ctx, &fleet.Plan{Token: "default-abcde", Count: 1})
 	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "RequestLimitExceeded") {
 		t.Errorf("error %v: want the cancellation, naming the throttling", err)
 	}
@@ -147,12 +146,12 @@ func TestPartialFleetRecordsWhatLaunchedAndRetriesTheRest(t *testing.T) {
 	r, fl, m, _ := testReconciler(t, clock, func(time.Time) (*View, error) { return &View{Pods: pods}, nil })
 	ev := &fakeEvents{}
 	r.Events = ev
-	fl.launch = func(req fleet.Request, call int) ([]*fleet.Instance, error) {
-		n := max(req.Count, 1)
+	fl.launch = func(p *fleet.Plan, call int) ([]*fleet.Instance, error) {
+		n := p.Count
 		if call == 1 {
 			n-- // one short
 		}
-		return fl.instances(req, n), nil
+		return fl.instances(p, n), nil
 	}
 	rep, err := r.Round(context.Background(), testLease(clock))
 	if err != nil {
@@ -162,8 +161,9 @@ func TestPartialFleetRecordsWhatLaunchedAndRetriesTheRest(t *testing.T) {
 	if len(calls) != 2 || calls[0].Count != 3 || calls[1].Count > 1 {
 		t.Fatalf("fleet calls %+v: want a group of 3, then one for the missing NodeClaim", calls)
 	}
-	if calls[0].Name != "default-00001" || slices.Contains([]string{"default-00001", "default-00002", "default-00003"}, calls[1].Name) {
-		t.Errorf("ClientTokens %s then %s: the retry must take a new name", calls[0].Name, calls[1].Name)
+	if calls[0].NodeClaim != "default-00001" || slices.Contains([]string{"default-00001", "default-00002", "default-00003"}, calls[1].NodeClaim) ||
+		calls[0].Token == calls[1].Token {
+		t.Errorf("fleets %s (%s) then %s (%s): the retry must take a new name and token", calls[0].NodeClaim, calls[0].Token, calls[1].NodeClaim, calls[1].Token)
 	}
 	if rep.Solves != 2 {
 		t.Errorf("%d solves, want 2 (the rest solved again at once)", rep.Solves)

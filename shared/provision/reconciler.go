@@ -3,6 +3,7 @@ package provision
 import (
 	"context"
 	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -136,7 +137,10 @@ type Reconciler struct {
 	NodeClasses []*apis.EC2NodeClass
 	// Names names new NodeClaims (default fleet.NodeClaimName with
 	// crypto/rand).
-	Names   func(nodePool string) (string, error)
+	Names func(nodePool string) (string, error)
+	// Nonce draws a launch's random nonce, which its ClientToken hashes
+	// (default: 16 bytes of crypto/rand).
+	Nonce   func() (string, error)
 	Now     func() time.Time
 	Log     *slog.Logger
 	Options Options
@@ -163,6 +167,9 @@ func (r *Reconciler) init() error {
 	if r.Names == nil {
 		r.Names = func(pool string) (string, error) { return fleet.NodeClaimName(pool, rand.Reader) }
 	}
+	if r.Nonce == nil {
+		r.Nonce = randomNonce
+	}
 	if r.Now == nil {
 		r.Now = time.Now
 	}
@@ -177,6 +184,15 @@ func (r *Reconciler) init() error {
 	}
 	r.Options.defaults()
 	return nil
+}
+
+// randomNonce is 16 random bytes in hex.
+func randomNonce() (string, error) {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b), nil
 }
 
 // Report is what a round saw, planned and launched.

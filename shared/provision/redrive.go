@@ -2,6 +2,7 @@ package provision
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -59,11 +60,11 @@ func (r *Reconciler) redrive(ctx context.Context, w *world, rep *Report) error {
 		class := classes[members[0].NodeClass]
 		var insts []*fleet.Instance
 		var err error
+		var plan *fleet.Plan
 		if class == nil {
 			err = fmt.Errorf("EC2NodeClass %s is not configured: %w", members[0].NodeClass, errPermanent)
-		} else {
-			size := max(members[0].GroupSize, 1)
-			insts, err = r.createFleet(ctx, token, members[0].Claim, class, size)
+		} else if plan, err = r.storedPlan(ctx, members, class); err == nil {
+			insts, err = r.createFleet(ctx, plan)
 		}
 		var le *fleet.LaunchError
 		if err != nil && !errors.As(err, &le) {
@@ -132,6 +133,21 @@ func (r *Reconciler) redrive(ctx context.Context, w *world, rep *Report) error {
 		w.records = kept
 	}
 	return nil
+}
+
+// storedPlan is the fleet request the launch stored in its records; a
+// record written before requests were stored is planned again under its
+// old ClientToken (its group's name).
+func (r *Reconciler) storedPlan(ctx context.Context, members []*state.NodeClaim, class *apis.EC2NodeClass) (*fleet.Plan, error) {
+	first := members[0]
+	if len(first.Launch) > 0 {
+		p := &fleet.Plan{}
+		if err := json.Unmarshal(first.Launch, p); err != nil {
+			return nil, fmt.Errorf("decode the stored fleet request of %s: %v: %w", first.Group, err, errPermanent)
+		}
+		return p, nil
+	}
+	return r.Fleet.Prepare(ctx, fleet.Request{Name: first.Group, Claim: first.Claim, NodeClass: class, Count: max(first.GroupSize, 1)})
 }
 
 // giveUp ends a launch that cannot complete: the instances found for it

@@ -27,13 +27,12 @@ func TestRedriveThatKeepsFailingDoesNotLeaveTheLaunchStuck(t *testing.T) {
 	pod := unschedulableAt("web-0", t0.Add(-time.Minute), t0.Add(-time.Minute))
 	r, fl, _, _ := testReconciler(t, clock, func(time.Time) (*View, error) { return &View{Pods: []*corev1.Pod{pod}}, nil })
 	tokens := map[string]bool{}
-	fl.launch = func(req fleet.Request, _ int) ([]*fleet.Instance, error) {
-		token := req.Name
-		if tokens[token] {
+	fl.launch = func(p *fleet.Plan, _ int) ([]*fleet.Instance, error) {
+		if tokens[p.Token] {
 			return nil, apiError("IdempotentParameterMismatch")
 		}
-		tokens[token] = true
-		return fl.instances(req, max(req.Count, 1)), nil
+		tokens[p.Token] = true
+		return fl.instances(p, p.Count), nil
 	}
 	crashed := false
 	r.AfterCreateFleet = func(string) error {

@@ -2,6 +2,7 @@ package state
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -64,11 +65,18 @@ type NodeClaim struct {
 	// Reason is why it was launched ("provisioning", "replacement for
 	// <nodeclaim>: <action>").
 	Reason string `json:"reason,omitempty"`
-	// Group is the ClientToken of the fleet that launches it: its own name,
-	// or the first name of a group of identical NodeClaims launched by one
-	// fleet of GroupSize instances.
+	// Group names the fleet that launches it (the instances' NodeClaim
+	// tag at launch): its own name, or the first name of a group of
+	// identical NodeClaims launched by one fleet of GroupSize instances.
+	// (Records written before Launch existed used it as the ClientToken.)
 	Group     string `json:"group,omitempty"`
 	GroupSize int    `json:"groupSize,omitempty"`
+	// Launch is the fleet's request, a fleet.Plan as JSON (its
+	// ClientToken, unique per cluster and launch, and everything
+	// CreateFleet is built from), written before CreateFleet is called: a
+	// re-drive sends it again unchanged. Opaque here, so the state table's
+	// readers (the webhook) need not link the EC2 client.
+	Launch json.RawMessage `json:"launch,omitempty"`
 
 	InstanceID   string  `json:"instanceId,omitempty"`
 	InstanceType string  `json:"instanceType,omitempty"`
