@@ -48,8 +48,8 @@ type fakeFleet struct {
 	// prepares counts Prepare calls: each resolves another AMI, as a class
 	// whose AMI selector finds a newer image does.
 	prepares int
-	tagged map[string]string // instance -> NodeClaim
-	next   int
+	tagged   map[string]string // instance -> NodeClaim
+	next     int
 	// now stamps the instances' launch times; running are the instances
 	// launched and not terminated (Instances lists them, Terminate ends
 	// them); terminated the IDs Terminate was called with.
