@@ -46,10 +46,13 @@ type fakeFleet struct {
 	pick   func(typ, zone string) bool
 	calls  []*fleet.Plan
 	// prepares counts Prepare calls: each resolves another AMI, as a class
-	// whose AMI selector finds a newer image does.
-	prepares int
-	tagged   map[string]string // instance -> NodeClaim
-	next     int
+	// whose AMI selector finds a newer image does. onPrepare, when set,
+	// runs before each (call counts from 1): another invocation acting
+	// between this one's solve and its records.
+	prepares  int
+	onPrepare func(call int)
+	tagged    map[string]string // instance -> NodeClaim
+	next      int
 	// now stamps the instances' launch times; running are the instances
 	// launched and not terminated (Instances lists them, Terminate ends
 	// them); terminated the IDs Terminate was called with.
@@ -74,8 +77,12 @@ func (f *fakeFleet) Prepare(_ context.Context, req fleet.Request) (*fleet.Plan, 
 	}
 	f.mu.Lock()
 	f.prepares++
+	call, hook := f.prepares, f.onPrepare
 	ami := fmt.Sprintf("ami-%d", f.prepares)
 	f.mu.Unlock()
+	if hook != nil {
+		hook(call)
+	}
 	p := &fleet.Plan{Token: token, NodeClaim: req.Name, NodePool: req.Claim.NodePool, Count: max(req.Count, 1), CapacityType: ct,
 		Templates: []fleet.PlannedTemplate{{Name: "lt-" + req.Claim.NodeClass, ImageID: ami, Types: req.Claim.InstanceTypes}},
 		Exclude:   req.Exclude}

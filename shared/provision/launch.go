@@ -33,11 +33,13 @@ type group struct {
 	unrecorded bool
 }
 
-// launch names the plan's NodeClaims, writes their records (fenced, and
-// conditioned on the limited pools' versions), launches each group of
+// launch names the plan's NodeClaims, writes their records (fenced by the
+// lease, and conditioned on the cluster's launch version and the limited
+// pools' versions read before the records), launches each group of
 // identical claims with one fleet, and records what launched. It returns
 // the records now launched and the offerings EC2 refused; ErrConflict when
-// a limited pool changed since it was read (nothing was launched).
+// another launcher wrote records since they were read (nothing was
+// launched: the caller reads the records again and solves again).
 func (r *Reconciler) launch(ctx context.Context, lease *state.Lease, w *world, plan *scheduling.Result, reason string, rep *Report) ([]*state.NodeClaim, []state.Offering, error) {
 	classes := map[string]*apis.EC2NodeClass{}
 	for _, c := range w.classes {
@@ -137,11 +139,12 @@ func (r *Reconciler) launch(ctx context.Context, lease *state.Lease, w *world, p
 		return nil, refused, nil
 	}
 	versions := limitedVersions(w.pools, w.versions)
-	if err := r.Store.CreateNodeClaims(ctx, lease, keep, versions); err != nil {
+	if err := r.Store.CreateNodeClaims(ctx, lease, keep, &versions); err != nil {
 		return nil, nil, fmt.Errorf("record nodeclaims: %w", err)
 	}
-	for p, v := range versions {
-		w.versions[p] = v
+	w.versions.Cluster = versions.Cluster
+	for p, v := range versions.Pools {
+		w.versions.Pools[p] = v
 	}
 	r.launchGroups(ctx, live)
 	for _, g := range live {

@@ -273,7 +273,7 @@ type world struct {
 	view     *View
 	pools    []*apis.NodePool
 	classes  []*apis.EC2NodeClass
-	versions map[string]int64
+	versions state.Versions
 	records  []*state.NodeClaim
 	// stale are the records of launches that never got an instance and
 	// are past the registration timeout (phantom): left out of records,
@@ -317,7 +317,7 @@ func (r *Reconciler) read(ctx context.Context, rep *Report) (*world, error) {
 		defer func() { took[1] = r.Now().Sub(start) }()
 		// Versions before records: a launch between the two reads shows in
 		// the records and fails our commit, never the other way round.
-		if w.versions, errs[1] = r.Store.PoolVersions(ctx); errs[1] == nil {
+		if w.versions, errs[1] = r.Store.Versions(ctx); errs[1] == nil {
 			w.records, errs[1] = r.Store.NodeClaims(ctx)
 		}
 		if errs[1] == nil {
@@ -483,10 +483,12 @@ func (r *Reconciler) solveAndLaunch(ctx context.Context, lease *state.Lease, w *
 		launched, refused, err := r.launch(ctx, lease, w, plan, reason, rep)
 		rep.Launch += r.Now().Sub(start)
 		if errors.Is(err, state.ErrConflict) {
-			// Another launcher took room in a limited pool since we read:
-			// read the state again and solve again.
-			r.Log.Info("a limited NodePool changed since it was read: solving again", "error", err.Error())
-			if w.versions, err = r.Store.PoolVersions(ctx); err == nil {
+			// Another launcher wrote records since we read (the launch
+			// fence, or room in a limited pool): read the records again and
+			// solve again; pods now nominated to its in-flight NodeClaims
+			// stay there.
+			r.Log.Info("another launcher launched since the records were read: solving again", "error", err.Error())
+			if w.versions, err = r.Store.Versions(ctx); err == nil {
 				w.records, err = r.Store.NodeClaims(ctx)
 			}
 			if err != nil {
@@ -539,12 +541,13 @@ func budgetFor(o Options, now func() time.Time, left time.Duration, bounded bool
 	return scheduling.Budget{MaxGroups: o.SolveGroups, Deadline: now().Add(room), Now: now}
 }
 
-// limited returns the launch versions of the pools with limits.
-func limitedVersions(pools []*apis.NodePool, versions map[string]int64) map[string]int64 {
-	out := map[string]int64{}
+// limitedVersions returns the cluster's launch version and those of the
+// pools with limits.
+func limitedVersions(pools []*apis.NodePool, versions state.Versions) state.Versions {
+	out := state.Versions{Cluster: versions.Cluster, Pools: map[string]int64{}}
 	for _, p := range pools {
 		if len(p.Spec.Limits) > 0 {
-			out[p.Name] = versions[p.Name]
+			out.Pools[p.Name] = versions.Pools[p.Name]
 		}
 	}
 	return out

@@ -144,44 +144,77 @@ func decodeNodeClaim(it item) (*NodeClaim, error) {
 	return nc, nil
 }
 
+// Versions are the launch versions a launcher reads before the records it
+// decides from (Store.Versions): the cluster's, which every launch
+// advances (the launch fence), and those of the NodePools with limits.
+type Versions struct {
+	Cluster int64
+	Pools   map[string]int64
+}
+
+// Versions reads the cluster's launch version and every NodePool's. Read
+// them before the records: a launch between the two reads shows in the
+// records and fails the caller's commit, never the other way round.
+func (s *Store) Versions(ctx context.Context) (Versions, error) {
+	v := Versions{}
+	it, err := s.get(ctx, KeyLaunchVersion)
+	switch {
+	case err == nil:
+		v.Cluster = getNum(it, attrVersion)
+	case !errors.Is(err, ErrNotFound):
+		return v, fmt.Errorf("launch version: %w", err)
+	}
+	if v.Pools, err = s.PoolVersions(ctx); err != nil {
+		return v, err
+	}
+	return v, nil
+}
+
 // CreateNodeClaims writes new records, all or none, before their instances
 // are launched. The write is fenced by lease (it fails with ErrLeaseLost or
-// ErrConflict if the caller no longer holds it) and, for every NodePool in
-// pools (those with limits), conditioned on the pool's launch version
-// being what the caller read before it counted the pool's capacity: two
-// invocations that both counted room under a limit cannot both use it.
-// On success the records have Version 1 and the pools' versions are
-// advanced in pools.
-func (s *Store) CreateNodeClaims(ctx context.Context, lease *Lease, claims []*NodeClaim, pools map[string]int64) error {
+// ErrConflict if the caller no longer holds it), conditioned on the
+// cluster's launch version being v.Cluster (the launch fence: two
+// launchers that read the same records, a provision round and an
+// interruption's replacement, cannot both buy for the same pods: the
+// second fails with ErrConflict, reads the records again and finds the
+// pods taken), and, for every NodePool in v.Pools (those with limits), on
+// the pool's launch version (two invocations that both counted room under
+// a limit cannot both use it). On success the records have Version 1 and
+// the versions in v are advanced. Transactions are split to fit DynamoDB's
+// limits (items and bytes); each part advances the versions.
+func (s *Store) CreateNodeClaims(ctx context.Context, lease *Lease, claims []*NodeClaim, v *Versions) error {
 	if len(claims) == 0 {
 		return nil
 	}
 	if lease == nil {
 		return errors.New("create nodeclaims: no lease to fence the write with")
 	}
+	if v == nil {
+		return errors.New("create nodeclaims: no launch versions to fence the write with")
+	}
 	touched := map[string]bool{}
 	for _, nc := range claims {
-		if _, ok := pools[nc.NodePool]; ok {
+		if _, ok := v.Pools[nc.NodePool]; ok {
 			touched[nc.NodePool] = true
 		}
 	}
-	fixed := 1 + len(touched)
+	fixed := 2 + len(touched)
 	if fixed+len(claims) > maxTransactItems {
-		// Split: each part advances the pools' versions for the next.
+		// Split: each part advances the versions for the next.
 		half := len(claims) / 2
-		if err := s.CreateNodeClaims(ctx, lease, claims[:half], pools); err != nil {
+		if err := s.CreateNodeClaims(ctx, lease, claims[:half], v); err != nil {
 			return err
 		}
-		return s.CreateNodeClaims(ctx, lease, claims[half:], pools)
+		return s.CreateNodeClaims(ctx, lease, claims[half:], v)
 	}
-	items := []types.TransactWriteItem{s.fence(lease)}
+	items := []types.TransactWriteItem{s.fence(lease), s.bumpVersion(KeyLaunchVersion, v.Cluster)}
 	poolNames := make([]string, 0, len(touched))
 	for p := range touched {
 		poolNames = append(poolNames, p)
 	}
 	sort.Strings(poolNames)
 	for _, p := range poolNames {
-		items = append(items, s.bumpPool(p, pools[p]))
+		items = append(items, s.bumpPool(p, v.Pools[p]))
 	}
 	for _, nc := range claims {
 		if nc.Phase == "" {
@@ -199,8 +232,9 @@ func (s *Store) CreateNodeClaims(ctx context.Context, lease *Lease, claims []*No
 	for _, nc := range claims {
 		nc.Version = 1
 	}
+	v.Cluster++
 	for _, p := range poolNames {
-		pools[p]++
+		v.Pools[p]++
 	}
 	return nil
 }
@@ -315,9 +349,14 @@ func (s *Store) PoolVersions(ctx context.Context) (map[string]int64, error) {
 
 // bumpPool advances a pool's launch version from expect.
 func (s *Store) bumpPool(pool string, expect int64) types.TransactWriteItem {
+	return s.bumpVersion(Key(PrefixPool, pool), expect)
+}
+
+// bumpVersion advances the version of item sk from expect.
+func (s *Store) bumpVersion(sk string, expect int64) types.TransactWriteItem {
 	u := &types.Update{
 		TableName:                aws.String(s.table),
-		Key:                      s.key(Key(PrefixPool, pool)),
+		Key:                      s.key(sk),
 		UpdateExpression:         aws.String("SET #v = :next"),
 		ExpressionAttributeNames: map[string]string{"#v": attrVersion},
 		ExpressionAttributeValues: item{
