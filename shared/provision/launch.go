@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sort"
 	"sync"
 	"time"
 
@@ -122,7 +123,7 @@ func (r *Reconciler) launch(ctx context.Context, lease *state.Lease, w *world, p
 		if len(g.recs) == 0 {
 			continue
 		}
-		if err := r.planGroup(ctx, g); err != nil {
+		if err := r.planGroup(ctx, g, w.excluded()); err != nil {
 			g.err, g.unrecorded = err, true
 			failed = append(failed, g)
 			continue
@@ -197,8 +198,12 @@ const (
 )
 
 // planGroup resolves a group's fleet request under a ClientToken unique to
-// this cluster and this launch, and stores it in the group's records.
-func (r *Reconciler) planGroup(ctx context.Context, g *group) error {
+// this cluster and this launch, and stores it in the group's records. The
+// excluded offerings of the claim's types and zones are left out of the
+// fleet's overrides: the solve planned the claim without them, but the
+// fleet crosses every type with every zone, and EC2 would pick a refused
+// or reclaimed offering if it is the cheapest there.
+func (r *Reconciler) planGroup(ctx context.Context, g *group, excluded []state.Offering) error {
 	if g.class == nil {
 		return fmt.Errorf("NodePool %s: EC2NodeClass %s is not configured", g.claim.NodePool, g.claim.NodeClass)
 	}
@@ -208,6 +213,7 @@ func (r *Reconciler) planGroup(ctx context.Context, g *group) error {
 	}
 	p, err := r.Fleet.Prepare(ctx, fleet.Request{
 		Name: g.token, Token: fleet.LaunchToken(r.Cluster, g.token, nonce), Claim: g.claim, NodeClass: g.class, Count: len(g.recs),
+		Exclude: claimExclusions(g.claim, excluded),
 	})
 	if err != nil {
 		return err
@@ -221,6 +227,44 @@ func (r *Reconciler) planGroup(ctx context.Context, g *group) error {
 		rec.Launch = raw
 	}
 	return nil
+}
+
+// claimExclusions are the offerings of excluded among the claim's types,
+// zones and capacity types, deduplicated and sorted.
+func claimExclusions(c scheduling.NodeClaim, excluded []state.Offering) []fleet.UnavailableOffering {
+	types, zones, cts := map[string]bool{}, map[string]bool{}, map[string]bool{}
+	for _, t := range c.InstanceTypes {
+		types[t] = true
+	}
+	for _, z := range c.Zones {
+		zones[z] = true
+	}
+	for _, ct := range c.CapacityTypes {
+		cts[ct] = true
+	}
+	seen := map[fleet.UnavailableOffering]bool{}
+	var out []fleet.UnavailableOffering
+	for _, o := range excluded {
+		if !types[o.InstanceType] || !zones[o.Zone] || (len(cts) > 0 && !cts[o.CapacityType]) {
+			continue
+		}
+		u := fleet.UnavailableOffering{InstanceType: o.InstanceType, Zone: o.Zone, CapacityType: o.CapacityType}
+		if !seen[u] {
+			seen[u] = true
+			out = append(out, u)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.InstanceType != b.InstanceType {
+			return a.InstanceType < b.InstanceType
+		}
+		if a.Zone != b.Zone {
+			return a.Zone < b.Zone
+		}
+		return a.CapacityType < b.CapacityType
+	})
+	return out
 }
 
 // createFleet launches a plan, retrying throttled calls with exponential

@@ -280,7 +280,10 @@ type world struct {
 	// so they count neither as capacity in flight nor against limits.
 	stale       []*state.NodeClaim
 	unavailable []state.Offering
-	zones       []string
+	// avoid are offerings the caller rules out (the one being reclaimed
+	// that a replacement replaces), whatever the table says.
+	avoid []state.Offering
+	zones []string
 }
 
 // read reads the cluster, the state table, the node classes' zones and the
@@ -385,9 +388,12 @@ func (r *Reconciler) Round(ctx context.Context, lease *state.Lease) (*Report, er
 // Replace launches capacity for the given pods (namespace/name) of nodes
 // being disrupted, through the same solve as a round, fenced by lease (the
 // caller's node lease, not the provision lease: a replacement never waits
-// behind a provisioning round). It returns the records it launched, and
-// records what it did for the pods as a decision (kind "replacement").
-func (r *Reconciler) Replace(ctx context.Context, lease *state.Lease, pods []string, reason string) (*Report, error) {
+// behind a provisioning round). Offerings in avoid (the interrupted
+// node's, being reclaimed) are neither planned on nor put in a fleet's
+// overrides, whether or not the table still marks them unavailable. It
+// returns the records it launched, and records what it did for the pods
+// as a decision (kind "replacement").
+func (r *Reconciler) Replace(ctx context.Context, lease *state.Lease, pods []string, reason string, avoid ...state.Offering) (*Report, error) {
 	if err := r.init(); err != nil {
 		return nil, err
 	}
@@ -398,6 +404,7 @@ func (r *Reconciler) Replace(ctx context.Context, lease *state.Lease, pods []str
 	if err != nil {
 		return rep, err
 	}
+	w.avoid = avoid
 	only := map[string]bool{}
 	for _, p := range pods {
 		only[p] = true
@@ -437,7 +444,7 @@ func (r *Reconciler) LaunchClaims(ctx context.Context, lease *state.Lease, claim
 // stay on it (nominate): a solve places only the others.
 func (r *Reconciler) solveAndLaunch(ctx context.Context, lease *state.Lease, w *world, only map[string]bool, reason string, rep *Report) error {
 	for attempt := 0; attempt < r.Options.MaxAttempts; attempt++ {
-		unavailable := state.NewUnavailableSet(w.unavailable)
+		unavailable := state.NewUnavailableSet(w.excluded())
 		prep := Prepare(Inputs{
 			View: w.view, Records: w.records, NodePools: w.pools, NodeClasses: w.classes, Catalog: r.Catalog,
 			Zones: w.zones, Spot: r.spot(rep), Unavailable: unavailable.Has, Only: only,
@@ -585,6 +592,13 @@ func (r *Reconciler) overLimit(w *world, recs []*state.NodeClaim) (keep, dropped
 		keep = append(keep, rec)
 	}
 	return keep, dropped
+}
+
+// excluded are the offerings no launch of this round may use: those EC2
+// refused recently (the table's, and this round's) and those the caller
+// avoids.
+func (w *world) excluded() []state.Offering {
+	return append(append([]state.Offering(nil), w.unavailable...), w.avoid...)
 }
 
 // splitStale takes the phantom launches (see phantom) out of records.
