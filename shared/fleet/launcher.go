@@ -46,6 +46,7 @@ type Launcher struct {
 	cfg       Config
 	classes   memo[*NodeClass]
 	templates memo[string]
+	used      usage // when each template was last used (CollectTemplates)
 }
 
 // New checks cfg and returns a Launcher.
@@ -277,6 +278,7 @@ func (l *Launcher) userData(req Request) (string, error) {
 // the one that exists under its name, else a new one.
 func (l *Launcher) ensureTemplate(ctx context.Context, in *ec2.CreateLaunchTemplateInput) (string, error) {
 	name := aws.ToString(in.LaunchTemplateName)
+	l.used.touch(name, l.cfg.Now())
 	return l.templates.get(ctx, name, l.cfg.Now(), l.cfg.CacheTTL, func() (string, error) {
 		out, err := l.cfg.EC2.DescribeLaunchTemplates(ctx, &ec2.DescribeLaunchTemplatesInput{LaunchTemplateNames: []string{name}})
 		if err == nil && len(out.LaunchTemplates) > 0 {

@@ -326,3 +326,15 @@ func testReconciler(t *testing.T, clock *testingclock.FakeClock, src func(now ti
 	}
 	return r, fl, m, db
 }
+
+// collectingFleet is a fakeFleet that collects launch templates: keeps
+// are the templates each collection was told to keep.
+type collectingFleet struct {
+	*fakeFleet
+	keeps []map[string]bool
+}
+
+func (f *collectingFleet) CollectTemplates(_ context.Context, keep map[string]bool, max int) ([]string, error) {
+	f.keeps = append(f.keeps, keep)
+	return nil, nil
+}

@@ -163,6 +163,7 @@ func (r *Reconciler) Sweep(ctx context.Context) (*SweepReport, error) {
 		rep.RecordsRemoved = append(rep.RecordsRemoved, rec.Name)
 		r.Log.Info("nodeclaim record removed", "nodeClaim", rec.Name, "instance", rec.InstanceID, "phase", rec.Phase)
 	}
+	r.collectTemplates(ctx, records)
 	r.retireDeleted(ctx, view, records, rep)
 	r.resumeInterrupted(ctx, view, records, rep)
 	return rep, nil
