@@ -29,9 +29,9 @@ type fakeEC2 struct {
 	templates map[string]*ec2.CreateLaunchTemplateInput
 	// created stamps templates (CreateLaunchTemplate with now); deleted
 	// lists DeleteLaunchTemplate's names.
-	created  map[string]time.Time
-	now      time.Time
-	deleted  []string
+	created map[string]time.Time
+	now     time.Time
+	deleted []string
 	// fleet answers CreateFleet; nil launches the first override.
 	fleet    func(*ec2.CreateFleetInput) (*ec2.CreateFleetOutput, error)
 	fleetErr error
