@@ -192,30 +192,8 @@ func (s *Store) CreateNodeClaims(ctx context.Context, lease *Lease, claims []*No
 	if v == nil {
 		return errors.New("create nodeclaims: no launch versions to fence the write with")
 	}
-	touched := map[string]bool{}
-	for _, nc := range claims {
-		if _, ok := v.Pools[nc.NodePool]; ok {
-			touched[nc.NodePool] = true
-		}
-	}
-	fixed := 2 + len(touched)
-	if fixed+len(claims) > maxTransactItems {
-		// Split: each part advances the versions for the next.
-		half := len(claims) / 2
-		if err := s.CreateNodeClaims(ctx, lease, claims[:half], v); err != nil {
-			return err
-		}
-		return s.CreateNodeClaims(ctx, lease, claims[half:], v)
-	}
-	items := []types.TransactWriteItem{s.fence(lease), s.bumpVersion(KeyLaunchVersion, v.Cluster)}
-	poolNames := make([]string, 0, len(touched))
-	for p := range touched {
-		poolNames = append(poolNames, p)
-	}
-	sort.Strings(poolNames)
-	for _, p := range poolNames {
-		items = append(items, s.bumpPool(p, v.Pools[p]))
-	}
+	recs := make([]types.TransactWriteItem, 0, len(claims))
+	sizes := make([]int, 0, len(claims))
 	for _, nc := range claims {
 		if nc.Phase == "" {
 			nc.Phase = Launching
@@ -224,8 +202,50 @@ func (s *Store) CreateNodeClaims(ctx context.Context, lease *Lease, claims []*No
 		if err != nil {
 			return err
 		}
-		items = append(items, s.putItem(it, "attribute_not_exists(#pk)", map[string]string{"#pk": names.PartitionKey}, nil))
+		w := s.putItem(it, "attribute_not_exists(#pk)", map[string]string{"#pk": names.PartitionKey}, nil)
+		recs = append(recs, w)
+		sizes = append(sizes, writeSize(w))
 	}
+	return s.createNodeClaims(ctx, lease, claims, recs, sizes, v)
+}
+
+// createNodeClaims writes claims' items (recs, of sizes) in transactions
+// that fit DynamoDB's limits, halving the set until each part fits; each
+// part advances the versions for the next.
+func (s *Store) createNodeClaims(ctx context.Context, lease *Lease, claims []*NodeClaim, recs []types.TransactWriteItem, sizes []int, v *Versions) error {
+	touched := map[string]bool{}
+	for _, nc := range claims {
+		if _, ok := v.Pools[nc.NodePool]; ok {
+			touched[nc.NodePool] = true
+		}
+	}
+	poolNames := make([]string, 0, len(touched))
+	for p := range touched {
+		poolNames = append(poolNames, p)
+	}
+	sort.Strings(poolNames)
+	items := []types.TransactWriteItem{s.fence(lease), s.bumpVersion(KeyLaunchVersion, v.Cluster)}
+	for _, p := range poolNames {
+		items = append(items, s.bumpPool(p, v.Pools[p]))
+	}
+	size := 0
+	for _, w := range items {
+		size += writeSize(w)
+	}
+	for _, n := range sizes {
+		size += n
+	}
+	if len(items)+len(recs) > maxTransactItems || size > maxTransactBytes {
+		if len(claims) == 1 {
+			return fmt.Errorf("create nodeclaim %s: its record is %d bytes, more than a transaction takes", claims[0].Name, sizes[0])
+		}
+		half := len(claims) / 2
+		if err := s.createNodeClaims(ctx, lease, claims[:half], recs[:half], sizes[:half], v); err != nil {
+			return err
+		}
+		return s.createNodeClaims(ctx, lease, claims[half:], recs[half:], sizes[half:], v)
+	}
+	items = append(items, recs...)
 	if err := s.transact(ctx, fmt.Sprintf("create %d nodeclaims", len(claims)), items); err != nil {
 		return s.explainFence(ctx, lease, err)
 	}

@@ -3,8 +3,12 @@ package state_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/nodewright/nodewright/shared/state"
 	"github.com/nodewright/nodewright/shared/state/statetest"
@@ -56,5 +60,71 @@ func TestCreateNodeClaimsIsFencedByTheClusterLaunchVersion(t *testing.T) {
 	}
 	if err := s.CreateNodeClaims(ctx, lease, []*state.NodeClaim{{Name: "other-ccccc", NodePool: "other", CreatedAt: t0}}, nil); err == nil {
 		t.Error("a write without versions was accepted")
+	}
+}
+
+// sizedDB records the size of each transaction's records (their JSON).
+type sizedDB struct {
+	*statetest.DB
+	sizes []int
+}
+
+func (d *sizedDB) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, opts ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	n := 0
+	for _, w := range in.TransactItems {
+		if w.Put == nil {
+			continue
+		}
+		for k, v := range w.Put.Item {
+			n += len(k)
+			if s, ok := v.(*types.AttributeValueMemberS); ok {
+				n += len(s.Value)
+			}
+		}
+	}
+	d.sizes = append(d.sizes, n)
+	return d.DB.TransactWriteItems(ctx, in, opts...)
+}
+
+// Record transactions are split by encoded size as well as by item count:
+// DynamoDB caps a transaction at 4 MB, and 60 claims of 2,000 pods each
+// (about 100 KB a record) are 6 MB.
+func TestCreateNodeClaimsSplitsBySize(t *testing.T) {
+	db := &sizedDB{DB: statetest.NewChecked()}
+	s, err := state.New(db, "nodewright-state", "test-cluster", func() time.Time { return t0 })
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	lease, err := s.Acquire(ctx, state.LeaseProvision, "a", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var claims []*state.NodeClaim
+	for i := range 60 {
+		nc := &state.NodeClaim{Name: fmt.Sprintf("big-%05d", i), NodePool: "big", CreatedAt: t0}
+		for p := range 2000 {
+			nc.Claim.Pods = append(nc.Claim.Pods, fmt.Sprintf("team-namespace-%02d/worker-deployment-7d9f8b6c5-%05d", i, p))
+		}
+		claims = append(claims, nc)
+	}
+	v, err := s.Versions(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateNodeClaims(ctx, lease, claims, &v); err != nil {
+		t.Fatal(err)
+	}
+	for i, n := range db.sizes {
+		if n > 4_000_000 {
+			t.Errorf("transaction %d carries %d bytes of records: over DynamoDB's 4 MB", i, n)
+		}
+	}
+	recs, err := s.NodeClaims(ctx)
+	if err != nil || len(recs) != 60 {
+		t.Fatalf("%d records, %v; want 60", len(recs), err)
+	}
+	if int(v.Cluster) != len(db.sizes) {
+		t.Errorf("launch version %d after %d transactions: want one step each", v.Cluster, len(db.sizes))
 	}
 }
