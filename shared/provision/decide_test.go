@@ -173,32 +173,6 @@ func TestInFlightNode(t *testing.T) {
 	}
 }
 
-func TestGroups(t *testing.T) {
-	c := func(pool string, types []string, pods ...string) scheduling.NodeClaim {
-		return scheduling.NodeClaim{NodePool: pool, InstanceTypes: types, Pods: pods, Zones: []string{"us-east-1a"}}
-	}
-	claims := []scheduling.NodeClaim{
-		c("a", []string{"m5.large"}, "p1"), c("a", []string{"m5.xlarge"}, "p2"), c("a", []string{"m5.large"}, "p3"),
-		c("b", []string{"m5.large"}, "p4"), c("a", []string{"m5.large"}, "p5"),
-	}
-	got := Groups(claims)
-	want := [][]int{{0, 2, 4}, {1}, {3}}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("groups %v, want %v", got, want)
-	}
-}
-
-func TestClaimCapacityIsTheLargestOption(t *testing.T) {
-	c := scheduling.NodeClaim{InstanceTypes: []string{"m6g.large", "c6g.2xlarge", "r6g.xlarge"}}
-	got := ClaimCapacity(c, cat, nil)
-	if got.Cpu().Value() != 8 {
-		t.Errorf("cpu %v, want 8 (c6g.2xlarge)", got.Cpu())
-	}
-	if got.Memory().Value() < 29<<30 {
-		t.Errorf("memory %v, want r6g.xlarge's 32Gi less VM overhead", got.Memory())
-	}
-}
-
 func TestRegistrations(t *testing.T) {
 	ready := node("ip-1", "i-1")
 	ready.Finalizers = []string{apis.FinalizerTermination}

@@ -3,20 +3,17 @@ package provision
 import (
 	"context"
 	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
-	"sort"
 	"strings"
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/catalog"
 	"github.com/nodewright/nodewright/shared/fleet"
+	"github.com/nodewright/nodewright/shared/launch"
 	"github.com/nodewright/nodewright/shared/metrics"
 	"github.com/nodewright/nodewright/shared/scheduling"
 	"github.com/nodewright/nodewright/shared/state"
@@ -168,7 +165,7 @@ func (r *Reconciler) init() error {
 		r.Names = func(pool string) (string, error) { return fleet.NodeClaimName(pool, rand.Reader) }
 	}
 	if r.Nonce == nil {
-		r.Nonce = randomNonce
+		r.Nonce = launch.RandomNonce
 	}
 	if r.Now == nil {
 		r.Now = time.Now
@@ -184,15 +181,6 @@ func (r *Reconciler) init() error {
 	}
 	r.Options.defaults()
 	return nil
-}
-
-// randomNonce is 16 random bytes in hex.
-func randomNonce() (string, error) {
-	b := make([]byte, 16)
-	if _, err := rand.Read(b); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(b), nil
 }
 
 // Report is what a round saw, planned and launched.
@@ -228,14 +216,7 @@ type Report struct {
 }
 
 // Launch is one NodeClaim a round launched (or failed to).
-type Launch struct {
-	NodeClaim string               `json:"nodeClaim"`
-	Claim     scheduling.NodeClaim `json:"claim"`
-	Instance  *fleet.Instance      `json:"instance,omitempty"`
-	Error     string               `json:"error,omitempty"`
-	// FleetCalls is 1 for the first NodeClaim of each CreateFleet call.
-	FleetCall bool `json:"fleetCall,omitempty"`
-}
+type Launch = launch.Launch
 
 // Launched returns the instances the round launched.
 func (rep *Report) Launched() []*fleet.Instance {
@@ -431,7 +412,7 @@ func (r *Reconciler) LaunchClaims(ctx context.Context, lease *state.Lease, claim
 	plan := &scheduling.Result{NodeClaims: claims}
 	rep.Plan = plan
 	start := r.Now()
-	launched, _, err := r.launch(ctx, lease, w, plan, reason, rep)
+	launched, _, _, err := r.launch(ctx, lease, w, plan, reason, rep)
 	rep.Launch = r.Now().Sub(start)
 	return rep, launched, err
 }
@@ -486,8 +467,7 @@ func (r *Reconciler) solveAndLaunch(ctx context.Context, lease *state.Lease, w *
 			return nil
 		}
 		start = r.Now()
-		before := len(rep.Launches)
-		launched, refused, err := r.launch(ctx, lease, w, plan, reason, rep)
+		launched, refused, short, err := r.launch(ctx, lease, w, plan, reason, rep)
 		rep.Launch += r.Now().Sub(start)
 		if errors.Is(err, state.ErrConflict) {
 			// Another launcher wrote records since we read (the launch
@@ -509,12 +489,6 @@ func (r *Reconciler) solveAndLaunch(ctx context.Context, lease *state.Lease, w *
 		}
 		w.records = append(w.records, launched...)
 		r.podEvents(ctx, w, plan, launched)
-		short := 0
-		for _, l := range rep.Launches[before:] {
-			if l.Error == errFewerInstances {
-				short++
-			}
-		}
 		if len(refused) == 0 && short == 0 {
 			return nil
 		}
@@ -560,40 +534,6 @@ func limitedVersions(pools []*apis.NodePool, versions state.Versions) state.Vers
 	return out
 }
 
-// overLimit drops, pool by pool, the claims that would take a limited
-// pool's records past its limits (a safety net under the solver, which
-// already plans within them).
-func (r *Reconciler) overLimit(w *world, recs []*state.NodeClaim) (keep, dropped []*state.NodeClaim) {
-	limits := map[string]corev1.ResourceList{}
-	for _, p := range w.pools {
-		if len(p.Spec.Limits) > 0 {
-			limits[p.Name] = corev1.ResourceList(p.Spec.Limits)
-		}
-	}
-	used := map[string]corev1.ResourceList{}
-	for _, rec := range w.records {
-		if _, ok := limits[rec.NodePool]; ok && rec.Phase != state.Terminating {
-			used[rec.NodePool] = sumResources(used[rec.NodePool], rec.Capacity)
-		}
-	}
-	for _, rec := range recs {
-		lim, ok := limits[rec.NodePool]
-		if !ok {
-			keep = append(keep, rec)
-			continue
-		}
-		next := sumResources(used[rec.NodePool], rec.Capacity)
-		if res, over := exceeds(next, lim); over {
-			r.Log.Warn("nodeclaim dropped: it would exceed its NodePool's limit", "nodeClaim", rec.Name, "nodePool", rec.NodePool, "resource", res)
-			dropped = append(dropped, rec)
-			continue
-		}
-		used[rec.NodePool] = next
-		keep = append(keep, rec)
-	}
-	return keep, dropped
-}
-
 // excluded are the offerings no launch of this round may use: those EC2
 // refused recently (the table's, and this round's) and those the caller
 // avoids.
@@ -601,20 +541,16 @@ func (w *world) excluded() []state.Offering {
 	return append(append([]state.Offering(nil), w.unavailable...), w.avoid...)
 }
 
-// splitStale takes the phantom launches (see phantom) out of records.
+// splitStale takes the phantom launches (see launch.Phantom) out of
+// records.
 func (r *Reconciler) splitStale(records []*state.NodeClaim) (live, stale []*state.NodeClaim) {
 	now := r.Now()
 	for _, rec := range records {
-		if phantom(rec, now, r.Options.RegistrationTimeout) {
+		if launch.Phantom(rec, now, r.Options.RegistrationTimeout) {
 			stale = append(stale, rec)
 		} else {
 			live = append(live, rec)
 		}
 	}
 	return live, stale
-}
-
-// sortedRecords sorts records by name.
-func sortedRecords(recs []*state.NodeClaim) {
-	sort.Slice(recs, func(i, j int) bool { return recs[i].Name < recs[j].Name })
 }

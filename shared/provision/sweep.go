@@ -14,6 +14,7 @@ import (
 
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/fleet"
+	"github.com/nodewright/nodewright/shared/launch"
 	"github.com/nodewright/nodewright/shared/metrics"
 	"github.com/nodewright/nodewright/shared/state"
 )
@@ -58,14 +59,14 @@ func Liveness(records []*state.NodeClaim, instances []fleet.Running, nodes []*co
 		if rec.InstanceID != "" {
 			claimed[rec.InstanceID] = true
 		}
-		if rec.Phase == state.Launching && !phantom(rec, now, timeout) {
+		if rec.Phase == state.Launching && !launch.Phantom(rec, now, timeout) {
 			launchingGroups[rec.Group] = true
 			launchingGroups[rec.Name] = true
 		}
 	}
 	for _, rec := range records {
 		if rec.InstanceID == "" {
-			if phantom(rec, now, timeout) {
+			if launch.Phantom(rec, now, timeout) {
 				c.DeleteRecords = append(c.DeleteRecords, rec)
 			}
 			continue

@@ -2,9 +2,9 @@ package provision
 
 import (
 	"context"
-	"encoding/json"
 
 	"github.com/nodewright/nodewright/shared/fleet"
+	"github.com/nodewright/nodewright/shared/launch"
 	"github.com/nodewright/nodewright/shared/state"
 )
 
@@ -23,7 +23,7 @@ func (r *Reconciler) collectTemplates(ctx context.Context, records []*state.Node
 	if !ok {
 		return
 	}
-	deleted, err := tc.CollectTemplates(ctx, referencedTemplates(records), fleet.MaxTemplateDeletions)
+	deleted, err := tc.CollectTemplates(ctx, launch.ReferencedTemplates(records), fleet.MaxTemplateDeletions)
 	if err != nil {
 		r.Log.Warn("delete launch templates no launch needs", "deleted", len(deleted), "error", err)
 		return
@@ -31,23 +31,4 @@ func (r *Reconciler) collectTemplates(ctx context.Context, records []*state.Node
 	if len(deleted) > 0 {
 		r.Log.Info("launch templates deleted", "templates", deleted)
 	}
-}
-
-// referencedTemplates are the launch templates the records' stored
-// launches name (a re-drive sends them again).
-func referencedTemplates(records []*state.NodeClaim) map[string]bool {
-	keep := map[string]bool{}
-	for _, rec := range records {
-		if len(rec.Launch) == 0 {
-			continue
-		}
-		var p fleet.Plan
-		if err := json.Unmarshal(rec.Launch, &p); err != nil {
-			continue
-		}
-		for _, name := range p.TemplateNames() {
-			keep[name] = true
-		}
-	}
-	return keep
 }

@@ -1,4 +1,4 @@
-package provision
+package launch
 
 import (
 	"context"
@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/aws/smithy-go"
-	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/fleet"
@@ -34,43 +33,51 @@ type group struct {
 	unrecorded bool
 }
 
-// launch names the plan's NodeClaims, writes their records (fenced by the
-// lease, and conditioned on the cluster's launch version and the limited
-// pools' versions read before the records), launches each group of
-// identical claims with one fleet, and records what launched. It returns
-// the records now launched and the offerings EC2 refused; ErrConflict when
-// another launcher wrote records since they were read (nothing was
-// launched: the caller reads the records again and solves again).
-func (r *Reconciler) launch(ctx context.Context, lease *state.Lease, w *world, plan *scheduling.Result, reason string, rep *Report) ([]*state.NodeClaim, []state.Offering, error) {
+// Launch names the plan's NodeClaims, writes their records with each
+// fleet's request (fenced by lease, and conditioned on the launch
+// versions in.Versions, read before in.Records), launches each group of
+// identical claims with one fleet, and records what launched. It fails
+// with state.ErrConflict when another launcher wrote records since they
+// were read (nothing was launched: the caller reads the records again and
+// solves again).
+func (l *Launcher) Launch(ctx context.Context, lease *state.Lease, in Input) (*Result, error) {
+	res := &Result{}
+	if err := l.check(); err != nil {
+		return res, err
+	}
+	if in.Versions == nil {
+		return res, errors.New("launch: no launch versions to fence the records with")
+	}
+	plan, reason := in.Plan, in.Reason
 	classes := map[string]*apis.EC2NodeClass{}
-	for _, c := range w.classes {
+	for _, c := range in.Classes {
 		classes[c.Name] = c
 	}
 	pools := map[string]*apis.NodePool{}
-	for _, p := range w.pools {
+	for _, p := range in.Pools {
 		pools[p.Name] = p
 	}
-	now := r.Now()
+	now := l.Now()
 	var groups []*group
 	var recs []*state.NodeClaim
 	for _, idx := range Groups(plan.NodeClaims) {
 		first := plan.NodeClaims[idx[0]]
 		g := &group{claim: first, class: classes[first.NodeClass]}
 		if g.class == nil {
-			r.Log.Error("NodePool's EC2NodeClass is not configured", "nodePool", first.NodePool, "nodeClass", first.NodeClass)
+			l.Log.Error("NodePool's EC2NodeClass is not configured", "nodePool", first.NodePool, "nodeClass", first.NodeClass)
 			continue
 		}
 		names := make([]string, 0, len(idx))
 		for range idx {
-			name, err := r.Names(first.NodePool)
+			name, err := l.Names(first.NodePool)
 			if err != nil {
-				return nil, nil, err
+				return res, err
 			}
 			names = append(names, name)
 		}
 		sortStrings(names)
 		g.token = names[0]
-		capacity := ClaimCapacity(first, r.Catalog, g.class)
+		capacity := ClaimCapacity(first, l.Catalog, g.class)
 		for i, ci := range idx {
 			c := plan.NodeClaims[ci]
 			rec := &state.NodeClaim{
@@ -86,7 +93,7 @@ func (r *Reconciler) launch(ctx context.Context, lease *state.Lease, w *world, p
 		}
 		groups = append(groups, g)
 	}
-	keep, dropped := r.overLimit(w, recs)
+	keep, dropped := overLimit(in.Pools, in.Records, recs, l.Log)
 	if len(dropped) > 0 {
 		drop := map[*state.NodeClaim]bool{}
 		for _, d := range dropped {
@@ -113,7 +120,7 @@ func (r *Reconciler) launch(ctx context.Context, lease *state.Lease, w *world, p
 		}
 	}
 	if len(keep) == 0 {
-		return nil, nil, nil
+		return res, nil
 	}
 	// Each fleet's request is resolved and stored in its records before
 	// any CreateFleet: a re-drive sends the very same request.
@@ -123,7 +130,7 @@ func (r *Reconciler) launch(ctx context.Context, lease *state.Lease, w *world, p
 		if len(g.recs) == 0 {
 			continue
 		}
-		if err := r.planGroup(ctx, g, w.excluded()); err != nil {
+		if err := l.planGroup(ctx, g, in.Exclude); err != nil {
 			g.err, g.unrecorded = err, true
 			failed = append(failed, g)
 			continue
@@ -133,45 +140,41 @@ func (r *Reconciler) launch(ctx context.Context, lease *state.Lease, w *world, p
 	}
 	var refused []state.Offering
 	for _, g := range failed {
-		_, ref := r.settle(ctx, g, rep)
+		_, ref := l.settle(ctx, g, res)
 		refused = append(refused, ref...)
 	}
 	if len(keep) == 0 {
-		return nil, refused, nil
+		res.Refused = refused
+		return res, nil
 	}
-	versions := limitedVersions(w.pools, w.versions)
-	if err := r.Store.CreateNodeClaims(ctx, lease, keep, &versions); err != nil {
-		return nil, nil, fmt.Errorf("record nodeclaims: %w", err)
+	if err := l.Store.CreateNodeClaims(ctx, lease, keep, in.Versions); err != nil {
+		return res, fmt.Errorf("record nodeclaims: %w", err)
 	}
-	w.versions.Cluster = versions.Cluster
-	for p, v := range versions.Pools {
-		w.versions.Pools[p] = v
-	}
-	r.launchGroups(ctx, live)
+	l.launchGroups(ctx, live)
 	for _, g := range live {
 		if g.crashed != nil {
 			// As if the process died here: no record is updated; the next
 			// round re-drives the fleets and adopts their instances.
-			return nil, nil, fmt.Errorf("after CreateFleet %s: %w", g.token, g.crashed)
+			return res, fmt.Errorf("after CreateFleet %s: %w", g.token, g.crashed)
 		}
 	}
-	var launched []*state.NodeClaim
 	for _, g := range live {
-		l, ref := r.settle(ctx, g, rep)
-		launched = append(launched, l...)
+		launched, ref := l.settle(ctx, g, res)
+		res.Launched = append(res.Launched, launched...)
 		refused = append(refused, ref...)
 	}
+	res.Refused = refused
 	if len(refused) > 0 {
-		if err := r.Store.MarkUnavailable(ctx, refused, state.UnavailableTTL); err != nil {
-			r.Log.Error("record unavailable offerings", "error", err)
+		if err := l.Store.MarkUnavailable(ctx, refused, state.UnavailableTTL); err != nil {
+			l.Log.Error("record unavailable offerings", "error", err)
 		}
 	}
-	return launched, refused, nil
+	return res, nil
 }
 
 // launchGroups calls CreateFleet for every group, Parallelism at a time.
-func (r *Reconciler) launchGroups(ctx context.Context, groups []*group) {
-	sem := make(chan struct{}, r.Options.Parallelism)
+func (l *Launcher) launchGroups(ctx context.Context, groups []*group) {
+	sem := make(chan struct{}, l.Parallelism)
 	var wg sync.WaitGroup
 	for _, g := range groups {
 		wg.Add(1)
@@ -179,9 +182,9 @@ func (r *Reconciler) launchGroups(ctx context.Context, groups []*group) {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			g.insts, g.err = r.createFleet(ctx, g.plan)
-			if g.err == nil && r.AfterCreateFleet != nil {
-				g.crashed = r.AfterCreateFleet(g.token)
+			g.insts, g.err = l.createFleet(ctx, g.plan)
+			if g.err == nil && l.AfterCreateFleet != nil {
+				g.crashed = l.AfterCreateFleet(g.token)
 			}
 		}()
 	}
@@ -203,16 +206,16 @@ const (
 // fleet's overrides: the solve planned the claim without them, but the
 // fleet crosses every type with every zone, and EC2 would pick a refused
 // or reclaimed offering if it is the cheapest there.
-func (r *Reconciler) planGroup(ctx context.Context, g *group, excluded []state.Offering) error {
+func (l *Launcher) planGroup(ctx context.Context, g *group, excluded []state.Offering) error {
 	if g.class == nil {
 		return fmt.Errorf("NodePool %s: EC2NodeClass %s is not configured", g.claim.NodePool, g.claim.NodeClass)
 	}
-	nonce, err := r.Nonce()
+	nonce, err := l.Nonce()
 	if err != nil {
 		return fmt.Errorf("launch nonce: %w", err)
 	}
-	p, err := r.Fleet.Prepare(ctx, fleet.Request{
-		Name: g.token, Token: fleet.LaunchToken(r.Cluster, g.token, nonce), Claim: g.claim, NodeClass: g.class, Count: len(g.recs),
+	p, err := l.Fleet.Prepare(ctx, fleet.Request{
+		Name: g.token, Token: fleet.LaunchToken(l.Cluster, g.token, nonce), Claim: g.claim, NodeClass: g.class, Count: len(g.recs),
 		Exclude: claimExclusions(g.claim, excluded),
 	})
 	if err != nil {
@@ -270,21 +273,21 @@ func claimExclusions(c scheduling.NodeClaim, excluded []state.Offering) []fleet.
 // createFleet launches a plan, retrying throttled calls with exponential
 // backoff and full jitter (the same token: a call EC2 did carry out
 // returns the same instances).
-func (r *Reconciler) createFleet(ctx context.Context, p *fleet.Plan) ([]*fleet.Instance, error) {
+func (l *Launcher) createFleet(ctx context.Context, p *fleet.Plan) ([]*fleet.Instance, error) {
 	token := p.Token
 	backoff := throttleBase
 	for attempt := 1; ; attempt++ {
-		insts, err := r.Fleet.LaunchPlan(ctx, p)
+		insts, err := l.Fleet.LaunchPlan(ctx, p)
 		if err == nil || !throttled(err) || attempt == throttleAttempts {
 			return insts, err
 		}
 		draw := rand.Int64N
-		if r.jitter != nil {
-			draw = r.jitter
+		if l.Jitter != nil {
+			draw = l.Jitter
 		}
 		wait := time.Duration(draw(int64(backoff)))
-		r.Log.Warn("CreateFleet throttled: retrying", "token", token, "attempt", attempt, "wait", wait.String())
-		if serr := r.sleep(ctx, wait); serr != nil {
+		l.Log.Warn("CreateFleet throttled: retrying", "token", token, "attempt", attempt, "wait", wait.String())
+		if serr := l.sleep(ctx, wait); serr != nil {
 			return nil, fmt.Errorf("create fleet %s: throttled (%v), then %w", token, err, serr)
 		}
 		backoff = min(backoff*2, throttleCap)
@@ -304,9 +307,9 @@ func throttled(err error) bool {
 	return false
 }
 
-// errFewerInstances is the error of the NodeClaims of a group EC2 launched
+// ErrFewerInstances is the error of the NodeClaims of a group EC2 launched
 // only part of.
-const errFewerInstances = "EC2 launched fewer instances than asked for"
+const ErrFewerInstances = "EC2 launched fewer instances than asked for"
 
 // settle records a group's outcome: each launched instance goes to a
 // record (records by name, instances by ID), the records left without an
@@ -314,7 +317,7 @@ const errFewerInstances = "EC2 launched fewer instances than asked for"
 // names: a reused name is a reused ClientToken, which EC2 answers with the
 // first call's result), and refused offerings are returned to be marked
 // unavailable.
-func (r *Reconciler) settle(ctx context.Context, g *group, rep *Report) ([]*state.NodeClaim, []state.Offering) {
+func (l *Launcher) settle(ctx context.Context, g *group, res *Result) ([]*state.NodeClaim, []state.Offering) {
 	var refused []state.Offering
 	var launched []*state.NodeClaim
 	if g.err != nil {
@@ -322,84 +325,85 @@ func (r *Reconciler) settle(ctx context.Context, g *group, rep *Report) ([]*stat
 			refused = append(refused, state.Offering{InstanceType: o.InstanceType, Zone: o.Zone, CapacityType: o.CapacityType, Code: o.Code})
 		}
 		reason := failureReason(g.err)
-		r.Log.Warn("launch failed", "nodeClaims", len(g.recs), "token", g.token, "nodePool", g.claim.NodePool, "reason", reason, "error", g.err.Error())
-		_ = r.Metrics.Emit(metrics.LaunchFailures, float64(len(g.recs)), metrics.Dims{metrics.DimReason: reason})
+		l.Log.Warn("launch failed", "nodeClaims", len(g.recs), "token", g.token, "nodePool", g.claim.NodePool, "reason", reason, "error", g.err.Error())
+		_ = l.Metrics.Emit(metrics.LaunchFailures, float64(len(g.recs)), metrics.Dims{metrics.DimReason: reason})
 		for i, rec := range g.recs {
-			rep.Launches = append(rep.Launches, Launch{NodeClaim: rec.Name, Claim: rec.Claim, Error: g.err.Error(), FleetCall: i == 0})
+			res.Launches = append(res.Launches, Launch{NodeClaim: rec.Name, Claim: rec.Claim, Error: g.err.Error(), FleetCall: i == 0})
 			if g.unrecorded {
 				continue
 			}
-			if err := r.Store.DeleteNodeClaim(ctx, rec); err != nil {
-				r.Log.Error("remove the record of a failed launch", "nodeClaim", rec.Name, "error", err)
+			if err := l.Store.DeleteNodeClaim(ctx, rec); err != nil {
+				l.Log.Error("remove the record of a failed launch", "nodeClaim", rec.Name, "error", err)
 			}
 		}
-		r.countRefused(refused)
+		l.countRefused(refused)
 		return nil, refused
 	}
 	for i, rec := range g.recs {
-		l := Launch{NodeClaim: rec.Name, Claim: rec.Claim, FleetCall: i == 0}
+		out := Launch{NodeClaim: rec.Name, Claim: rec.Claim, FleetCall: i == 0}
 		if i >= len(g.insts) {
-			l.Error = errFewerInstances
-			rep.Launches = append(rep.Launches, l)
-			if err := r.Store.DeleteNodeClaim(ctx, rec); err != nil {
-				r.Log.Error("remove the record of a failed launch", "nodeClaim", rec.Name, "error", err)
+			res.Short++
+			out.Error = ErrFewerInstances
+			res.Launches = append(res.Launches, out)
+			if err := l.Store.DeleteNodeClaim(ctx, rec); err != nil {
+				l.Log.Error("remove the record of a failed launch", "nodeClaim", rec.Name, "error", err)
 			}
 			continue
 		}
 		in := *g.insts[i]
 		in.NodeClaim = rec.Name
-		l.Instance = &in
-		if err := r.adopt(ctx, rec, &in, g.class); err != nil {
-			l.Error = err.Error()
+		out.Instance = &in
+		if err := l.adopt(ctx, rec, &in, g.class); err != nil {
+			out.Error = err.Error()
 		} else {
 			launched = append(launched, rec)
 		}
-		rep.Launches = append(rep.Launches, l)
+		res.Launches = append(res.Launches, out)
 	}
 	if len(g.insts) > 0 {
 		for _, o := range g.insts[0].Unavailable {
 			refused = append(refused, state.Offering{InstanceType: o.InstanceType, Zone: o.Zone, CapacityType: o.CapacityType, Code: o.Code})
 		}
-		r.countRefused(refused)
+		l.countRefused(refused)
 	}
 	return launched, refused
 }
 
 // adopt records that rec's instance launched and tags a group member's
 // instance with its own NodeClaim name.
-func (r *Reconciler) adopt(ctx context.Context, rec *state.NodeClaim, in *fleet.Instance, class *apis.EC2NodeClass) error {
-	now := r.Now()
+func (l *Launcher) adopt(ctx context.Context, rec *state.NodeClaim, in *fleet.Instance, class *apis.EC2NodeClass) error {
+	now := l.Now()
 	rec.Phase = state.Launched
 	rec.InstanceID, rec.InstanceType, rec.Zone, rec.CapacityType = in.InstanceID, in.InstanceType, in.Zone, in.CapacityType
 	rec.ImageID, rec.PricePerHour, rec.LaunchedAt = in.ImageID, in.PricePerHour, now
 	rec.ProviderID = state.ProviderIDFor(in.Zone, in.InstanceID)
-	if c := TypeCapacity(in.InstanceType, r.Catalog, class); c != nil {
+	if c := TypeCapacity(in.InstanceType, l.Catalog, class); c != nil {
 		rec.Capacity = c
 	}
-	if err := r.Store.PutNodeClaim(ctx, rec); err != nil {
+	if err := l.Store.PutNodeClaim(ctx, rec); err != nil {
 		// The next round re-drives the launch and adopts the instance.
-		r.Log.Error("record a launch", "nodeClaim", rec.Name, "instance", in.InstanceID, "error", err)
+		l.Log.Error("record a launch", "nodeClaim", rec.Name, "instance", in.InstanceID, "error", err)
 		return fmt.Errorf("record launch of %s: %w", rec.Name, err)
 	}
 	if rec.Name != rec.Group {
-		if err := r.Fleet.TagNodeClaim(ctx, in.InstanceID, rec.NodePool, rec.Name); err != nil {
-			r.Log.Warn("tag a group member's instance", "nodeClaim", rec.Name, "error", err)
+		if err := l.Fleet.TagNodeClaim(ctx, in.InstanceID, rec.NodePool, rec.Name); err != nil {
+			l.Log.Warn("tag a group member's instance", "nodeClaim", rec.Name, "error", err)
 		}
 	}
-	r.Events.Event(ctx, NodeClaimRef(rec.Name), corev1.EventTypeNormal, "Launched",
-		fmt.Sprintf("Launched NodeClaim %s (%s, %s, %s, $%.4f/h) as instance %s for %d pods of NodePool %s",
-			rec.Name, rec.InstanceType, rec.CapacityType, rec.Zone, rec.PricePerHour, rec.InstanceID, len(rec.Claim.Pods), rec.NodePool))
-	_ = r.Metrics.Emit(metrics.NodeClaimsLaunched, 1, metrics.Dims{
+	if l.OnLaunched != nil {
+		l.OnLaunched(ctx, rec)
+	}
+	_ = l.Metrics.Emit(metrics.NodeClaimsLaunched, 1, metrics.Dims{
 		metrics.DimNodePool: rec.NodePool, metrics.DimCapacityType: rec.CapacityType, metrics.DimInstanceType: rec.InstanceType,
 	})
-	r.Log.Info("nodeclaim launched", "nodeClaim", rec.Name, "nodePool", rec.NodePool, "instance", rec.InstanceID,
+	l.Log.Info("nodeclaim launched", "nodeClaim", rec.Name, "nodePool", rec.NodePool, "instance", rec.InstanceID,
 		"type", rec.InstanceType, "zone", rec.Zone, "capacityType", rec.CapacityType, "price", rec.PricePerHour, "reason", rec.Reason)
 	return nil
 }
 
-func (r *Reconciler) countRefused(refused []state.Offering) {
+func (l *Launcher) countRefused(refused []state.Offering) {
 	for _, o := range refused {
-		_ = r.Metrics.Emit(metrics.InsufficientCapacityErrors, 1, metrics.Dims{metrics.DimCapacityType: o.CapacityType})
+		_ = l.Metrics.Emit(metrics.InsufficientCapacityErrors, 1, metrics.Dims{metrics.DimCapacityType: o.CapacityType})
 	}
 }
 
@@ -425,5 +429,20 @@ func sortStrings(s []string) {
 		for j := i; j > 0 && s[j] < s[j-1]; j-- {
 			s[j], s[j-1] = s[j-1], s[j]
 		}
+	}
+}
+
+// sleep waits d (l.Wait when set).
+func (l *Launcher) sleep(ctx context.Context, d time.Duration) error {
+	if l.Wait != nil {
+		return l.Wait(ctx, d)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
 	}
 }

@@ -1,4 +1,4 @@
-package provision
+package launch
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 	"github.com/nodewright/nodewright/shared/state"
 )
 
-// redrive recovers launches an invocation left behind: a record still
+// Redrive recovers launches an invocation left behind: a record still
 // launching after Options.RedriveAfter was written by an invocation that
 // died during or after CreateFleet. Its fleet is called again with the
 // same ClientToken, which EC2 answers with the first call's instances:
@@ -28,9 +28,17 @@ import (
 // still be completed, else terminated; the records are removed when the
 // failure is permanent or the launch is older than the registration
 // timeout, so no record launching without an instance outlives it.
-func (r *Reconciler) redrive(ctx context.Context, w *world, rep *Report) error {
-	now := r.Now()
-	all := append(append([]*state.NodeClaim(nil), w.records...), w.stale...)
+//
+// records are the cluster's records, stale the phantoms among them (see
+// Phantom) when the caller keeps them apart. It returns the records it
+// recovered and those it removed.
+func (l *Launcher) Redrive(ctx context.Context, records, stale []*state.NodeClaim, classList []*apis.EC2NodeClass) (recovered []string, removed map[string]bool, err error) {
+	removed = map[string]bool{}
+	if err := l.check(); err != nil {
+		return nil, removed, err
+	}
+	now := l.Now()
+	all := append(append([]*state.NodeClaim(nil), records...), stale...)
 	groups := map[string][]*state.NodeClaim{}
 	for _, rec := range all {
 		if rec.Group == "" {
@@ -39,54 +47,53 @@ func (r *Reconciler) redrive(ctx context.Context, w *world, rep *Report) error {
 		groups[rec.Group] = append(groups[rec.Group], rec)
 	}
 	classes := map[string]*apis.EC2NodeClass{}
-	for _, c := range w.classes {
+	for _, c := range classList {
 		classes[c.Name] = c
 	}
 	tokens := make([]string, 0, len(groups))
 	for t, members := range groups {
 		for _, m := range members {
-			if m.Phase == state.Launching && now.Sub(m.CreatedAt) >= r.Options.RedriveAfter {
+			if m.Phase == state.Launching && now.Sub(m.CreatedAt) >= l.RedriveAfter {
 				tokens = append(tokens, t)
 				break
 			}
 		}
 	}
 	sort.Strings(tokens)
-	removed := map[string]bool{}
-	tagged := &taggedInstances{list: r.Fleet.Instances}
+	tagged := &taggedInstances{list: l.Fleet.Instances}
 	for _, token := range tokens {
 		members := groups[token]
-		sortedRecords(members)
+		sort.Slice(members, func(i, j int) bool { return members[i].Name < members[j].Name })
 		class := classes[members[0].NodeClass]
 		var insts []*fleet.Instance
 		var err error
 		var plan *fleet.Plan
 		if class == nil {
 			err = fmt.Errorf("EC2NodeClass %s is not configured: %w", members[0].NodeClass, errPermanent)
-		} else if plan, err = r.storedPlan(ctx, members, class); err == nil {
-			insts, err = r.createFleet(ctx, plan)
+		} else if plan, err = l.storedPlan(ctx, members, class); err == nil {
+			insts, err = l.createFleet(ctx, plan)
 		}
 		var le *fleet.LaunchError
 		if err != nil && !errors.As(err, &le) {
 			// Not an answer of the fleet: find the first call's instances.
 			found, lerr := tagged.of(ctx, members)
 			if lerr != nil {
-				r.Log.Warn("re-drive a launch: look for its instances", "token", token, "error", lerr)
+				l.Log.Warn("re-drive a launch: look for its instances", "token", token, "error", lerr)
 				continue
 			}
-			old := now.Sub(members[0].CreatedAt) > r.Options.RegistrationTimeout
+			old := now.Sub(members[0].CreatedAt) > l.Timeout
 			switch {
 			case len(found) > 0 && class != nil && !old:
-				r.Log.Warn("re-drive failed: adopting the instances tagged with the launch", "token", token, "instances", len(found), "error", err)
+				l.Log.Warn("re-drive failed: adopting the instances tagged with the launch", "token", token, "instances", len(found), "error", err)
 				for _, in := range found {
-					in.PricePerHour = r.priceOf(in.InstanceType, in.Zone, in.CapacityType)
+					in.PricePerHour = l.priceOf(in.InstanceType, in.Zone, in.CapacityType)
 				}
 				insts, err = found, nil
 			case len(found) > 0 || !transient(err) || old:
-				r.giveUp(ctx, members, found, err, removed)
+				l.giveUp(ctx, members, found, err, removed)
 				continue
 			default:
-				r.Log.Warn("re-drive a launch", "token", token, "error", err)
+				l.Log.Warn("re-drive a launch", "token", token, "error", err)
 				continue // transient: the next round tries again
 			}
 		}
@@ -107,38 +114,28 @@ func (r *Reconciler) redrive(ctx context.Context, w *world, rep *Report) error {
 				continue
 			}
 			if len(free) == 0 {
-				if derr := r.Store.DeleteNodeClaim(ctx, m); derr == nil {
+				if derr := l.Store.DeleteNodeClaim(ctx, m); derr == nil {
 					removed[m.Name] = true
 				}
-				r.Log.Info("re-driven launch launched nothing for this nodeclaim: record removed", "nodeClaim", m.Name, "error", fmt.Sprint(err))
+				l.Log.Info("re-driven launch launched nothing for this nodeclaim: record removed", "nodeClaim", m.Name, "error", fmt.Sprint(err))
 				continue
 			}
 			in := *free[0]
 			free = free[1:]
 			in.NodeClaim = m.Name
-			if aerr := r.adopt(ctx, m, &in, class); aerr == nil {
-				rep.Recovered = append(rep.Recovered, m.Name)
-				r.Log.Info("launch recovered: instance adopted", "nodeClaim", m.Name, "instance", in.InstanceID)
+			if aerr := l.adopt(ctx, m, &in, class); aerr == nil {
+				recovered = append(recovered, m.Name)
+				l.Log.Info("launch recovered: instance adopted", "nodeClaim", m.Name, "instance", in.InstanceID)
 			}
 		}
 	}
-	w.stale = nil
-	if len(removed) > 0 {
-		kept := w.records[:0]
-		for _, rec := range w.records {
-			if !removed[rec.Name] {
-				kept = append(kept, rec)
-			}
-		}
-		w.records = kept
-	}
-	return nil
+	return recovered, removed, nil
 }
 
 // storedPlan is the fleet request the launch stored in its records; a
 // record written before requests were stored is planned again under its
 // old ClientToken (its group's name).
-func (r *Reconciler) storedPlan(ctx context.Context, members []*state.NodeClaim, class *apis.EC2NodeClass) (*fleet.Plan, error) {
+func (l *Launcher) storedPlan(ctx context.Context, members []*state.NodeClaim, class *apis.EC2NodeClass) (*fleet.Plan, error) {
 	first := members[0]
 	if len(first.Launch) > 0 {
 		p := &fleet.Plan{}
@@ -147,20 +144,20 @@ func (r *Reconciler) storedPlan(ctx context.Context, members []*state.NodeClaim,
 		}
 		return p, nil
 	}
-	return r.Fleet.Prepare(ctx, fleet.Request{Name: first.Group, Claim: first.Claim, NodeClass: class, Count: max(first.GroupSize, 1)})
+	return l.Fleet.Prepare(ctx, fleet.Request{Name: first.Group, Claim: first.Claim, NodeClass: class, Count: max(first.GroupSize, 1)})
 }
 
 // giveUp ends a launch that cannot complete: the instances found for it
 // are terminated and its launching records removed (their pods are solved
 // for again).
-func (r *Reconciler) giveUp(ctx context.Context, members []*state.NodeClaim, found []*fleet.Instance, cause error, removed map[string]bool) {
+func (l *Launcher) giveUp(ctx context.Context, members []*state.NodeClaim, found []*fleet.Instance, cause error, removed map[string]bool) {
 	if len(found) > 0 {
 		ids := make([]string, 0, len(found))
 		for _, in := range found {
 			ids = append(ids, in.InstanceID)
 		}
-		if err := r.Fleet.Terminate(ctx, ids); err != nil {
-			r.Log.Warn("terminate the instances of a launch given up", "token", members[0].Group, "error", err)
+		if err := l.Fleet.Terminate(ctx, ids); err != nil {
+			l.Log.Warn("terminate the instances of a launch given up", "token", members[0].Group, "error", err)
 			return // the records stay: the next round tries again
 		}
 	}
@@ -168,13 +165,13 @@ func (r *Reconciler) giveUp(ctx context.Context, members []*state.NodeClaim, fou
 		if m.Phase != state.Launching || m.InstanceID != "" {
 			continue
 		}
-		if err := r.Store.DeleteNodeClaim(ctx, m); err != nil {
-			r.Log.Warn("remove the record of a launch given up", "nodeClaim", m.Name, "error", err)
+		if err := l.Store.DeleteNodeClaim(ctx, m); err != nil {
+			l.Log.Warn("remove the record of a launch given up", "nodeClaim", m.Name, "error", err)
 			continue
 		}
 		removed[m.Name] = true
 	}
-	r.Log.Warn("launch given up: its re-drive cannot complete", "token", members[0].Group, "terminated", len(found), "error", fmt.Sprint(cause))
+	l.Log.Warn("launch given up: its re-drive cannot complete", "token", members[0].Group, "terminated", len(found), "error", fmt.Sprint(cause))
 }
 
 // errPermanent marks a re-drive failure that no retry can cure.
@@ -237,15 +234,15 @@ func (t *taggedInstances) of(ctx context.Context, members []*state.NodeClaim) ([
 }
 
 // priceOf is the hourly price of an offering (0 when unknown).
-func (r *Reconciler) priceOf(typ, zone, capacityType string) float64 {
+func (l *Launcher) priceOf(typ, zone, capacityType string) float64 {
 	if capacityType == apis.CapacityTypeSpot {
-		if r.Spot == nil {
+		if l.Spot == nil {
 			return 0
 		}
-		p, _ := r.Spot.SpotPrice(typ, zone)
+		p, _ := l.Spot.SpotPrice(typ, zone)
 		return p
 	}
-	if it, ok := r.Catalog.Get(typ); ok {
+	if it, ok := l.Catalog.Get(typ); ok {
 		return it.OnDemandPrice
 	}
 	return 0
@@ -255,9 +252,9 @@ func (r *Reconciler) priceOf(typ, zone, capacityType string) float64 {
 // node.
 func liveState(s string) bool { return s == "pending" || s == "running" }
 
-// phantom reports whether a record is a launch that never got an instance
+// Phantom reports whether a record is a launch that never got an instance
 // and is older than timeout: it no longer counts as capacity in flight
 // (its pods are solved for again), and the next re-drive or sweep ends it.
-func phantom(rec *state.NodeClaim, now time.Time, timeout time.Duration) bool {
+func Phantom(rec *state.NodeClaim, now time.Time, timeout time.Duration) bool {
 	return rec.Phase == state.Launching && rec.InstanceID == "" && now.Sub(rec.CreatedAt) > timeout
 }
