@@ -122,21 +122,21 @@ func (l *Launcher) Launch(ctx context.Context, lease *state.Lease, in Input) (*R
 	if len(keep) == 0 {
 		return res, nil
 	}
-	// Each fleet's request is resolved and stored in its records before
+	// Each fleet's request is resolved (Parallelism at a time: a cold
+	// container makes launch templates) and stored in its records before
 	// any CreateFleet: a re-drive sends the very same request.
+	l.planGroups(ctx, groups, in.Exclude)
 	var live, failed []*group
 	keep = keep[:0]
 	for _, g := range groups {
-		if len(g.recs) == 0 {
-			continue
-		}
-		if err := l.planGroup(ctx, g, in.Exclude); err != nil {
-			g.err, g.unrecorded = err, true
+		switch {
+		case len(g.recs) == 0:
+		case g.err != nil:
 			failed = append(failed, g)
-			continue
+		default:
+			live = append(live, g)
+			keep = append(keep, g.recs...)
 		}
-		live = append(live, g)
-		keep = append(keep, g.recs...)
 	}
 	var refused []state.Offering
 	for _, g := range failed {
@@ -170,6 +170,29 @@ func (l *Launcher) Launch(ctx context.Context, lease *state.Lease, in Input) (*R
 		}
 	}
 	return res, nil
+}
+
+// planGroups plans every group with records, Parallelism at a time; a
+// group that cannot be planned carries its error (its records are not
+// written).
+func (l *Launcher) planGroups(ctx context.Context, groups []*group, exclude []state.Offering) {
+	sem := make(chan struct{}, l.Parallelism)
+	var wg sync.WaitGroup
+	for _, g := range groups {
+		if len(g.recs) == 0 {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			if err := l.planGroup(ctx, g, exclude); err != nil {
+				g.err, g.unrecorded = err, true
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // launchGroups calls CreateFleet for every group, Parallelism at a time.
