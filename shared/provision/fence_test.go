@@ -2,6 +2,7 @@ package provision
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/nodewright/nodewright/shared/scheduling"
 	"github.com/nodewright/nodewright/shared/state"
 	"github.com/nodewright/nodewright/shared/state/statetest"
 )
@@ -97,5 +99,68 @@ func TestRoundAndReplacementDoNotBuyForTheSamePods(t *testing.T) {
 	}
 	if len(fleets) != 1 {
 		t.Errorf("%d fleets launched (%d calls), want one: the replacement's", len(fleets), len(fl.Calls()))
+	}
+}
+
+// A consolidation's replacements (LaunchClaims) whose commit lost the
+// launch fence to a round that launched for other pods are launched on
+// the next attempt; when the round took their pods, nothing is launched
+// and the caller is told (ErrConflict), so it decides again.
+func TestLaunchClaimsAfterAnotherLauncherCommitted(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		samePods   bool
+		wantErr    bool
+		wantFleets int
+	}{
+		{name: "other pods", wantFleets: 2},
+		{name: "the same pods", samePods: true, wantErr: true, wantFleets: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := testingclock.NewFakeClock(t0)
+			ctx := context.Background()
+			roundPod := unschedulableAt("web-0", t0.Add(-time.Minute), t0.Add(-time.Minute))
+			if tc.samePods {
+				roundPod = unschedulableAt("moved-0", t0.Add(-time.Minute), t0.Add(-time.Minute))
+			}
+			view := func(time.Time) (*View, error) { return &View{Pods: []*corev1.Pod{roundPod}}, nil }
+			consolidation, fl, _, _ := testReconciler(t, clock, view)
+			round, _, _, _ := testReconciler(t, clock, view)
+			store, err := state.New(statetest.NewChecked(), "nodewright-state", "test-cluster", clock.Now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			consolidation.Store, round.Store, round.Fleet = store, store, fl
+			consolidation.Names = func(pool string) (string, error) { return pool + "-c0001", nil }
+			// The replacement claim for the consolidated node's pod.
+			claim := scheduling.NodeClaim{NodePool: "default", NodeClass: "default", InstanceTypes: []string{"m6g.large"},
+				Zones: []string{"us-east-1a"}, CapacityType: "on-demand", CapacityTypes: []string{"on-demand"}, Pods: []string{"default/moved-0"}}
+			fl.onPrepare = func(call int) {
+				if call != 1 {
+					return
+				}
+				lease, err := store.Acquire(ctx, state.LeaseProvision, "provision", time.Minute)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := round.Round(ctx, lease); err != nil {
+					t.Errorf("round: %v", err)
+				}
+			}
+			lease, err := store.Acquire(ctx, state.LeaseNode("default-old00"), "consolidation", time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, launched, err := consolidation.LaunchClaims(ctx, lease, []scheduling.NodeClaim{claim}, "consolidation")
+			if tc.wantErr != (err != nil) || (err != nil && !errors.Is(err, state.ErrConflict)) {
+				t.Fatalf("LaunchClaims: %v (want an error: %v, a conflict)", err, tc.wantErr)
+			}
+			if !tc.wantErr && len(launched) != 1 {
+				t.Errorf("launched %d, want the replacement", len(launched))
+			}
+			if n := len(fl.Calls()); n != tc.wantFleets {
+				t.Errorf("%d fleets, want %d", n, tc.wantFleets)
+			}
+		})
 	}
 }
