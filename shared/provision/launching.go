@@ -2,10 +2,12 @@ package provision
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/launch"
 	"github.com/nodewright/nodewright/shared/scheduling"
 	"github.com/nodewright/nodewright/shared/state"
@@ -69,4 +71,78 @@ func (r *Reconciler) launchedEvent(ctx context.Context, rec *state.NodeClaim) {
 	r.Events.Event(ctx, NodeClaimRef(rec.Name), corev1.EventTypeNormal, "Launched",
 		fmt.Sprintf("Launched NodeClaim %s (%s, %s, %s, $%.4f/h) as instance %s for %d pods of NodePool %s",
 			rec.Name, rec.InstanceType, rec.CapacityType, rec.Zone, rec.PricePerHour, rec.InstanceID, len(rec.Claim.Pods), rec.NodePool))
+}
+
+// LaunchClaims launches planned NodeClaims as they are (a consolidation's
+// replacements, whose options the decision already limited), fenced by
+// lease and the launch fence, through the same records and fleets as a
+// round. When another launcher's records were written since they were
+// read, it reads them again and launches the claims again, unless one of
+// their pods is now on another launch's in-flight NodeClaim (ErrConflict:
+// the caller decides again). It returns the report and the records
+// launched; offerings EC2 refused are marked and the claims that failed
+// are not retried (the caller decides again).
+func (r *Reconciler) LaunchClaims(ctx context.Context, lease *state.Lease, claims []scheduling.NodeClaim, reason string) (*Report, []*state.NodeClaim, error) {
+	if err := r.init(); err != nil {
+		return nil, nil, err
+	}
+	rep := &Report{}
+	w, err := r.read(ctx, rep)
+	if err != nil {
+		return rep, nil, err
+	}
+	plan := &scheduling.Result{NodeClaims: claims}
+	rep.Plan = plan
+	start := r.Now()
+	defer func() { rep.Launch = r.Now().Sub(start) }()
+	for attempt := 1; ; attempt++ {
+		launched, _, _, err := r.launch(ctx, lease, w, plan, reason, rep)
+		if !errors.Is(err, state.ErrConflict) || attempt == r.Options.MaxAttempts {
+			return rep, launched, err
+		}
+		if w.versions, err = r.Store.Versions(ctx); err == nil {
+			w.records, err = r.Store.NodeClaims(ctx)
+		}
+		if err != nil {
+			return rep, nil, fmt.Errorf("read state again: %w", err)
+		}
+		w.records, _ = r.splitStale(w.records)
+		if pod, nc := takenPod(claims, w.records); pod != "" {
+			return rep, nil, fmt.Errorf("pod %s is on NodeClaim %s launched meanwhile: %w", pod, nc, state.ErrConflict)
+		}
+		r.Log.Info("another launcher launched since the records were read: launching the claims again", "attempt", attempt)
+	}
+}
+
+// takenPod names a pod of claims that an in-flight NodeClaim of records
+// was launched for, and that NodeClaim ("": none).
+func takenPod(claims []scheduling.NodeClaim, records []*state.NodeClaim) (string, string) {
+	on := map[string]string{}
+	for _, rec := range records {
+		if rec.Phase.InFlight() {
+			for _, p := range rec.Claim.Pods {
+				on[p] = rec.Name
+			}
+		}
+	}
+	for _, c := range claims {
+		for _, p := range c.Pods {
+			if nc, ok := on[p]; ok {
+				return p, nc
+			}
+		}
+	}
+	return "", ""
+}
+
+// limitedVersions returns the cluster's launch version and those of the
+// pools with limits.
+func limitedVersions(pools []*apis.NodePool, versions state.Versions) state.Versions {
+	out := state.Versions{Cluster: versions.Cluster, Pools: map[string]int64{}}
+	for _, p := range pools {
+		if len(p.Spec.Limits) > 0 {
+			out.Pools[p.Name] = versions.Pools[p.Name]
+		}
+	}
+	return out
 }

@@ -395,68 +395,6 @@ func (r *Reconciler) Replace(ctx context.Context, lease *state.Lease, pods []str
 	return rep, err
 }
 
-// LaunchClaims launches planned NodeClaims as they are (a consolidation's
-// replacements, whose options the decision already limited), fenced by
-// lease and the launch fence, through the same records and fleets as a
-// round. When another launcher's records were written since they were
-// read, it reads them again and launches the claims again, unless one of
-// their pods is now on another launch's in-flight NodeClaim (ErrConflict:
-// the caller decides again). It returns the report and the records
-// launched; offerings EC2 refused are marked and the claims that failed
-// are not retried (the caller decides again).
-func (r *Reconciler) LaunchClaims(ctx context.Context, lease *state.Lease, claims []scheduling.NodeClaim, reason string) (*Report, []*state.NodeClaim, error) {
-	if err := r.init(); err != nil {
-		return nil, nil, err
-	}
-	rep := &Report{}
-	w, err := r.read(ctx, rep)
-	if err != nil {
-		return rep, nil, err
-	}
-	plan := &scheduling.Result{NodeClaims: claims}
-	rep.Plan = plan
-	start := r.Now()
-	defer func() { rep.Launch = r.Now().Sub(start) }()
-	for attempt := 1; ; attempt++ {
-		launched, _, _, err := r.launch(ctx, lease, w, plan, reason, rep)
-		if !errors.Is(err, state.ErrConflict) || attempt == r.Options.MaxAttempts {
-			return rep, launched, err
-		}
-		if w.versions, err = r.Store.Versions(ctx); err == nil {
-			w.records, err = r.Store.NodeClaims(ctx)
-		}
-		if err != nil {
-			return rep, nil, fmt.Errorf("read state again: %w", err)
-		}
-		w.records, _ = r.splitStale(w.records)
-		if pod, nc := takenPod(claims, w.records); pod != "" {
-			return rep, nil, fmt.Errorf("pod %s is on NodeClaim %s launched meanwhile: %w", pod, nc, state.ErrConflict)
-		}
-		r.Log.Info("another launcher launched since the records were read: launching the claims again", "attempt", attempt)
-	}
-}
-
-// takenPod names a pod of claims that an in-flight NodeClaim of records
-// was launched for, and that NodeClaim ("": none).
-func takenPod(claims []scheduling.NodeClaim, records []*state.NodeClaim) (string, string) {
-	on := map[string]string{}
-	for _, rec := range records {
-		if rec.Phase.InFlight() {
-			for _, p := range rec.Claim.Pods {
-				on[p] = rec.Name
-			}
-		}
-	}
-	for _, c := range claims {
-		for _, p := range c.Pods {
-			if nc, ok := on[p]; ok {
-				return p, nc
-			}
-		}
-	}
-	return "", ""
-}
-
 // solveAndLaunch solves and launches, and solves again without the
 // offerings EC2 refused (falling back from spot to on-demand where the
 // pool allows it), or for the NodeClaims a partial fleet left out, at most
@@ -560,18 +498,6 @@ func budgetFor(o Options, now func() time.Time, left time.Duration, bounded bool
 		room = min(room, max(left-min(launchReserve, left/2), 0))
 	}
 	return scheduling.Budget{MaxGroups: o.SolveGroups, Deadline: now().Add(room), Now: now}
-}
-
-// limitedVersions returns the cluster's launch version and those of the
-// pools with limits.
-func limitedVersions(pools []*apis.NodePool, versions state.Versions) state.Versions {
-	out := state.Versions{Cluster: versions.Cluster, Pools: map[string]int64{}}
-	for _, p := range pools {
-		if len(p.Spec.Limits) > 0 {
-			out.Pools[p.Name] = versions.Pools[p.Name]
-		}
-	}
-	return out
 }
 
 // excluded are the offerings no launch of this round may use: those EC2
