@@ -56,7 +56,7 @@ type Store interface {
 type Capacity interface {
 	// Replace launches capacity for the pods at once, under the node's
 	// lease, through the provision code path.
-	Replace(ctx context.Context, lease *state.Lease, pods []string, reason string) (*provision.Report, error)
+	Replace(ctx context.Context, lease *state.Lease, pods []string, reason string, avoid ...state.Offering) (*provision.Report, error)
 }
 
 // Terminator records termination intents and retires nodes
@@ -381,7 +381,7 @@ func (h *Handler) act(ctx context.Context, lease *state.Lease, in trigger.Interr
 	if a.Step == state.StepReplacing {
 		pods := reschedulablePods(view, node)
 		if len(pods) > 0 {
-			rep, err := h.Capacity.Replace(ctx, lease, pods, fmt.Sprintf("replacement for %s: %s", rec.Name, d.Reason))
+			rep, err := h.Capacity.Replace(ctx, lease, pods, fmt.Sprintf("replacement for %s: %s", rec.Name, d.Reason), reclaimed(in.Kind, d, rec)...)
 			if err != nil {
 				return out, fmt.Errorf("replace: %w", err)
 			}

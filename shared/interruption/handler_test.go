@@ -175,12 +175,14 @@ func (s *fakeStore) FirstSeen(_ context.Context, id string, _ time.Duration) (bo
 type fakeCapacity struct {
 	mu       sync.Mutex
 	replaces int
+	avoided  [][]state.Offering // each Replace's avoided offerings
 }
 
-func (c *fakeCapacity) Replace(_ context.Context, _ *state.Lease, pods []string, _ string) (*provision.Report, error) {
+func (c *fakeCapacity) Replace(_ context.Context, _ *state.Lease, pods []string, _ string, avoid ...state.Offering) (*provision.Report, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.replaces++
+	c.avoided = append(c.avoided, avoid)
 	name := fmt.Sprintf("repl-%d", c.replaces)
 	return &provision.Report{Launches: []provision.Launch{{NodeClaim: name, Instance: &fleet.Instance{NodeClaim: name}}}}, nil
 }
@@ -385,6 +387,22 @@ func TestDrainBlockedByAPDBResumesOnTheNextMessage(t *testing.T) {
 	}
 	if len(r.metrics.points[metrics.InterruptionToDrained]) != 1 || len(r.metrics.points[metrics.InterruptionToReplacement]) != 1 {
 		t.Errorf("metrics %v: want one replacement and one drained time", r.metrics.points)
+	}
+}
+
+// TestReplacementAvoidsTheReclaimedOffering: the replacement of a spot
+// instance being reclaimed is told its offering, so it never lands there
+// (even when marking the offering unavailable failed or has expired).
+func TestReplacementAvoidsTheReclaimedOffering(t *testing.T) {
+	r := newRig(t, func(termination.DrainOptions, int) termination.DrainResult {
+		return termination.DrainResult{Done: true}
+	})
+	if resp := r.deliver(time.Minute, spotWarning("evt-1")); len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("failures %+v", resp.BatchItemFailures)
+	}
+	want := []state.Offering{{InstanceType: "c6g.large", Zone: "us-east-1a", CapacityType: apis.CapacityTypeSpot, Code: "SpotInterruption"}}
+	if len(r.cap.avoided) != 1 || !slices.Equal(r.cap.avoided[0], want) {
+		t.Errorf("replacements avoided %+v, want %+v", r.cap.avoided, want)
 	}
 }
 

@@ -27,7 +27,10 @@ type PodSource interface {
 // Fleet launches and ends instances (*fleet.Launcher).
 type Fleet interface {
 	Zones(ctx context.Context, classes []*apis.EC2NodeClass) ([]string, error)
-	LaunchGroup(ctx context.Context, req fleet.Request) ([]*fleet.Instance, error)
+	// Prepare resolves a request into its fleet's plan (stored in the
+	// records before LaunchPlan calls CreateFleet with it).
+	Prepare(ctx context.Context, req fleet.Request) (*fleet.Plan, error)
+	LaunchPlan(ctx context.Context, p *fleet.Plan) ([]*fleet.Instance, error)
 	TagNodeClaim(ctx context.Context, instanceID, nodePool, nodeClaim string) error
 	Instances(ctx context.Context) ([]fleet.Running, error)
 	Terminate(ctx context.Context, ids []string) error

@@ -10,6 +10,7 @@ import (
 
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/fleet"
+	"github.com/nodewright/nodewright/shared/launch"
 	"github.com/nodewright/nodewright/shared/state"
 	"github.com/nodewright/nodewright/shared/termination"
 )
@@ -30,7 +31,10 @@ type Collection struct {
 // is gone (and was launched more than grace ago, so DescribeInstances had
 // time to list it) is removed with its Node; an instance launched by
 // Nodewright that no record claims, older than grace, is terminated; a
-// record left terminating is removed once its instance is gone. Pure.
+// record left terminating is removed once its instance is gone; a record
+// still launching without an instance longer than timeout (a launch that
+// cannot complete) is removed, and no longer shields the instances tagged
+// with its group from orphan cleanup. Pure.
 func Liveness(records []*state.NodeClaim, instances []fleet.Running, nodes []*corev1.Node, now time.Time, timeout, grace time.Duration) Collection {
 	c := Collection{Terminate: map[string]string{}}
 	live := map[string]fleet.Running{}
@@ -51,13 +55,16 @@ func Liveness(records []*state.NodeClaim, instances []fleet.Running, nodes []*co
 		if rec.InstanceID != "" {
 			claimed[rec.InstanceID] = true
 		}
-		if rec.Phase == state.Launching {
+		if rec.Phase == state.Launching && !launch.Phantom(rec, now, timeout) {
 			launchingGroups[rec.Group] = true
 			launchingGroups[rec.Name] = true
 		}
 	}
 	for _, rec := range records {
 		if rec.InstanceID == "" {
+			if launch.Phantom(rec, now, timeout) {
+				c.DeleteRecords = append(c.DeleteRecords, rec)
+			}
 			continue
 		}
 		_, alive := live[rec.InstanceID]
@@ -158,6 +165,7 @@ func (r *Reconciler) Sweep(ctx context.Context) (*SweepReport, error) {
 		rep.RecordsRemoved = append(rep.RecordsRemoved, rec.Name)
 		r.Log.Info("nodeclaim record removed", "nodeClaim", rec.Name, "instance", rec.InstanceID, "phase", rec.Phase)
 	}
+	r.collectTemplates(ctx, records)
 	pools := map[string]*apis.NodePool{}
 	for _, p := range r.NodePools {
 		pools[p.Name] = p

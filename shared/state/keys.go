@@ -38,6 +38,10 @@ const (
 	PrefixAction = "action#"
 	// PrefixMessage + message or event ID: an interruption message handled.
 	PrefixMessage = "message#"
+	// KeyLaunchVersion is the cluster's launch version: every launcher's
+	// records are written conditioned on it and advance it (the launch
+	// fence).
+	KeyLaunchVersion = "launchversion"
 	// KeySpotPrices is the cached spot price table.
 	KeySpotPrices = "spotprices"
 	// KeyHint is the webhook's coalesced provision hint, the one item of
