@@ -528,14 +528,17 @@ func TestIgnoredEvents(t *testing.T) {
 	instance := harness.InstanceOf(node)
 	run, _ := harness.Event(events.InstanceStateChange, "evt-running", time.Now(), "running", instance)
 	other, _ := harness.Event(events.SpotInterruptionWarning, "evt-other", time.Now(), "", "i-0aaaabbbbccccdddd")
+	// The queue keeps messages an hour (the stack's retention): state
+	// changes of instances earlier tests ended may still be on it, and are
+	// handled with these (acknowledged: not ours any more).
 	for _, b := range [][]byte{run, other} {
 		if err := h.Send(c, b); err != nil {
 			t.Fatal(err)
 		}
 	}
 	handled, failed, err := h.DrainQueue(c, 30*time.Second)
-	if err != nil || handled != 2 || failed != 0 {
-		t.Fatalf("queue: %d handled, %d failed, %v", handled, failed, err)
+	if err != nil || handled < 2 || failed != 0 {
+		t.Fatalf("queue: %d handled, %d failed, %v: want this test's 2 (and any left by earlier tests) handled, none failed", handled, failed, err)
 	}
 	st, _ := harness.Store(suite.LC)
 	if _, err := st.GetAction(c, "interruption-"+instance); err == nil {

@@ -3,6 +3,7 @@ package run
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"path/filepath"
 	"reflect"
@@ -19,6 +20,7 @@ import (
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/fleet"
 	"github.com/nodewright/nodewright/shared/names"
+	"github.com/nodewright/nodewright/test/harness"
 	"github.com/nodewright/nodewright/test/localcloud"
 	"github.com/nodewright/nodewright/test/localcloud/awscalls"
 	"github.com/nodewright/nodewright/test/localcloud/awsfront"
@@ -50,7 +52,7 @@ func TestScenario(t *testing.T) {
 	t.Run("pods run on nodes that match the plan", func(t *testing.T) { checkNodes(t, res) })
 	t.Run("instances carry the IAM-required tags", func(t *testing.T) { checkInstanceTags(ctx, t, ec2c, lc, res) })
 	t.Run("launch templates require IMDSv2", func(t *testing.T) { checkTemplates(ctx, t, ec2c, lc) })
-	t.Run("a retried launch is idempotent", func(t *testing.T) { checkIdempotent(ctx, t, res) })
+	t.Run("a retried launch is idempotent", func(t *testing.T) { checkIdempotent(ctx, t, lc, res) })
 	t.Run("an exhausted pool is a typed unavailable offering", func(t *testing.T) { checkExhausted(ctx, t, lc, res) })
 	t.Run("every AWS call is one the IAM check covers", func(t *testing.T) { checkCalls(t, calls) })
 }
@@ -204,14 +206,33 @@ func checkTemplates(ctx context.Context, t *testing.T, ec2c *ec2.Client, lc *loc
 	}
 }
 
-func checkIdempotent(ctx context.Context, t *testing.T, res *Result) {
+// checkIdempotent re-drives a launch as the next round does after a
+// crash: the fleet request stored in the record (its ClientToken, unique
+// per cluster and launch) sent again gives the first launch's instance.
+func checkIdempotent(ctx context.Context, t *testing.T, lc *localcloud.Cloud, res *Result) {
 	l := res.Report.Launches[0]
-	again, err := res.Launcher.Launch(ctx, fleet.Request{Name: l.NodeClaim, Claim: l.Claim, NodeClass: defaultClass(t)})
+	st, err := harness.Store(lc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again.InstanceID != l.Instance.InstanceID {
-		t.Errorf("relaunch of %s gave %s, want the first launch's %s (ClientToken)", l.NodeClaim, again.InstanceID, l.Instance.InstanceID)
+	rec, err := st.GetNodeClaim(ctx, l.NodeClaim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plan fleet.Plan
+	if err := json.Unmarshal(rec.Launch, &plan); err != nil || plan.Token == "" {
+		t.Fatalf("record %s's stored fleet request %s: %v", rec.Name, rec.Launch, err)
+	}
+	again, err := res.Launcher.LaunchPlan(ctx, &plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, in := range again {
+		ids = append(ids, in.InstanceID)
+	}
+	if len(ids) != plan.Count || !slices.Contains(ids, l.Instance.InstanceID) {
+		t.Errorf("re-drive of %s gave %v, want the first launch's %d instances, %s among them (ClientToken %s)", l.NodeClaim, ids, plan.Count, l.Instance.InstanceID, plan.Token)
 	}
 }
 
