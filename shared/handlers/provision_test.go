@@ -39,6 +39,19 @@ func (f *memFleet) Zones(context.Context, []*apis.EC2NodeClass) ([]string, error
 	return st.Zones(), nil
 }
 
+// ResolveAll resolves every class whole, with a subnet in each of st.Zones().
+func (f *memFleet) ResolveAll(_ context.Context, classes []*apis.EC2NodeClass) []fleet.Resolution {
+	var out []fleet.Resolution
+	for _, c := range classes {
+		nc := &fleet.NodeClass{Name: c.Name, SecurityGroups: []string{"sg-1"}, AMIs: []fleet.AMI{{ID: "ami-1", Arch: "amd64"}}}
+		for i, z := range st.Zones() {
+			nc.Subnets = append(nc.Subnets, fleet.Subnet{ID: fmt.Sprintf("subnet-%d", i), Zone: z})
+		}
+		out = append(out, fleet.Resolution{Name: c.Name, Class: nc})
+	}
+	return out
+}
+
 func (f *memFleet) LaunchGroup(_ context.Context, req fleet.Request) ([]*fleet.Instance, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

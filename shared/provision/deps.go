@@ -27,6 +27,9 @@ type PodSource interface {
 // Fleet launches and ends instances (*fleet.Launcher).
 type Fleet interface {
 	Zones(ctx context.Context, classes []*apis.EC2NodeClass) ([]string, error)
+	// ResolveAll resolves each EC2NodeClass against the account (its
+	// subnets, security groups and AMIs), or says why it could not.
+	ResolveAll(ctx context.Context, classes []*apis.EC2NodeClass) []fleet.Resolution
 	LaunchGroup(ctx context.Context, req fleet.Request) ([]*fleet.Instance, error)
 	TagNodeClaim(ctx context.Context, instanceID, nodePool, nodeClaim string) error
 	Instances(ctx context.Context) ([]fleet.Running, error)
