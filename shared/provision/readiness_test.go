@@ -2,6 +2,9 @@ package provision
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +14,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nodewright/nodewright/shared/apis"
+	"github.com/nodewright/nodewright/shared/fleet"
+	"github.com/nodewright/nodewright/shared/metrics"
+	st "github.com/nodewright/nodewright/shared/scheduling/schedtest"
 )
 
 // brokenPool is a copy of pool, weight 100, named name, whose nodeClassRef
@@ -73,4 +79,161 @@ func planPools(rep *Report) string {
 		}
 	}
 	return strings.Join(out, ", ")
+}
+
+// Readiness: a pool is ready when its class exists and resolved whole; the
+// reason is the first thing missing, and a lookup failure is its own
+// reason (not taken for a class that selects nothing).
+func TestReadiness(t *testing.T) {
+	pools, classes, err := st.ProductionPool()
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole := func(name string) fleet.Resolution {
+		return fleet.Resolution{Name: name, Class: &fleet.NodeClass{Name: name,
+			Subnets: []fleet.Subnet{{ID: "subnet-1", Zone: "us-east-1a"}}, SecurityGroups: []string{"sg-1"}, AMIs: []fleet.AMI{{ID: "ami-1", Arch: "amd64"}}}}
+	}
+	failed := func(err error) []fleet.Resolution {
+		return []fleet.Resolution{{Name: "default", Err: fmt.Errorf("resolve EC2NodeClass default: %w", err)}}
+	}
+	noRef := brokenPool(pools[0], "noref", "")
+	noRef.Spec.Template.Spec.NodeClassRef = nil
+	for _, tc := range []struct {
+		name     string
+		pools    []*apis.NodePool
+		resolved []fleet.Resolution
+		want     map[string]PoolReason // pool -> reason ("": ready)
+	}{
+		{name: "healthy", pools: pools, resolved: []fleet.Resolution{whole("default")}, want: map[string]PoolReason{"default": ""}},
+		{name: "missing class", pools: append([]*apis.NodePool{brokenPool(pools[0], "broken", "missing")}, pools...),
+			resolved: []fleet.Resolution{whole("default")}, want: map[string]PoolReason{"broken": NodeClassNotFound, "default": ""}},
+		{name: "no nodeClassRef", pools: []*apis.NodePool{noRef}, resolved: []fleet.Resolution{whole("default")},
+			want: map[string]PoolReason{"noref": NodeClassNotFound}},
+		{name: "no subnet", pools: pools, resolved: failed(fleet.ErrNoSubnet), want: map[string]PoolReason{"default": SubnetsNotFound}},
+		{name: "no security group", pools: pools, resolved: failed(fleet.ErrNoSecurityGroup), want: map[string]PoolReason{"default": SecurityGroupsNotFound}},
+		{name: "no AMI", pools: pools, resolved: failed(fmt.Errorf("%w: none of the AMI parameters exists", fleet.ErrNoAMI)),
+			want: map[string]PoolReason{"default": AMIsNotFound}},
+		{name: "resolved empty", pools: pools, resolved: []fleet.Resolution{{Name: "default", Class: &fleet.NodeClass{Name: "default",
+			Subnets: []fleet.Subnet{{ID: "subnet-1", Zone: "us-east-1a"}}, SecurityGroups: []string{"sg-1"}}}},
+			want: map[string]PoolReason{"default": AMIsNotFound}},
+		{name: "lookup failed", pools: pools, resolved: failed(errors.New("describe subnets: RequestLimitExceeded")),
+			want: map[string]PoolReason{"default": NodeClassNotResolved}},
+		{name: "not looked up", pools: pools, want: map[string]PoolReason{"default": NodeClassNotResolved}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Readiness(tc.pools, classes, tc.resolved)
+			if len(got) != len(tc.want) {
+				t.Fatalf("statuses %+v: want %d", got, len(tc.want))
+			}
+			for i, s := range got {
+				want, ok := tc.want[s.NodePool]
+				if !ok || s.Reason != want || s.Ready() != (want == "") {
+					t.Errorf("%s: reason %q (ready %v), want %q", s.NodePool, s.Reason, s.Ready(), want)
+				}
+				if !s.Ready() && s.Message == "" {
+					t.Errorf("%s: not ready without a message", s.NodePool)
+				}
+				if i > 0 && got[i-1].NodePool >= s.NodePool {
+					t.Errorf("statuses not sorted by pool: %+v", got)
+				}
+			}
+		})
+	}
+}
+
+// Prepare leaves the pools that are not ready out of the solve's input.
+func TestPrepareLeavesNotReadyPoolsOut(t *testing.T) {
+	pools, _, err := st.ProductionPool()
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := append([]*apis.NodePool{brokenPool(pools[0], "broken", "missing")}, pools...)
+	prep := Prepare(Inputs{View: &View{}, NodePools: all, Catalog: cat, Readiness: []PoolStatus{
+		{NodePool: "broken", NodeClass: "missing", Reason: NodeClassNotFound, Message: "EC2NodeClass missing does not exist"},
+		{NodePool: "default", NodeClass: "default"},
+	}})
+	if len(prep.Input.NodePools) != 1 || prep.Input.NodePools[0].Name != "default" {
+		t.Errorf("solve's pools %v: want default only", poolNames(prep.Input.NodePools))
+	}
+	if len(all) != 2 || all[0].Name != "broken" {
+		t.Error("Prepare modified the pools it was given")
+	}
+}
+
+func poolNames(pools []*apis.NodePool) []string {
+	var out []string
+	for _, p := range pools {
+		out = append(out, p.Name)
+	}
+	return out
+}
+
+// A broken pool is reported (a warning, a Warning event on the NodePool,
+// NodePoolNotReady at 1, the state item status shows) and comes back by
+// itself: once its class is applied, the next round plans on it (weight
+// 100 first), the metric drops to 0 and the state item empties.
+func TestBrokenNodePoolComesBackOnceFixed(t *testing.T) {
+	clock := testingclock.NewFakeClock(t0)
+	var pods []*corev1.Pod
+	var classes []*apis.EC2NodeClass // applied to the cluster
+	r, fl, m, _ := testReconciler(t, clock, func(time.Time) (*View, error) {
+		return &View{Pods: pods, NodeClasses: classes}, nil
+	})
+	ev := &fakeEvents{}
+	r.Events = ev
+	r.NodePools = append(r.NodePools, brokenPool(r.NodePools[0], "broken", "missing"))
+	ctx := context.Background()
+
+	pods = []*corev1.Pod{unschedulableAt("first", t0.Add(-time.Minute), t0.Add(-time.Minute))}
+	rep, err := r.Round(ctx, testLease(clock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls := fl.Calls(); len(calls) != 1 || calls[0].Claim.NodePool != "default" {
+		t.Fatalf("launches %+v: want one on default", calls)
+	}
+	if !slices.ContainsFunc(rep.Warnings, func(w string) bool { return strings.HasPrefix(w, "NodePool broken is not ready (NodeClassNotFound") }) {
+		t.Errorf("warnings %v: want broken's", rep.Warnings)
+	}
+	if want := "NodePool//broken Warning NodeClassNotFound: NodePool left out of provisioning until fixed: EC2NodeClass missing does not exist"; !slices.Contains(ev.All(), want) {
+		t.Errorf("events %v: want %q", ev.All(), want)
+	}
+	if got := notReadyMetric(m); got["broken"] != 1 || got["default"] != 0 {
+		t.Errorf("NodePoolNotReady %v: want broken 1, default 0", got)
+	}
+	pr, err := r.Store.PoolReadiness(ctx)
+	if err != nil || len(pr.NotReady) != 1 || pr.NotReady[0].NodePool != "broken" || pr.NotReady[0].Reason != string(NodeClassNotFound) {
+		t.Errorf("stored readiness %+v, %v: want broken, NodeClassNotFound", pr, err)
+	}
+
+	// The class is applied: the next round plans on the weight-100 pool.
+	fixed := *r.NodeClasses[0]
+	fixed.Name = "missing"
+	classes = []*apis.EC2NodeClass{&fixed}
+	pods = bigPods(1, t0) // no room on the first round's NodeClaim
+	clock.Step(15 * time.Second)
+	m.values = nil
+	if _, err := r.Round(ctx, testLease(clock)); err != nil {
+		t.Fatal(err)
+	}
+	if calls := fl.Calls(); len(calls) != 2 || calls[1].Claim.NodePool != "broken" {
+		t.Errorf("%d launches (last on %s): want the second on broken (weight 100), ready again", len(calls), calls[len(calls)-1].Claim.NodePool)
+	}
+	if got := notReadyMetric(m); got["broken"] != 0 || got["default"] != 0 {
+		t.Errorf("NodePoolNotReady %v: want 0 for both", got)
+	}
+	if pr, err := r.Store.PoolReadiness(ctx); err != nil || len(pr.NotReady) != 0 {
+		t.Errorf("stored readiness %+v, %v: want no pool left out", pr, err)
+	}
+}
+
+// notReadyMetric is the last NodePoolNotReady value emitted for each pool.
+func notReadyMetric(m *fakeMetrics) map[string]float64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := map[string]float64{}
+	for i, v := range m.values[metrics.NodePoolNotReady] {
+		out[m.dims[metrics.NodePoolNotReady][i][metrics.DimNodePool]] = v
+	}
+	return out
 }
