@@ -30,8 +30,8 @@ const (
 	SubnetsNotFound PoolReason = "SubnetsNotFound"
 	// SecurityGroupsNotFound: its securityGroupSelectorTerms select none.
 	SecurityGroupsNotFound PoolReason = "SecurityGroupsNotFound"
-	// AMIsNotFound: its amiSelectorTerms select no image.
-	AMIsNotFound PoolReason = "AMIsNotFound"
+	// AMINotFound: its amiSelectorTerms select no image.
+	AMINotFound PoolReason = "AMINotFound"
 	// NodeClassNotResolved: looking the class up failed (throttled, denied,
 	// unreachable); the next read looks again.
 	NodeClassNotResolved PoolReason = "NodeClassNotResolved"
@@ -91,7 +91,7 @@ func classReason(name string, known bool, r fleet.Resolution) (PoolReason, strin
 		if r.Err != nil {
 			msg = r.Err.Error()
 		}
-		return AMIsNotFound, msg
+		return AMINotFound, msg
 	case r.Err != nil:
 		return NodeClassNotResolved, r.Err.Error()
 	case r.Class == nil:
