@@ -237,3 +237,45 @@ func notReadyMetric(m *fakeMetrics) map[string]float64 {
 	}
 	return out
 }
+
+// A class that selects no security group leaves its pool out and the
+// round goes on (nothing to launch, the reason reported); a class that
+// could not be looked up at all, when no other class resolved, fails the
+// read as before (the round has no zone to plan for).
+func TestRoundWithClassesThatDoNotResolve(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		err     error
+		wantErr bool
+		reason  PoolReason
+	}{
+		{name: "no security group", err: fmt.Errorf("resolve EC2NodeClass default: %w", fleet.ErrNoSecurityGroup), reason: SecurityGroupsNotFound},
+		{name: "lookup failed", err: errors.New("resolve EC2NodeClass default: describe subnets: RequestLimitExceeded"), wantErr: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := testingclock.NewFakeClock(t0)
+			pods := []*corev1.Pod{unschedulableAt("web", t0.Add(-time.Minute), t0.Add(-time.Minute))}
+			r, fl, m, _ := testReconciler(t, clock, func(time.Time) (*View, error) { return &View{Pods: pods}, nil })
+			fl.unresolved = map[string]error{"default": tc.err}
+			rep, err := r.Round(context.Background(), testLease(clock))
+			if tc.wantErr {
+				if err == nil || !strings.Contains(err.Error(), "RequestLimitExceeded") {
+					t.Errorf("round error %v: want the lookup's", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(fl.Calls()) != 0 {
+				t.Errorf("%d launches: want none (the only pool is not ready)", len(fl.Calls()))
+			}
+			if !slices.ContainsFunc(rep.Warnings, func(w string) bool { return strings.Contains(w, "NodePool default is not ready ("+string(tc.reason)) }) {
+				t.Errorf("warnings %v: want default not ready, %s", rep.Warnings, tc.reason)
+			}
+			if got := notReadyMetric(m); got["default"] != 1 {
+				t.Errorf("NodePoolNotReady %v: want default 1", got)
+			}
+		})
+	}
+}
