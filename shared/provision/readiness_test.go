@@ -59,10 +59,15 @@ func TestBrokenNodePoolDoesNotStopProvisioning(t *testing.T) {
 	}
 	covered := map[string]bool{}
 	for _, call := range fl.Calls() {
-		if call.Claim.NodePool != "default" {
-			t.Errorf("launched on pool %s: want only default", call.Claim.NodePool)
+		if call.NodePool != "default" {
+			t.Errorf("launched on pool %s: want only default", call.NodePool)
 		}
-		for _, p := range call.Claim.Pods {
+	}
+	for _, l := range rep.Launches {
+		if l.Instance == nil {
+			continue
+		}
+		for _, p := range l.Claim.Pods {
 			covered[p] = true
 		}
 	}
@@ -189,7 +194,7 @@ func TestBrokenNodePoolComesBackOnceFixed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if calls := fl.Calls(); len(calls) != 1 || calls[0].Claim.NodePool != "default" {
+	if calls := fl.Calls(); len(calls) != 1 || calls[0].NodePool != "default" {
 		t.Fatalf("launches %+v: want one on default", calls)
 	}
 	if !slices.ContainsFunc(rep.Warnings, func(w string) bool { return strings.HasPrefix(w, "NodePool broken is not ready (NodeClassNotFound") }) {
@@ -216,8 +221,8 @@ func TestBrokenNodePoolComesBackOnceFixed(t *testing.T) {
 	if _, err := r.Round(ctx, testLease(clock)); err != nil {
 		t.Fatal(err)
 	}
-	if calls := fl.Calls(); len(calls) != 2 || calls[1].Claim.NodePool != "broken" {
-		t.Errorf("%d launches (last on %s): want the second on broken (weight 100), ready again", len(calls), calls[len(calls)-1].Claim.NodePool)
+	if calls := fl.Calls(); len(calls) != 2 || calls[1].NodePool != "broken" {
+		t.Errorf("%d launches (last on %s): want the second on broken (weight 100), ready again", len(calls), calls[len(calls)-1].NodePool)
 	}
 	if got := notReadyMetric(m); got["broken"] != 0 || got["default"] != 0 {
 		t.Errorf("NodePoolNotReady %v: want 0 for both", got)
