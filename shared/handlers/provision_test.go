@@ -39,6 +39,19 @@ func (f *memFleet) Zones(context.Context, []*apis.EC2NodeClass) ([]string, error
 	return st.Zones(), nil
 }
 
+// ResolveAll resolves every class whole, with a subnet in each of st.Zones().
+func (f *memFleet) ResolveAll(_ context.Context, classes []*apis.EC2NodeClass) []fleet.Resolution {
+	var out []fleet.Resolution
+	for _, c := range classes {
+		nc := &fleet.NodeClass{Name: c.Name, SecurityGroups: []string{"sg-1"}, AMIs: []fleet.AMI{{ID: "ami-1", Arch: "amd64"}}}
+		for i, z := range st.Zones() {
+			nc.Subnets = append(nc.Subnets, fleet.Subnet{ID: fmt.Sprintf("subnet-%d", i), Zone: z})
+		}
+		out = append(out, fleet.Resolution{Name: c.Name, Class: nc})
+	}
+	return out
+}
+
 func (f *memFleet) Prepare(_ context.Context, req fleet.Request) (*fleet.Plan, error) {
 	p := &fleet.Plan{Token: req.Token, NodeClaim: req.Name, NodePool: req.Claim.NodePool, Count: max(req.Count, 1), CapacityType: req.Claim.CapacityType,
 		Templates: []fleet.PlannedTemplate{{Name: "lt", Types: req.Claim.InstanceTypes}}}

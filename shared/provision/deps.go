@@ -27,6 +27,9 @@ type PodSource interface {
 // Fleet launches and ends instances (*fleet.Launcher).
 type Fleet interface {
 	Zones(ctx context.Context, classes []*apis.EC2NodeClass) ([]string, error)
+	// ResolveAll resolves each EC2NodeClass against the account (its
+	// subnets, security groups and AMIs), or says why it could not.
+	ResolveAll(ctx context.Context, classes []*apis.EC2NodeClass) []fleet.Resolution
 	// Prepare resolves a request into its fleet's plan (stored in the
 	// records before LaunchPlan calls CreateFleet with it).
 	Prepare(ctx context.Context, req fleet.Request) (*fleet.Plan, error)

@@ -59,10 +59,31 @@ type fakeFleet struct {
 	now        func() time.Time
 	running    []fleet.Running
 	terminated []string
+	// unresolved answers ResolveAll for the classes it names with their
+	// error; every other class resolves whole, in st.Zones().
+	unresolved map[string]error
 }
 
 func (f *fakeFleet) Zones(context.Context, []*apis.EC2NodeClass) ([]string, error) {
 	return st.Zones(), nil
+}
+
+func (f *fakeFleet) ResolveAll(_ context.Context, classes []*apis.EC2NodeClass) []fleet.Resolution {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []fleet.Resolution
+	for _, c := range classes {
+		if err := f.unresolved[c.Name]; err != nil {
+			out = append(out, fleet.Resolution{Name: c.Name, Err: err})
+			continue
+		}
+		nc := &fleet.NodeClass{Name: c.Name, SecurityGroups: []string{"sg-1"}, AMIs: []fleet.AMI{{ID: "ami-1", Arch: "amd64"}}}
+		for i, z := range st.Zones() {
+			nc.Subnets = append(nc.Subnets, fleet.Subnet{ID: fmt.Sprintf("subnet-%d", i), Zone: z, AvailableIPs: 100})
+		}
+		out = append(out, fleet.Resolution{Name: c.Name, Class: nc})
+	}
+	return out
 }
 
 // Prepare plans one template with the claim's types, a subnet per zone.

@@ -155,6 +155,8 @@ type Reconciler struct {
 	// placed are the pods earlier solves put in the room of in-flight
 	// NodeClaims (see nominate).
 	placed placements
+	// readinessNote is the pool readiness last written for status.
+	readinessNote readinessNote
 }
 
 func (r *Reconciler) init() error {
@@ -265,6 +267,10 @@ type world struct {
 	// that a replacement replaces), whatever the table says.
 	avoid []state.Offering
 	zones []string
+	// resolved are the classes resolved against the account, readiness
+	// the pools' readiness decided from them (see poolReadiness).
+	resolved  []fleet.Resolution
+	readiness []PoolStatus
 }
 
 // read reads the cluster, the state table, the node classes' zones and the
@@ -285,14 +291,7 @@ func (r *Reconciler) read(ctx context.Context, rep *Report) (*world, error) {
 			w.pools, w.classes, warns = MergeConfig(r.NodePools, r.NodeClasses, w.view)
 			rep.Warnings = append(rep.Warnings, w.view.Warnings...)
 			rep.Warnings = append(rep.Warnings, warns...)
-			var zerr error
-			if w.zones, zerr = r.Fleet.Zones(ctx, w.classes); zerr != nil {
-				if len(w.zones) == 0 && len(w.classes) > 0 {
-					errs[3] = fmt.Errorf("node classes: %w", zerr)
-				} else {
-					rep.Warnings = append(rep.Warnings, zerr.Error())
-				}
-			}
+			w.resolved = r.Fleet.ResolveAll(ctx, w.classes)
 		}
 	}()
 	go func() {
@@ -319,6 +318,9 @@ func (r *Reconciler) read(ctx context.Context, rep *Report) (*world, error) {
 		}
 	}()
 	wg.Wait()
+	if errs[0] == nil {
+		errs[3] = r.poolReadiness(ctx, w, rep)
+	}
 	r.Log.Debug("read", "cluster", took[0].String(), "state", took[1].String(), "spotPrices", took[2].String())
 	if errs[2] != nil {
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("spot prices: %v (planning on-demand only)", errs[2]))
@@ -406,7 +408,7 @@ func (r *Reconciler) solveAndLaunch(ctx context.Context, lease *state.Lease, w *
 		unavailable := state.NewUnavailableSet(w.excluded())
 		prep := Prepare(Inputs{
 			View: w.view, Records: w.records, NodePools: w.pools, NodeClasses: w.classes, Catalog: r.Catalog,
-			Zones: w.zones, Spot: r.spot(rep), Unavailable: unavailable.Has, Only: only,
+			Zones: w.zones, Spot: r.spot(rep), Unavailable: unavailable.Has, Only: only, Readiness: w.readiness,
 		})
 		if attempt == 0 {
 			rep.Warnings = append(rep.Warnings, prep.Warnings...)
