@@ -91,6 +91,10 @@ type Run struct {
 	// DefaultDecideSolves, provision.DefaultSolveGroups per solve,
 	// DefaultDecideTime shortened to the invocation's deadline).
 	Budget consolidation.Budget
+	// Wait pauses d between an action's steps on the tick's clock (nil: a
+	// timer; tests and the fault suite drive it from a fake clock with
+	// Exec.Now).
+	Wait func(ctx context.Context, d time.Duration) error
 }
 
 // TickReport is what a tick did.
@@ -204,7 +208,7 @@ func (r *Run) Tick(ctx context.Context) (*TickReport, error) {
 // waiting between steps.
 func (r *Run) carry(ctx context.Context, lease *state.Lease, a *state.Action, fresh Inputs, ttl time.Duration) error {
 	e := r.Exec
-	giveUp := time.Now().Add(r.maxWait())
+	giveUp := e.Now().Add(r.maxWait())
 	for {
 		if err := e.Advance(ctx, lease, a, fresh); err != nil {
 			return err
@@ -215,7 +219,7 @@ func (r *Run) carry(ctx context.Context, lease *state.Lease, a *state.Action, fr
 		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < finishMargin {
 			return nil
 		}
-		if time.Now().After(giveUp) {
+		if e.Now().After(giveUp) {
 			e.Log.Info("consolidation action still waiting: next tick", "action", a.ID, "step", a.Step)
 			return nil
 		}
@@ -228,11 +232,24 @@ func (r *Run) carry(ctx context.Context, lease *state.Lease, a *state.Action, fr
 				wait = min(d, 5*time.Second)
 			}
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(wait):
+		if err := r.sleep(ctx, wait); err != nil {
+			return err
 		}
+	}
+}
+
+// sleep waits d on the tick's clock (Run.Wait, else a timer).
+func (r *Run) sleep(ctx context.Context, d time.Duration) error {
+	if r.Wait != nil {
+		return r.Wait(ctx, d)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
 	}
 }
 
@@ -355,7 +372,13 @@ func (r *Run) fingerprint(ctx context.Context, in consolidation.Inputs) error {
 	for _, n := range in.Nodes {
 		nodeOf[provision.InstanceIDOf(n.Spec.ProviderID)] = n.Name
 	}
-	now := r.Exec.Now()
+	// The change is stamped with the time the inputs were read: the
+	// decision counts consolidateAfter from in.Now, and a later stamp
+	// would have the first tick find consolidateAfter 0s not elapsed.
+	now := in.Now
+	if now.IsZero() {
+		now = r.Exec.Now()
+	}
 	for _, rec := range in.Records {
 		name := nodeOf[rec.InstanceID]
 		if rec.InstanceID == "" || name == "" || rec.Phase != state.Initialized {

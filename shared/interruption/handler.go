@@ -110,6 +110,10 @@ type Deps struct {
 	// with the cluster's objects).
 	NodePools   []*apis.NodePool
 	NodeClasses []*apis.EC2NodeClass
+	// Wait pauses d between drain passes on the handler's clock (nil: a
+	// timer; tests and the fault suite drive it from the fake clock their
+	// handlers' Now reads).
+	Wait func(ctx context.Context, d time.Duration) error
 }
 
 // Handler handles the interruption queue's messages for one invocation.
@@ -162,6 +166,21 @@ func (h *Handler) poll() time.Duration {
 		return drainPoll
 	}
 	return h.Poll
+}
+
+// sleep waits d on the handler's clock (Handler.Wait, else a timer).
+func (h *Handler) sleep(ctx context.Context, d time.Duration) error {
+	if h.Wait != nil {
+		return h.Wait(ctx, d)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 // Outcome is what handling one instance did.
@@ -430,10 +449,8 @@ func (h *Handler) act(ctx context.Context, lease *state.Lease, in trigger.Interr
 		if err := h.Store.Renew(ctx, lease, h.leaseTTL()); err != nil {
 			return out, err
 		}
-		select {
-		case <-ctx.Done():
-			return out, ctx.Err()
-		case <-time.After(h.poll()):
+		if err := h.sleep(ctx, h.poll()); err != nil {
+			return out, err
 		}
 		fresh, err := h.Store.GetNodeClaim(ctx, rec.Name)
 		if errors.Is(err, state.ErrNotFound) {
