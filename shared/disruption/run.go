@@ -15,6 +15,7 @@ import (
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/catalog"
 	"github.com/nodewright/nodewright/shared/consolidation"
+	"github.com/nodewright/nodewright/shared/fleet"
 	"github.com/nodewright/nodewright/shared/metrics"
 	"github.com/nodewright/nodewright/shared/provision"
 	"github.com/nodewright/nodewright/shared/state"
@@ -56,9 +57,10 @@ type RunStore interface {
 	Unavailable(ctx context.Context) ([]state.Offering, error)
 }
 
-// Zoner lists the zones the node classes' subnets are in (*fleet.Launcher).
-type Zoner interface {
-	Zones(ctx context.Context, classes []*apis.EC2NodeClass) ([]string, error)
+// Classes resolves the node classes against the account (*fleet.Launcher):
+// the zones replacements are priced in, and which NodePools can launch.
+type Classes interface {
+	ResolveAll(ctx context.Context, classes []*apis.EC2NodeClass) []fleet.Resolution
 }
 
 // SpotPrices are the region's spot prices (provision.SpotPrices).
@@ -70,10 +72,11 @@ type SpotPrices interface {
 // Run is one consolidation timer tick.
 type Run struct {
 	// Store is the state table (leases, actions, records, unavailable
-	// offerings); Zones the launcher's zones; Catalog and Spot what
-	// decisions price with (Spot nil: on-demand only).
+	// offerings); Classes resolves the node classes (zones, the NodePools
+	// that can launch); Catalog and Spot what decisions price with (Spot
+	// nil: on-demand only).
 	Store   RunStore
-	Zones   Zoner
+	Classes Classes
 	Catalog *catalog.Catalog
 	Spot    SpotPrices
 	// Exec carries the commands out; its Capacity, Source and configuration
@@ -281,13 +284,24 @@ func (r *Run) Inputs(ctx context.Context) (consolidation.Inputs, error) {
 	if err != nil {
 		return consolidation.Inputs{}, err
 	}
-	zones, err := r.Zones.Zones(ctx, classes)
-	if err != nil && len(zones) == 0 {
+	// Replacements are planned only into the NodePools provision would
+	// launch into (their class exists and resolves whole); the nodes of the
+	// others stay candidates for deletion.
+	resolved := r.Classes.ResolveAll(ctx, classes)
+	zones, err := provision.ReadyZones(resolved)
+	if err != nil {
 		return consolidation.Inputs{}, err
+	}
+	notReady := map[string]bool{}
+	for _, s := range provision.Readiness(pools, classes, resolved) {
+		if !s.Ready() {
+			notReady[s.NodePool] = true
+			e.Log.Info("NodePool not ready: no replacement is planned into it", "nodePool", s.NodePool, "reason", string(s.Reason), "message", s.Message)
+		}
 	}
 	in := consolidation.Inputs{
 		Now: e.Now(), Nodes: view.Nodes, Pods: view.Pods, PDBs: view.PDBs, DaemonSets: view.DaemonSets,
-		Records: records, Actions: open, NodePools: pools, NodeClasses: classes, Catalog: r.Catalog, Zones: zones,
+		Records: records, Actions: open, NodePools: pools, NotReady: notReady, NodeClasses: classes, Catalog: r.Catalog, Zones: zones,
 		Unavailable: state.NewUnavailableSet(unavail).Has, SpotToSpot: r.SpotToSpot, Budget: r.budget(ctx),
 		Volumes: view.Volumes,
 	}

@@ -2,6 +2,9 @@ package disruption
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -9,8 +12,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/consolidation"
+	"github.com/nodewright/nodewright/shared/fleet"
 	"github.com/nodewright/nodewright/shared/provision"
+	st "github.com/nodewright/nodewright/shared/scheduling/schedtest"
 	"github.com/nodewright/nodewright/shared/state"
 	"github.com/nodewright/nodewright/shared/termination"
 )
@@ -119,5 +125,86 @@ func TestFingerprintStampsTheInputsTime(t *testing.T) {
 	}
 	if got := r.store.rec("nc-a"); got.PodsHash == rec.PodsHash || !got.PodsChangedAt.Equal(t0) {
 		t.Errorf("pods hash %q changed at %s; want a new hash stamped at the inputs' time %s", got.PodsHash, got.PodsChangedAt, t0)
+	}
+}
+
+func (s runStore) NodeClaims(ctx context.Context) ([]*state.NodeClaim, error) {
+	return s.s.NodeClaims(ctx)
+}
+
+func (s runStore) Actions(context.Context) ([]*state.Action, error) {
+	s.s.mu.Lock()
+	defer s.s.mu.Unlock()
+	var out []*state.Action
+	for _, a := range s.s.actions {
+		out = append(out, clone(a))
+	}
+	return out, nil
+}
+
+func (s runStore) Unavailable(context.Context) ([]state.Offering, error) { return nil, nil }
+
+// fakeClasses resolves node classes as configured (by name; a class not
+// listed resolves whole in us-east-1a).
+type fakeClasses map[string]fleet.Resolution
+
+func (f fakeClasses) ResolveAll(_ context.Context, classes []*apis.EC2NodeClass) []fleet.Resolution {
+	var out []fleet.Resolution
+	for _, c := range classes {
+		r, ok := f[c.Name]
+		if !ok {
+			r = fleet.Resolution{Class: &fleet.NodeClass{Name: c.Name, Subnets: []fleet.Subnet{{ID: "subnet-a", Zone: "us-east-1a"}},
+				SecurityGroups: []string{"sg-1"}, AMIs: []fleet.AMI{{ID: "ami-1"}}}}
+		}
+		r.Name = c.Name
+		out = append(out, r)
+	}
+	return out
+}
+
+// TestInputsMarkPoolsNotReady: the tick's inputs name the NodePools
+// whose class is missing or resolves no subnet, security group or AMI
+// (no replacement is planned into them, as provision leaves them out of
+// its solves), and price replacements in the zones of the classes that
+// resolved whole; when no class could be looked up at all, the tick fails.
+func TestInputsMarkPoolsNotReady(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		classes  fakeClasses
+		notReady map[string]bool
+		zones    []string
+		err      bool
+	}{
+		{"one pool ready", fakeClasses{"nosubnet": {Err: fmt.Errorf("EC2NodeClass nosubnet: %w", fleet.ErrNoSubnet)},
+			"nosg": {Class: &fleet.NodeClass{Subnets: []fleet.Subnet{{ID: "subnet-b", Zone: "us-east-1b"}}, AMIs: []fleet.AMI{{ID: "ami-1"}}}}},
+			map[string]bool{"missing": true, "nosubnet": true, "nosg": true}, []string{"us-east-1a"}, false},
+		{"every class ready", fakeClasses{}, map[string]bool{"missing": true}, []string{"us-east-1a"}, false},
+		{"the account unreadable", fakeClasses{"default": {Err: errors.New("throttled")}, "nosubnet": {Err: errors.New("throttled")},
+			"nosg": {Err: errors.New("throttled")}}, nil, nil, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t)
+			for _, name := range []string{"nosubnet", "nosg"} {
+				r.e.NodePools = append(r.e.NodePools, st.NodePool(st.NodePoolOptions{Name: name, NodeClass: name}))
+				r.e.NodeClasses = append(r.e.NodeClasses, st.NodeClass(name))
+			}
+			r.e.NodeClasses = append(r.e.NodeClasses, st.NodeClass("default"))
+			r.e.NodePools = append(r.e.NodePools, st.NodePool(st.NodePoolOptions{Name: "missing", NodeClass: "gone"}))
+			r.src.pools = []*apis.NodePool{st.NodePool(st.NodePoolOptions{Name: "default"})}
+			run := &Run{Store: runStore{s: r.store}, Exec: r.e, Classes: tc.classes}
+			in, err := run.Inputs(context.Background())
+			if tc.err {
+				if err == nil {
+					t.Fatalf("inputs read with every class unresolved: want an error")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !maps.Equal(in.NotReady, tc.notReady) || !slices.Equal(in.Zones, tc.zones) || len(in.NodePools) != 4 {
+				t.Errorf("not ready %v, zones %v, %d pools; want %v, %v, all 4 pools (their nodes stay candidates)", in.NotReady, in.Zones, len(in.NodePools), tc.notReady, tc.zones)
+			}
+		})
 	}
 }
