@@ -19,6 +19,7 @@ import (
 	"github.com/nodewright/nodewright/shared/metrics"
 	"github.com/nodewright/nodewright/shared/provision"
 	"github.com/nodewright/nodewright/shared/state"
+	"github.com/nodewright/nodewright/shared/termination"
 )
 
 // Run defaults.
@@ -208,22 +209,27 @@ func (r *Run) Tick(ctx context.Context) (*TickReport, error) {
 }
 
 // carry advances an action until it ends or the invocation runs short,
-// waiting between steps.
+// waiting between steps. A drain pass's DeleteBy brings the next pass
+// forward, and keeps the tick past its MaxWait when the next sweep may come
+// too late for it and the invocation has the time.
 func (r *Run) carry(ctx context.Context, lease *state.Lease, a *state.Action, fresh Inputs, ttl time.Duration) error {
 	e := r.Exec
 	giveUp := e.Now().Add(r.maxWait())
 	for {
-		if err := e.Advance(ctx, lease, a, fresh); err != nil {
+		deleteBy, err := e.Advance(ctx, lease, a, fresh)
+		if err != nil {
 			return err
 		}
 		if !a.Open() {
 			return nil
 		}
 		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < finishMargin {
+			r.leaving(a, deleteBy)
 			return nil
 		}
-		if e.Now().After(giveUp) {
+		if e.Now().After(giveUp) && !r.stayFor(ctx, deleteBy) {
 			e.Log.Info("consolidation action still waiting: next tick", "action", a.ID, "step", a.Step)
+			r.leaving(a, deleteBy)
 			return nil
 		}
 		if err := r.Store.Renew(ctx, lease, ttl); err != nil {
@@ -235,9 +241,30 @@ func (r *Run) carry(ctx context.Context, lease *state.Lease, a *state.Action, fr
 				wait = min(d, 5*time.Second)
 			}
 		}
-		if err := r.sleep(ctx, wait); err != nil {
+		if err := r.sleep(ctx, termination.NextPass(e.Now(), wait, deleteBy)); err != nil {
 			return err
 		}
+	}
+}
+
+// stayFor reports whether a tick past its MaxWait stays for deleteBy: the
+// next sweep may come after it, and the invocation lasts past it (with its
+// finishing margin).
+func (r *Run) stayFor(ctx context.Context, deleteBy time.Time) bool {
+	now := r.Exec.Now()
+	if !termination.MissesDeleteBy(now, deleteBy) {
+		return false
+	}
+	dl, ok := ctx.Deadline()
+	return !ok || time.Until(dl)-finishMargin > deleteBy.Sub(now)
+}
+
+// leaving says so when the tick leaves a drain whose DeleteBy the next
+// sweep may come too late for.
+func (r *Run) leaving(a *state.Action, deleteBy time.Time) {
+	if termination.MissesDeleteBy(r.Exec.Now(), deleteBy) {
+		r.Exec.Log.Warn("a pod a budget holds is due for deletion before the next sweep: it may get less than its whole grace",
+			"action", a.ID, "deleteBy", deleteBy)
 	}
 }
 

@@ -208,3 +208,46 @@ func TestInputsMarkPoolsNotReady(t *testing.T) {
 		})
 	}
 }
+
+// TestCarryPassComesByDeleteBy: a drain pass a budget blocks says when the
+// held pod must be deleted to keep its whole grace (DeleteBy): the tick's
+// next pass comes then, not a poll later; and a tick past its MaxWait
+// stays for a DeleteBy due before the next sweep could reach the node
+// (its invocation has the time), rather than leave the pod less grace.
+func TestCarryPassComesByDeleteBy(t *testing.T) {
+	fresh := func(context.Context) (consolidation.Inputs, error) { return consolidation.Inputs{}, nil }
+	for _, tc := range []struct {
+		name    string
+		by      time.Duration // after t0
+		maxWait time.Duration
+	}{
+		{"between polls", validationWait + 2500*time.Millisecond, time.Minute},
+		{"after MaxWait, before the next sweep", validationWait + 40*time.Second, 20 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t)
+			by := t0.Add(tc.by)
+			var at []time.Time
+			r.drainer.step = func(string, termination.DrainOptions, int) termination.DrainResult {
+				now := r.clock.Now()
+				at = append(at, now)
+				if now.Before(by) {
+					return termination.DrainResult{Blocked: []string{"default/web-0"}, Remaining: []string{"default/web-0"}, DeleteBy: by}
+				}
+				return termination.DrainResult{Done: true, Deleted: []string{"default/web-0"}}
+			}
+			r.rebuild()
+			a := r.start(command(false))
+			run := &Run{Store: runStore{s: r.store}, Exec: r.e, MaxWait: tc.maxWait, Wait: func(_ context.Context, d time.Duration) error {
+				r.clock.Step(d)
+				return nil
+			}}
+			if err := run.carry(context.Background(), &state.Lease{}, a, fresh, time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			if a.Step != state.StepDone || len(at) == 0 || !at[len(at)-1].Equal(by) {
+				t.Errorf("step %s, drain passes at %v; want done, the last pass at DeleteBy %s", a.Step, at, by)
+			}
+		})
+	}
+}

@@ -443,13 +443,19 @@ func (h *Handler) act(ctx context.Context, lease *state.Lease, in trigger.Interr
 			out.Note = "drain continues in a later invocation"
 			log.Info("drain continues in a later invocation (the next message or the provision sweep)", "nodeClaim", rec.Name,
 				"evicted", a.Evicted, "stranded", len(a.Stranded), "blocked", len(res.Drain.Blocked), "deadline", a.Deadline)
+			if termination.MissesDeleteBy(h.Now(), res.Drain.DeleteBy) {
+				log.Warn("a pod a budget holds is due for deletion before the next sweep: it may get less than its whole grace",
+					"nodeClaim", rec.Name, "deleteBy", res.Drain.DeleteBy, "blocked", res.Drain.Blocked)
+			}
 			_ = h.Store.PutAction(ctx, a)
 			return out, nil
 		}
 		if err := h.Store.Renew(ctx, lease, h.leaseTTL()); err != nil {
 			return out, err
 		}
-		if err := h.sleep(ctx, h.poll()); err != nil {
+		// The next pass comes by the drain's DeleteBy: a pod a budget holds
+		// is deleted then with its whole grace before the deadline.
+		if err := h.sleep(ctx, termination.NextPass(h.Now(), h.poll(), res.Drain.DeleteBy)); err != nil {
 			return out, err
 		}
 		fresh, err := h.Store.GetNodeClaim(ctx, rec.Name)

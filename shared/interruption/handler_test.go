@@ -668,3 +668,33 @@ func TestDrainPausesOnTheInjectedClock(t *testing.T) {
 		t.Errorf("pauses %v: want each the 10s poll", waits)
 	}
 }
+
+// TestDrainPassComesByDeleteBy: a pass a budget blocks says when the held
+// pod must be deleted to keep its whole grace before the deadline
+// (DeleteBy): the handler's next pass comes then, not a poll later.
+func TestDrainPassComesByDeleteBy(t *testing.T) {
+	var r *rig
+	by := warned.Add(30 * time.Second)
+	var at []time.Time
+	r = newRig(t, func(termination.DrainOptions, int) termination.DrainResult {
+		now := r.clock.Now()
+		at = append(at, now)
+		if now.Before(by) {
+			return termination.DrainResult{Blocked: []string{"default/web-0"}, Remaining: []string{"default/web-0"}, DeleteBy: by}
+		}
+		return termination.DrainResult{Done: true, Deleted: []string{"default/web-0"}}
+	})
+	var waits []time.Duration
+	h := r.pausing(10*time.Second, &waits)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if resp := h.HandleBatch(ctx, events.SQSEvent{Records: []events.SQSMessage{spotWarning("evt-1")}}); len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("failures %+v", resp.BatchItemFailures)
+	}
+	if len(at) == 0 || !at[len(at)-1].Equal(by) {
+		t.Errorf("drain passes at %v (pauses %v); want the last at DeleteBy %s", at, waits, by)
+	}
+	if a := r.store.action(ActionPrefix + instanceA); a.Step != state.StepDone {
+		t.Errorf("action %+v: want done", a)
+	}
+}
