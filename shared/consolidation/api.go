@@ -84,6 +84,12 @@ type Inputs struct {
 	// resolves to now: a node whose record's ImageID is not among them has
 	// drifted (nil: AMI drift is not checked).
 	CurrentImages map[string]map[string]bool
+	// NotReady are the NodePools no replacement may be planned into: their
+	// EC2NodeClass is missing or resolves no subnet, security group or AMI,
+	// so provision leaves them out of its solves too. Their nodes are still
+	// candidates (deleted under their pool's budgets and policy, or replaced
+	// in a ready pool).
+	NotReady map[string]bool
 	// SpotToSpot allows replacing a spot node with a cheaper spot node
 	// (given SpotToSpotMinOptions cheaper options).
 	SpotToSpot bool

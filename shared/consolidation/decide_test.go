@@ -678,6 +678,59 @@ func TestDecide(t *testing.T) {
 				}
 			},
 		},
+		// --- NodePools that are not ready (their class is missing or
+		// resolves no subnet, security group or AMI): provision leaves
+		// them out of its solves, and so do replacements ---
+		{
+			name: "no replacement is planned into a NodePool that is not ready",
+			ref:  "Nodewright: provision's pool readiness (shared/provision/readiness.go); Karpenter's NodePool Ready condition keeps a pool out of scheduling",
+			build: func(w *world) {
+				onDemandOnly(w.pools[0])
+				w.notReady = map[string]bool{"default": true}
+				w.node("a", "c8", od)
+				w.pods("a", 1, "1500m")
+			},
+			want: []string{},
+		},
+		{
+			name: "a replacement goes to a ready NodePool when the node's own is not ready",
+			ref:  "Nodewright: provision's pool readiness (shared/provision/readiness.go)",
+			build: func(w *world) {
+				onDemandOnly(w.pools[0])
+				other := w.pool("other")
+				onDemandOnly(other)
+				w.pools = append(w.pools, other)
+				w.notReady = map[string]bool{"default": true}
+				w.node("a", "c8", od)
+				w.pods("a", 1, "1500m")
+			},
+			want: []string{"single-node: a -> c2/on-demand"},
+			check: func(t *testing.T, w *world, cmds []Command, rep Report) {
+				if p := cmds[0].Replacements[0].NodePool; p != "other" {
+					t.Errorf("replacement planned into NodePool %q, want other (default is not ready)", p)
+				}
+			},
+		},
+		{
+			name: "an empty node of a NodePool that is not ready is still deleted",
+			ref:  "Nodewright: a pool that is not ready keeps its budgets and policy; only launches into it stop",
+			build: func(w *world) {
+				w.notReady = map[string]bool{"default": true}
+				w.node("a", "c2", od)
+			},
+			want: []string{"emptiness: a"},
+		},
+		{
+			name: "a node of a NodePool that is not ready is deleted when its pods fit elsewhere",
+			ref:  "Nodewright: a pool that is not ready keeps its budgets and policy; only launches into it stop",
+			build: func(w *world) {
+				w.notReady = map[string]bool{"default": true}
+				w.foreign("mng-1", "c8")
+				w.node("a", "c4", od)
+				w.pods("a", 2, "500m")
+			},
+			want: []string{"single-node: a"},
+		},
 		{
 			name: "no replacement that is not strictly cheaper",
 			ref:  "consolidation_test.go It(\"won't replace on-demand node if on-demand replacement is more expensive\")",

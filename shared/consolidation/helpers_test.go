@@ -44,6 +44,8 @@ type world struct {
 	unavail map[string]bool
 	s2s     bool
 	now     time.Time
+	// notReady are the NodePools replacements may not be planned into.
+	notReady map[string]bool
 }
 
 // fakeSpot prices spot per type, the same in every zone; types it does not
@@ -310,7 +312,7 @@ func (w *world) inputs() Inputs {
 	return Inputs{
 		Now: w.now, Nodes: w.nodes, Pods: w.podList, PDBs: w.pdbs, DaemonSets: w.ds, Records: w.recs, Actions: w.actions,
 		NodePools: w.pools, NodeClasses: w.classes, Catalog: w.catalog(), Zones: []string{zoneA, zoneB}, Spot: w.spot,
-		Unavailable: unavailable, CurrentImages: w.images, SpotToSpot: w.s2s,
+		Unavailable: unavailable, CurrentImages: w.images, SpotToSpot: w.s2s, NotReady: w.notReady,
 	}
 }
 

@@ -142,7 +142,7 @@ func (s *sim) input(skip map[string]bool, pods []*corev1.Pod, types []*catalog.I
 		}
 	}
 	return scheduling.Input{
-		Pods: pods, Nodes: nodes, NodePools: v.in.NodePools, NodeClasses: v.in.NodeClasses, DaemonSets: v.in.DaemonSets,
+		Pods: pods, Nodes: nodes, NodePools: v.launchable, NodeClasses: v.in.NodeClasses, DaemonSets: v.in.DaemonSets,
 		InstanceTypes: types, Zones: v.in.Zones, Spot: v.in.Spot, Unavailable: v.in.Unavailable, Volumes: v.in.Volumes,
 	}, homeless
 }

@@ -49,6 +49,9 @@ type view struct {
 	// any zone and capacity type, with those prices.
 	typesByPrice []*catalog.InstanceType
 	minPrices    []float64
+	// launchable are the NodePools simulations may plan new nodes into
+	// (Inputs.NodePools less Inputs.NotReady).
+	launchable []*apis.NodePool
 	// hashes are the NodePools' and EC2NodeClasses' hashes, by kind/name.
 	hashes   map[string]string
 	warnings []string
@@ -133,6 +136,9 @@ func newView(in *Inputs) *view {
 	for _, p := range in.NodePools {
 		if p != nil {
 			v.pools[p.Name] = p
+		}
+		if p == nil || !in.NotReady[p.Name] {
+			v.launchable = append(v.launchable, p)
 		}
 	}
 	for _, c := range in.NodeClasses {

@@ -225,23 +225,26 @@ type Inputs func(ctx context.Context) (consolidation.Inputs, error)
 // can go now: it returns once the action is done or abandoned, or when it
 // must wait (the validation wait, replacements not initialized yet, a
 // drain blocked by a PDB). The caller holds the consolidation lease.
-func (e *Executor) Advance(ctx context.Context, lease *state.Lease, a *state.Action, fresh Inputs) error {
+// deleteBy, when set, is when the caller must advance it again: a pod a
+// budget holds is deleted then with its whole grace before the deadline.
+func (e *Executor) Advance(ctx context.Context, lease *state.Lease, a *state.Action, fresh Inputs) (deleteBy time.Time, err error) {
 	for a.Open() {
-		progressed, err := e.step(ctx, lease, a, fresh)
+		deleteBy = time.Time{}
+		progressed, err := e.step(ctx, lease, a, fresh, &deleteBy)
 		if err != nil {
-			return fmt.Errorf("advance %s (%s): %w", a.ID, a.Step, err)
+			return deleteBy, fmt.Errorf("advance %s (%s): %w", a.ID, a.Step, err)
 		}
 		if !progressed {
-			return nil
+			return deleteBy, nil
 		}
 	}
-	return nil
+	return time.Time{}, nil
 }
 
 // step makes one step; progressed is false when the action must wait.
 // Each step ends by writing the action, so a later invocation starts from
-// the step written last.
-func (e *Executor) step(ctx context.Context, lease *state.Lease, a *state.Action, fresh Inputs) (bool, error) {
+// the step written last. A drain step sets deleteBy (see Advance).
+func (e *Executor) step(ctx context.Context, lease *state.Lease, a *state.Action, fresh Inputs, deleteBy *time.Time) (bool, error) {
 	var cmd consolidation.Command
 	if err := json.Unmarshal(a.Plan, &cmd); err != nil {
 		return false, e.abandon(ctx, a, "unreadable plan: "+err.Error())
@@ -292,7 +295,7 @@ func (e *Executor) step(ctx context.Context, lease *state.Lease, a *state.Action
 	case state.StepReplacementReady:
 		return true, e.beginDraining(ctx, a)
 	case state.StepDraining:
-		done, err := e.drain(ctx, a)
+		done, err := e.drain(ctx, a, deleteBy)
 		if err != nil || !done {
 			return false, err
 		}

@@ -425,7 +425,7 @@ func (r *rig) start(cmd consolidation.Command) *state.Action {
 // ignores.
 func (r *rig) advance(a *state.Action) {
 	r.t.Helper()
-	err := r.e.Advance(context.Background(), &state.Lease{}, a, func(context.Context) (consolidation.Inputs, error) {
+	_, err := r.e.Advance(context.Background(), &state.Lease{}, a, func(context.Context) (consolidation.Inputs, error) {
 		return consolidation.Inputs{}, nil
 	})
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -52,8 +53,9 @@ func (e *Executor) candidates(ctx context.Context, a *state.Action) ([]candidate
 
 // drain takes one drain step on every candidate (Eviction API, PDBs
 // honoured; past a candidate's deadline its pods left are deleted); done
-// when no candidate has a pod left to move.
-func (e *Executor) drain(ctx context.Context, a *state.Action) (bool, error) {
+// when no candidate has a pod left to move. deleteBy is set to the
+// earliest DeleteBy of the candidates' passes.
+func (e *Executor) drain(ctx context.Context, a *state.Action, deleteBy *time.Time) (bool, error) {
 	cands, err := e.candidates(ctx, a)
 	if err != nil {
 		return false, err
@@ -79,8 +81,12 @@ func (e *Executor) drain(ctx context.Context, a *state.Action) (bool, error) {
 		deadline := out.Record.Disruption.Deadline
 		if !out.Drained {
 			all = false
+			if by := res.DeleteBy; !by.IsZero() && (deleteBy.IsZero() || by.Before(*deleteBy)) {
+				*deleteBy = by
+			}
 			e.Log.Info("consolidation draining", "action", a.ID, "node", c.node.Name, "evicted", len(res.Evicted),
-				"forced", len(res.Deleted), "blocked", len(res.Blocked), "remaining", len(res.Remaining), "deadline", deadline)
+				"forced", len(res.Deleted), "blocked", len(res.Blocked), "remaining", len(res.Remaining), "deadline", deadline,
+				"deleteBy", res.DeleteBy)
 		}
 	}
 	if progressed && !all {

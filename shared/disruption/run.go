@@ -15,9 +15,11 @@ import (
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/catalog"
 	"github.com/nodewright/nodewright/shared/consolidation"
+	"github.com/nodewright/nodewright/shared/fleet"
 	"github.com/nodewright/nodewright/shared/metrics"
 	"github.com/nodewright/nodewright/shared/provision"
 	"github.com/nodewright/nodewright/shared/state"
+	"github.com/nodewright/nodewright/shared/termination"
 )
 
 // Run defaults.
@@ -56,9 +58,10 @@ type RunStore interface {
 	Unavailable(ctx context.Context) ([]state.Offering, error)
 }
 
-// Zoner lists the zones the node classes' subnets are in (*fleet.Launcher).
-type Zoner interface {
-	Zones(ctx context.Context, classes []*apis.EC2NodeClass) ([]string, error)
+// Classes resolves the node classes against the account (*fleet.Launcher):
+// the zones replacements are priced in, and which NodePools can launch.
+type Classes interface {
+	ResolveAll(ctx context.Context, classes []*apis.EC2NodeClass) []fleet.Resolution
 }
 
 // SpotPrices are the region's spot prices (provision.SpotPrices).
@@ -70,10 +73,11 @@ type SpotPrices interface {
 // Run is one consolidation timer tick.
 type Run struct {
 	// Store is the state table (leases, actions, records, unavailable
-	// offerings); Zones the launcher's zones; Catalog and Spot what
-	// decisions price with (Spot nil: on-demand only).
+	// offerings); Classes resolves the node classes (zones, the NodePools
+	// that can launch); Catalog and Spot what decisions price with (Spot
+	// nil: on-demand only).
 	Store   RunStore
-	Zones   Zoner
+	Classes Classes
 	Catalog *catalog.Catalog
 	Spot    SpotPrices
 	// Exec carries the commands out; its Capacity, Source and configuration
@@ -91,6 +95,10 @@ type Run struct {
 	// DefaultDecideSolves, provision.DefaultSolveGroups per solve,
 	// DefaultDecideTime shortened to the invocation's deadline).
 	Budget consolidation.Budget
+	// Wait pauses d between an action's steps on the tick's clock (nil: a
+	// timer; tests and the fault suite drive it from a fake clock with
+	// Exec.Now).
+	Wait func(ctx context.Context, d time.Duration) error
 }
 
 // TickReport is what a tick did.
@@ -201,22 +209,27 @@ func (r *Run) Tick(ctx context.Context) (*TickReport, error) {
 }
 
 // carry advances an action until it ends or the invocation runs short,
-// waiting between steps.
+// waiting between steps. A drain pass's DeleteBy brings the next pass
+// forward, and keeps the tick past its MaxWait when the next sweep may come
+// too late for it and the invocation has the time.
 func (r *Run) carry(ctx context.Context, lease *state.Lease, a *state.Action, fresh Inputs, ttl time.Duration) error {
 	e := r.Exec
-	giveUp := time.Now().Add(r.maxWait())
+	giveUp := e.Now().Add(r.maxWait())
 	for {
-		if err := e.Advance(ctx, lease, a, fresh); err != nil {
+		deleteBy, err := e.Advance(ctx, lease, a, fresh)
+		if err != nil {
 			return err
 		}
 		if !a.Open() {
 			return nil
 		}
 		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < finishMargin {
+			r.leaving(a, deleteBy)
 			return nil
 		}
-		if time.Now().After(giveUp) {
+		if e.Now().After(giveUp) && !r.stayFor(ctx, deleteBy) {
 			e.Log.Info("consolidation action still waiting: next tick", "action", a.ID, "step", a.Step)
+			r.leaving(a, deleteBy)
 			return nil
 		}
 		if err := r.Store.Renew(ctx, lease, ttl); err != nil {
@@ -228,11 +241,45 @@ func (r *Run) carry(ctx context.Context, lease *state.Lease, a *state.Action, fr
 				wait = min(d, 5*time.Second)
 			}
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(wait):
+		if err := r.sleep(ctx, termination.NextPass(e.Now(), wait, deleteBy)); err != nil {
+			return err
 		}
+	}
+}
+
+// stayFor reports whether a tick past its MaxWait stays for deleteBy: the
+// next sweep may come after it, and the invocation lasts past it (with its
+// finishing margin).
+func (r *Run) stayFor(ctx context.Context, deleteBy time.Time) bool {
+	now := r.Exec.Now()
+	if !termination.MissesDeleteBy(now, deleteBy) {
+		return false
+	}
+	dl, ok := ctx.Deadline()
+	return !ok || time.Until(dl)-finishMargin > deleteBy.Sub(now)
+}
+
+// leaving says so when the tick leaves a drain whose DeleteBy the next
+// sweep may come too late for.
+func (r *Run) leaving(a *state.Action, deleteBy time.Time) {
+	if termination.MissesDeleteBy(r.Exec.Now(), deleteBy) {
+		r.Exec.Log.Warn("a pod a budget holds is due for deletion before the next sweep: it may get less than its whole grace",
+			"action", a.ID, "deleteBy", deleteBy)
+	}
+}
+
+// sleep waits d on the tick's clock (Run.Wait, else a timer).
+func (r *Run) sleep(ctx context.Context, d time.Duration) error {
+	if r.Wait != nil {
+		return r.Wait(ctx, d)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
 	}
 }
 
@@ -264,13 +311,24 @@ func (r *Run) Inputs(ctx context.Context) (consolidation.Inputs, error) {
 	if err != nil {
 		return consolidation.Inputs{}, err
 	}
-	zones, err := r.Zones.Zones(ctx, classes)
-	if err != nil && len(zones) == 0 {
+	// Replacements are planned only into the NodePools provision would
+	// launch into (their class exists and resolves whole); the nodes of the
+	// others stay candidates for deletion.
+	resolved := r.Classes.ResolveAll(ctx, classes)
+	zones, err := provision.ReadyZones(resolved)
+	if err != nil {
 		return consolidation.Inputs{}, err
+	}
+	notReady := map[string]bool{}
+	for _, s := range provision.Readiness(pools, classes, resolved) {
+		if !s.Ready() {
+			notReady[s.NodePool] = true
+			e.Log.Info("NodePool not ready: no replacement is planned into it", "nodePool", s.NodePool, "reason", string(s.Reason), "message", s.Message)
+		}
 	}
 	in := consolidation.Inputs{
 		Now: e.Now(), Nodes: view.Nodes, Pods: view.Pods, PDBs: view.PDBs, DaemonSets: view.DaemonSets,
-		Records: records, Actions: open, NodePools: pools, NodeClasses: classes, Catalog: r.Catalog, Zones: zones,
+		Records: records, Actions: open, NodePools: pools, NotReady: notReady, NodeClasses: classes, Catalog: r.Catalog, Zones: zones,
 		Unavailable: state.NewUnavailableSet(unavail).Has, SpotToSpot: r.SpotToSpot, Budget: r.budget(ctx),
 		Volumes: view.Volumes,
 	}
@@ -355,7 +413,13 @@ func (r *Run) fingerprint(ctx context.Context, in consolidation.Inputs) error {
 	for _, n := range in.Nodes {
 		nodeOf[provision.InstanceIDOf(n.Spec.ProviderID)] = n.Name
 	}
-	now := r.Exec.Now()
+	// The change is stamped with the time the inputs were read: the
+	// decision counts consolidateAfter from in.Now, and a later stamp
+	// would have the first tick find consolidateAfter 0s not elapsed.
+	now := in.Now
+	if now.IsZero() {
+		now = r.Exec.Now()
+	}
 	for _, rec := range in.Records {
 		name := nodeOf[rec.InstanceID]
 		if rec.InstanceID == "" || name == "" || rec.Phase != state.Initialized {

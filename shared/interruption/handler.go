@@ -110,6 +110,10 @@ type Deps struct {
 	// with the cluster's objects).
 	NodePools   []*apis.NodePool
 	NodeClasses []*apis.EC2NodeClass
+	// Wait pauses d between drain passes on the handler's clock (nil: a
+	// timer; tests and the fault suite drive it from the fake clock their
+	// handlers' Now reads).
+	Wait func(ctx context.Context, d time.Duration) error
 }
 
 // Handler handles the interruption queue's messages for one invocation.
@@ -162,6 +166,21 @@ func (h *Handler) poll() time.Duration {
 		return drainPoll
 	}
 	return h.Poll
+}
+
+// sleep waits d on the handler's clock (Handler.Wait, else a timer).
+func (h *Handler) sleep(ctx context.Context, d time.Duration) error {
+	if h.Wait != nil {
+		return h.Wait(ctx, d)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 // Outcome is what handling one instance did.
@@ -424,16 +443,20 @@ func (h *Handler) act(ctx context.Context, lease *state.Lease, in trigger.Interr
 			out.Note = "drain continues in a later invocation"
 			log.Info("drain continues in a later invocation (the next message or the provision sweep)", "nodeClaim", rec.Name,
 				"evicted", a.Evicted, "stranded", len(a.Stranded), "blocked", len(res.Drain.Blocked), "deadline", a.Deadline)
+			if termination.MissesDeleteBy(h.Now(), res.Drain.DeleteBy) {
+				log.Warn("a pod a budget holds is due for deletion before the next sweep: it may get less than its whole grace",
+					"nodeClaim", rec.Name, "deleteBy", res.Drain.DeleteBy, "blocked", res.Drain.Blocked)
+			}
 			_ = h.Store.PutAction(ctx, a)
 			return out, nil
 		}
 		if err := h.Store.Renew(ctx, lease, h.leaseTTL()); err != nil {
 			return out, err
 		}
-		select {
-		case <-ctx.Done():
-			return out, ctx.Err()
-		case <-time.After(h.poll()):
+		// The next pass comes by the drain's DeleteBy: a pod a budget holds
+		// is deleted then with its whole grace before the deadline.
+		if err := h.sleep(ctx, termination.NextPass(h.Now(), h.poll(), res.Drain.DeleteBy)); err != nil {
+			return out, err
 		}
 		fresh, err := h.Store.GetNodeClaim(ctx, rec.Name)
 		if errors.Is(err, state.ErrNotFound) {

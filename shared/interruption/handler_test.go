@@ -631,3 +631,70 @@ func TestWarningWhoseIntentCannotBeRecordedComesBack(t *testing.T) {
 		t.Errorf("record's intent %+v after redelivery: want the warning's deadline", rec.Disruption)
 	}
 }
+
+// pausing is a handler whose pauses between drain passes step the rig's
+// fake clock, recorded.
+func (r *rig) pausing(poll time.Duration, waits *[]time.Duration) *Handler {
+	h := r.handler("req-clock")
+	h.Poll = poll
+	h.Wait = func(_ context.Context, d time.Duration) error {
+		*waits = append(*waits, d)
+		r.clock.Step(d)
+		return nil
+	}
+	return h
+}
+
+// TestDrainPausesOnTheInjectedClock: the pause between drain passes is
+// Handler.Wait, on the handler's clock: a fake clock drives a drain a PDB
+// blocks to its deadline (the pods left deleted then), in Poll steps.
+func TestDrainPausesOnTheInjectedClock(t *testing.T) {
+	var r *rig
+	r = newRig(t, func(opts termination.DrainOptions, n int) termination.DrainResult { return r.blockedByPDB(opts, n) })
+	var waits []time.Duration
+	h := r.pausing(10*time.Second, &waits)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if resp := h.HandleBatch(ctx, events.SQSEvent{Records: []events.SQSMessage{spotWarning("evt-1")}}); len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("failures %+v", resp.BatchItemFailures)
+	}
+	dl := warned.Add(2*time.Minute - deadlineMargin)
+	a := r.store.action(ActionPrefix + instanceA)
+	now := r.clock.Now()
+	if a.Step != state.StepDone || len(a.Stranded) != 3 || now.Before(dl) || !now.Before(dl.Add(10*time.Second)) {
+		t.Errorf("action %+v at %s on the fake clock; want done with 3 stranded within a poll after the deadline %s", a, now, dl)
+	}
+	if len(waits) == 0 || slices.ContainsFunc(waits, func(d time.Duration) bool { return d != 10*time.Second }) {
+		t.Errorf("pauses %v: want each the 10s poll", waits)
+	}
+}
+
+// TestDrainPassComesByDeleteBy: a pass a budget blocks says when the held
+// pod must be deleted to keep its whole grace before the deadline
+// (DeleteBy): the handler's next pass comes then, not a poll later.
+func TestDrainPassComesByDeleteBy(t *testing.T) {
+	var r *rig
+	by := warned.Add(30 * time.Second)
+	var at []time.Time
+	r = newRig(t, func(termination.DrainOptions, int) termination.DrainResult {
+		now := r.clock.Now()
+		at = append(at, now)
+		if now.Before(by) {
+			return termination.DrainResult{Blocked: []string{"default/web-0"}, Remaining: []string{"default/web-0"}, DeleteBy: by}
+		}
+		return termination.DrainResult{Done: true, Deleted: []string{"default/web-0"}}
+	})
+	var waits []time.Duration
+	h := r.pausing(10*time.Second, &waits)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if resp := h.HandleBatch(ctx, events.SQSEvent{Records: []events.SQSMessage{spotWarning("evt-1")}}); len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("failures %+v", resp.BatchItemFailures)
+	}
+	if len(at) == 0 || !at[len(at)-1].Equal(by) {
+		t.Errorf("drain passes at %v (pauses %v); want the last at DeleteBy %s", at, waits, by)
+	}
+	if a := r.store.action(ActionPrefix + instanceA); a.Step != state.StepDone {
+		t.Errorf("action %+v: want done", a)
+	}
+}

@@ -100,11 +100,16 @@ func classReason(name string, known bool, r fleet.Resolution) (PoolReason, strin
 	return "", ""
 }
 
-// readyZones are the zones of the classes that resolved whole, sorted: the
-// zones a solve may plan for.
-func readyZones(resolved []fleet.Resolution) []string {
-	var zones []string
+// ReadyZones are the zones of the classes that resolved whole, sorted: the
+// zones a solve may plan for. When there are none and a lookup failed (not
+// a class selecting nothing: the account could not be read), err joins the
+// failures: there is nothing to plan with.
+func ReadyZones(resolved []fleet.Resolution) (zones []string, err error) {
+	var lookups []error
 	for _, r := range resolved {
+		if r.Err != nil && !errors.Is(r.Err, fleet.ErrNoSubnet) && !errors.Is(r.Err, fleet.ErrNoSecurityGroup) && !errors.Is(r.Err, fleet.ErrNoAMI) {
+			lookups = append(lookups, r.Err)
+		}
 		if r.Err != nil || r.Class == nil || len(r.Class.SecurityGroups) == 0 || len(r.Class.AMIs) == 0 {
 			continue
 		}
@@ -115,7 +120,10 @@ func readyZones(resolved []fleet.Resolution) []string {
 		}
 	}
 	slices.Sort(zones)
-	return zones
+	if len(zones) == 0 && len(lookups) > 0 {
+		return nil, fmt.Errorf("node classes: %w", errors.Join(lookups...))
+	}
+	return zones, nil
 }
 
 // notReady returns the pools' statuses that are not ready, by pool name.
@@ -138,16 +146,11 @@ func notReady(statuses []PoolStatus) map[string]PoolStatus {
 // the round has nothing to plan with).
 func (r *Reconciler) poolReadiness(ctx context.Context, w *world, rep *Report) error {
 	w.readiness = Readiness(w.pools, w.classes, w.resolved)
-	w.zones = readyZones(w.resolved)
-	var lookups []error
-	for _, res := range w.resolved {
-		if res.Err != nil && !errors.Is(res.Err, fleet.ErrNoSubnet) && !errors.Is(res.Err, fleet.ErrNoSecurityGroup) && !errors.Is(res.Err, fleet.ErrNoAMI) {
-			lookups = append(lookups, res.Err)
-		}
+	zones, err := ReadyZones(w.resolved)
+	if err != nil {
+		return err
 	}
-	if len(w.zones) == 0 && len(lookups) > 0 {
-		return fmt.Errorf("node classes: %w", errors.Join(lookups...))
-	}
+	w.zones = zones
 	uids := map[string]string{}
 	for _, p := range w.view.NodePools {
 		uids[p.Name] = string(p.UID)

@@ -102,6 +102,12 @@ func (d drainer) Drain(ctx context.Context, node string, opts provision.DrainOpt
 	if err != nil {
 		return provision.DrainResult{}, err
 	}
+	return drainResult(res), nil
+}
+
+// drainResult is the terminator's account of a drain pass: pods as
+// namespace/name, and when the next pass must come (DeleteBy).
+func drainResult(res *drain.Result) provision.DrainResult {
 	names := func(os []drain.Outcome) []string {
 		out := make([]string, 0, len(os))
 		for _, o := range os {
@@ -111,6 +117,6 @@ func (d drainer) Drain(ctx context.Context, node string, opts provision.DrainOpt
 	}
 	return provision.DrainResult{
 		Done: res.Done, Evicted: names(res.Evicted), Deleted: names(res.Deleted), Blocked: names(res.Blocked),
-		Remaining: append(names(res.Blocked), names(res.Terminating)...),
-	}, nil
+		Remaining: append(names(res.Blocked), names(res.Terminating)...), DeleteBy: res.DeleteBy,
+	}
 }

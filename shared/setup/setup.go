@@ -162,7 +162,7 @@ func Consolidation(ctx context.Context, o Options) (*disruption.Run, error) {
 func ConsolidationRun(r *provision.Reconciler, o Options) *disruption.Run {
 	o.defaults()
 	run := &disruption.Run{
-		Store: r.Store, Zones: r.Fleet, Catalog: r.Catalog,
+		Store: r.Store, Classes: r.Fleet, Catalog: r.Catalog,
 		Exec:       Executor(r, o.Now, o.Log),
 		Decide:     consolidation.Decide,
 		SpotToSpot: true,

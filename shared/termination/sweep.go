@@ -180,6 +180,12 @@ func (t *Terminator) carry(ctx context.Context, req Request, rep *SweepReport) {
 	if err != nil {
 		t.log().Warn("retire node", "node", req.name(), "error", err)
 	}
+	if !res.Done && MissesDeleteBy(t.now(), res.Drain.DeleteBy) {
+		// The sweep makes one pass a minute: a pod a budget holds whose
+		// DeleteBy comes first is deleted late, with less than its grace.
+		t.log().Warn("a pod a budget holds is due for deletion before the next sweep: it may get less than its whole grace",
+			"node", req.name(), "deleteBy", res.Drain.DeleteBy, "blocked", res.Drain.Blocked)
+	}
 	if req.Record != nil {
 		owner := req.Intent.Action
 		if res.Record != nil && res.Record.Disruption != nil {

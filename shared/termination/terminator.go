@@ -47,6 +47,9 @@ type DrainResult struct {
 	// Evicted, Blocked (by a PDB), Deleted (at the deadline, without
 	// eviction) and Remaining pods, as namespace/name.
 	Evicted, Blocked, Deleted, Remaining []string
+	// DeleteBy, when set, is when the next pass must come for a Blocked pod
+	// to be deleted with its whole grace before the deadline (NextPass).
+	DeleteBy time.Time
 }
 
 // DrainOptions qualify one drain pass.
@@ -274,7 +277,7 @@ func (t *Terminator) Drain(ctx context.Context, req Request) (Result, error) {
 	}
 	if !res.Done {
 		t.log().Info("draining", "node", req.Node.Name, "owner", intent.Action, "evicted", len(res.Evicted), "blocked", len(res.Blocked),
-			"remaining", len(res.Remaining), "deadline", intent.Deadline)
+			"remaining", len(res.Remaining), "deadline", intent.Deadline, "deleteBy", res.DeleteBy)
 		return out, nil
 	}
 	out.Drained = true
