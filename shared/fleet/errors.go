@@ -1,9 +1,10 @@
 package fleet
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -125,18 +126,13 @@ func unavailableOf(errs []FleetError) []UnavailableOffering {
 			out = append(out, o)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool {
-		a, b := out[i], out[j]
-		if a.InstanceType != b.InstanceType {
-			return a.InstanceType < b.InstanceType
-		}
-		if a.Zone != b.Zone {
-			return a.Zone < b.Zone
-		}
-		if a.CapacityType != b.CapacityType {
-			return a.CapacityType < b.CapacityType
-		}
-		return a.Code < b.Code
-	})
+	slices.SortFunc(out, CompareOfferings)
 	return out
+}
+
+// CompareOfferings orders offerings by instance type, zone, capacity type
+// and code (deterministic lists).
+func CompareOfferings(a, b UnavailableOffering) int {
+	return cmp.Or(cmp.Compare(a.InstanceType, b.InstanceType), cmp.Compare(a.Zone, b.Zone),
+		cmp.Compare(a.CapacityType, b.CapacityType), cmp.Compare(a.Code, b.Code))
 }

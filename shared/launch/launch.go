@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"sort"
+	"slices"
 	"sync"
 	"time"
 
@@ -280,16 +280,7 @@ func claimExclusions(c scheduling.NodeClaim, excluded []state.Offering) []fleet.
 			out = append(out, u)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool {
-		a, b := out[i], out[j]
-		if a.InstanceType != b.InstanceType {
-			return a.InstanceType < b.InstanceType
-		}
-		if a.Zone != b.Zone {
-			return a.Zone < b.Zone
-		}
-		return a.CapacityType < b.CapacityType
-	})
+	slices.SortFunc(out, fleet.CompareOfferings)
 	return out
 }
 

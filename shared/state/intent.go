@@ -105,14 +105,15 @@ func Merge(cur *Disruption, later Disruption) (Disruption, bool) {
 	if later.Urgency > out.Urgency {
 		out.Action, out.Reason, out.Cause, out.Urgency = later.Action, later.Reason, later.Cause, later.Urgency
 	}
-	out.Deadline = earliest(out.Deadline, later.Deadline)
-	out.Since = earliest(out.Since, later.Since)
+	out.Deadline = Earliest(out.Deadline, later.Deadline)
+	out.Since = Earliest(out.Since, later.Since)
 	out.Reschedule = out.Reschedule || later.Reschedule
 	return out, !sameIntent(*cur, out)
 }
 
-// earliest is the earlier of two times, zero standing for none.
-func earliest(a, b time.Time) time.Time {
+// Earliest is the earlier of two times, zero standing for none (no
+// deadline).
+func Earliest(a, b time.Time) time.Time {
 	switch {
 	case a.IsZero():
 		return b

@@ -212,7 +212,7 @@ func (t *Terminator) intent(ctx context.Context, req Request) (state.Disruption,
 		if req.Record != nil && req.Record.Disruption != nil && !req.Record.Disruption.Since.IsZero() {
 			since = req.Record.Disruption.Since
 		}
-		in.Deadline = earliest(in.Deadline, since.Add(*req.Grace))
+		in.Deadline = state.Earliest(in.Deadline, since.Add(*req.Grace))
 	}
 	if req.Record == nil {
 		in.Reschedule = true
@@ -223,16 +223,6 @@ func (t *Terminator) intent(ctx context.Context, req Request) (state.Disruption,
 		return in, rec, err
 	}
 	return *rec.Disruption, rec, nil
-}
-
-func earliest(a, b time.Time) time.Time {
-	switch {
-	case a.IsZero():
-		return b
-	case b.IsZero() || a.Before(b):
-		return a
-	}
-	return b
 }
 
 // Drain records the intent, taints and cordons the Node and makes one
