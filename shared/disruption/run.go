@@ -17,6 +17,7 @@ import (
 	"github.com/nodewright/nodewright/shared/consolidation"
 	"github.com/nodewright/nodewright/shared/fleet"
 	"github.com/nodewright/nodewright/shared/metrics"
+	"github.com/nodewright/nodewright/shared/pause"
 	"github.com/nodewright/nodewright/shared/provision"
 	"github.com/nodewright/nodewright/shared/state"
 	"github.com/nodewright/nodewright/shared/termination"
@@ -270,17 +271,7 @@ func (r *Run) leaving(a *state.Action, deleteBy time.Time) {
 
 // sleep waits d on the tick's clock (Run.Wait, else a timer).
 func (r *Run) sleep(ctx context.Context, d time.Duration) error {
-	if r.Wait != nil {
-		return r.Wait(ctx, d)
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return pause.For(ctx, d, r.Wait)
 }
 
 // Inputs reads what a decision needs: the cluster, the records and

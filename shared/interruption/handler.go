@@ -16,6 +16,7 @@ import (
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/logging"
 	"github.com/nodewright/nodewright/shared/metrics"
+	"github.com/nodewright/nodewright/shared/pause"
 	"github.com/nodewright/nodewright/shared/provision"
 	"github.com/nodewright/nodewright/shared/state"
 	"github.com/nodewright/nodewright/shared/termination"
@@ -170,17 +171,7 @@ func (h *Handler) poll() time.Duration {
 
 // sleep waits d on the handler's clock (Handler.Wait, else a timer).
 func (h *Handler) sleep(ctx context.Context, d time.Duration) error {
-	if h.Wait != nil {
-		return h.Wait(ctx, d)
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return pause.For(ctx, d, h.Wait)
 }
 
 // Outcome is what handling one instance did.

@@ -15,6 +15,7 @@ import (
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/fleet"
 	"github.com/nodewright/nodewright/shared/metrics"
+	"github.com/nodewright/nodewright/shared/pause"
 	"github.com/nodewright/nodewright/shared/scheduling"
 	"github.com/nodewright/nodewright/shared/state"
 )
@@ -448,15 +449,5 @@ func sortStrings(s []string) {
 
 // sleep waits d (l.Wait when set).
 func (l *Launcher) sleep(ctx context.Context, d time.Duration) error {
-	if l.Wait != nil {
-		return l.Wait(ctx, d)
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return pause.For(ctx, d, l.Wait)
 }

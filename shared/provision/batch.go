@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/nodewright/nodewright/shared/pause"
 	"github.com/nodewright/nodewright/shared/podstate"
 )
 
@@ -194,15 +195,5 @@ func pendingSince(p *corev1.Pod) (time.Time, bool) {
 
 // sleep waits d on the reconciler's timer (r.wait in tests).
 func (r *Reconciler) sleep(ctx context.Context, d time.Duration) error {
-	if r.wait != nil {
-		return r.wait(ctx, d)
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return pause.For(ctx, d, r.wait)
 }
