@@ -117,8 +117,11 @@ func TestBrokenNodePoolIsLeftOut(t *testing.T) {
 	if err := harness.ApplyKarpenter(c, lc, &nc); err != nil {
 		t.Fatal(err)
 	}
+	// They select the pool by name: the valid pool's nodes may have room
+	// left, and only a node of the fixed pool may take them.
 	more := w
 	more.Name, more.Replicas = "readyapp-more", 2
+	more.NodeSelector = map[string]string{groupLabel: group, apis.LabelNodePool: broken}
 	if err := harness.Deploy(c, lc, more); err != nil {
 		t.Fatal(err)
 	}
