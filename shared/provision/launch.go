@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"sync"
 	"time"
 
 	"github.com/aws/smithy-go"
@@ -147,20 +146,18 @@ func (r *Reconciler) launch(ctx context.Context, lease *state.Lease, w *world, p
 // launchGroups calls CreateFleet for every group, Parallelism at a time.
 func (r *Reconciler) launchGroups(ctx context.Context, groups []*group) {
 	sem := make(chan struct{}, r.Options.Parallelism)
-	var wg sync.WaitGroup
+	fns := make([]func(), 0, len(groups))
 	for _, g := range groups {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		fns = append(fns, func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			g.insts, g.err = r.createFleet(ctx, g.token, g.claim, g.class, len(g.recs))
 			if g.err == nil && r.AfterCreateFleet != nil {
 				g.crashed = r.AfterCreateFleet(g.token)
 			}
-		}()
+		})
 	}
-	wg.Wait()
+	r.parallel(fns...)
 }
 
 // Throttling retries of CreateFleet: exponential backoff from

@@ -145,6 +145,10 @@ type Reconciler struct {
 	// dying there (no record is updated and the round fails), the fault
 	// tests inject.
 	AfterCreateFleet func(token string) error
+	// Parallel runs fns at once and returns when all have returned (nil:
+	// a goroutine each). The fault suite (test/faults) runs them one after
+	// another, in order, so that a seed replays exactly.
+	Parallel func(fns ...func())
 
 	// wait sleeps d (nil: a timer); jitter draws a duration in [0, n) (nil:
 	// math/rand). Unit tests replace them.
@@ -267,12 +271,9 @@ type world struct {
 // spot prices, at once where they do not depend on one another.
 func (r *Reconciler) read(ctx context.Context, rep *Report) (*world, error) {
 	w := &world{}
-	var wg sync.WaitGroup
 	errs := make([]error, 4)
 	took := make([]time.Duration, 3) // cluster, state, spot prices
-	wg.Add(3)
-	go func() {
-		defer wg.Done()
+	r.parallel(func() {
 		start := r.Now()
 		defer func() { took[0] = r.Now().Sub(start) }()
 		w.view, errs[0] = r.Source.View(ctx)
@@ -290,9 +291,7 @@ func (r *Reconciler) read(ctx context.Context, rep *Report) (*world, error) {
 				}
 			}
 		}
-	}()
-	go func() {
-		defer wg.Done()
+	}, func() {
 		start := r.Now()
 		defer func() { took[1] = r.Now().Sub(start) }()
 		// Versions before records: a launch between the two reads shows in
@@ -303,9 +302,7 @@ func (r *Reconciler) read(ctx context.Context, rep *Report) (*world, error) {
 		if errs[1] == nil {
 			w.unavailable, errs[1] = r.Store.Unavailable(ctx)
 		}
-	}()
-	go func() {
-		defer wg.Done()
+	}, func() {
 		start := r.Now()
 		defer func() { took[2] = r.Now().Sub(start) }()
 		if r.Spot != nil {
@@ -313,8 +310,7 @@ func (r *Reconciler) read(ctx context.Context, rep *Report) (*world, error) {
 				errs[2] = err
 			}
 		}
-	}()
-	wg.Wait()
+	})
 	r.Log.Debug("read", "cluster", took[0].String(), "state", took[1].String(), "spotPrices", took[2].String())
 	if errs[2] != nil {
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("spot prices: %v (planning on-demand only)", errs[2]))
@@ -325,6 +321,23 @@ func (r *Reconciler) read(ctx context.Context, rep *Report) (*world, error) {
 	rep.Zones = w.zones
 	rep.Nodes = len(w.view.Nodes)
 	return w, nil
+}
+
+// parallel runs fns through r.Parallel, else a goroutine each.
+func (r *Reconciler) parallel(fns ...func()) {
+	if r.Parallel != nil {
+		r.Parallel(fns...)
+		return
+	}
+	var wg sync.WaitGroup
+	for _, fn := range fns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fn()
+		}()
+	}
+	wg.Wait()
 }
 
 func (r *Reconciler) spot(rep *Report) catalog.SpotPricer {
