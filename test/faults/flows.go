@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"reflect"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -462,5 +463,21 @@ func (f *flows) requeue(invs []*invocation) {
 		if msg, ok := f.msgOf[inv]; ok && (inv.dead || inv.err != nil) {
 			f.queue = append(f.queue, queued{msg: msg, receives: 1})
 		}
+	}
+}
+
+// fakeInterfaces are the interfaces the fakes stand behind, by the name
+// their calls go by (DynamoDB, EC2, SSM, Kube...): the crash points are
+// their methods at every product line that calls them.
+func fakeInterfaces() map[string]reflect.Type {
+	return map[string]reflect.Type{
+		"DynamoDB":          reflect.TypeOf((*state.DynamoDB)(nil)).Elem(),
+		"EC2":               reflect.TypeOf((*fleet.EC2API)(nil)).Elem(),
+		"SSM":               reflect.TypeOf((*fleet.SSMAPI)(nil)).Elem(),
+		"KubeClusterSource": reflect.TypeOf((*provision.ClusterSource)(nil)).Elem(),
+		"KubePodSource":     reflect.TypeOf((*provision.PodSource)(nil)).Elem(),
+		"KubeNodes":         reflect.TypeOf((*provision.Nodes)(nil)).Elem(),
+		"KubeEvents":        reflect.TypeOf((*provision.Events)(nil)).Elem(),
+		"KubeDrainCluster":  reflect.TypeOf((*drain.Cluster)(nil)).Elem(),
 	}
 }
