@@ -2,8 +2,6 @@ package faults
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"sort"
 	"strings"
 
@@ -34,7 +32,7 @@ func dkey(k item) (string, error) {
 	pk, ok1 := k[names.PartitionKey].(*types.AttributeValueMemberS)
 	sk, ok2 := k[names.SortKey].(*types.AttributeValueMemberS)
 	if !ok1 || !ok2 {
-		return "", errors.New("ValidationException: the provided key element does not match the schema")
+		return "", validation("the provided key element does not match the schema")
 	}
 	return pk.Value + "\x00" + sk.Value, nil
 }
@@ -157,7 +155,7 @@ func (d *Dynamo) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, _
 			out.Attributes = clone(before)
 		case types.ReturnValueNone, "":
 		default:
-			return fmt.Errorf("ValidationException: ReturnValues %s is not in the fake's subset", in.ReturnValues)
+			return validation("ReturnValues %s is not in the fake's subset", in.ReturnValues)
 		}
 		return nil
 	})
@@ -195,7 +193,7 @@ func (d *Dynamo) Query(ctx context.Context, in *dynamodb.QueryInput, _ ...func(*
 		keyAttrs := []string{names.PartitionKey, names.SortKey}
 		if idx := aws.ToString(in.IndexName); idx != "" {
 			if idx != names.IndexByInstanceID {
-				return fmt.Errorf("ValidationException: the table has no index %s", idx)
+				return validation("the table has no index %s", idx)
 			}
 			keyAttrs = []string{names.InstanceIDAttribute}
 		}
@@ -235,7 +233,7 @@ func (d *Dynamo) Query(ctx context.Context, in *dynamodb.QueryInput, _ ...func(*
 func (d *Dynamo) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, _ ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
 	err := d.w.call(ctx, "DynamoDB", "TransactWriteItems", []fault{dynamoThrottled, dynamoTxConflict, dynamoAmbiguous}, func() error {
 		if len(in.TransactItems) > 100 {
-			return errors.New("ValidationException: at most 100 items in a transaction")
+			return validation("at most 100 items in a transaction")
 		}
 		type op struct {
 			key        string
@@ -259,14 +257,14 @@ func (d *Dynamo) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWr
 			case ti.ConditionCheck != nil:
 				o = op{keyItem: ti.ConditionCheck.Key, cond: aws.ToString(ti.ConditionCheck.ConditionExpression), env: exprEnv{ti.ConditionCheck.ExpressionAttributeNames, ti.ConditionCheck.ExpressionAttributeValues}, check: true}
 			default:
-				return errors.New("ValidationException: empty transaction item")
+				return validation("empty transaction item")
 			}
 			k, err := dkey(o.keyItem)
 			if err != nil {
 				return err
 			}
 			if seen[k] {
-				return errors.New("ValidationException: Transaction request cannot include multiple operations on one item")
+				return validation("Transaction request cannot include multiple operations on one item")
 			}
 			seen[k] = true
 			o.key = k
@@ -335,7 +333,7 @@ func (d *Dynamo) BatchWriteItem(ctx context.Context, in *dynamodb.BatchWriteItem
 	err := d.w.call(ctx, "DynamoDB", "BatchWriteItem", []fault{dynamoThrottled, dynamoAmbiguous}, func() error {
 		for _, reqs := range in.RequestItems {
 			if len(reqs) > 25 {
-				return errors.New("ValidationException: at most 25 requests in a batch")
+				return validation("at most 25 requests in a batch")
 			}
 			for _, r := range reqs {
 				switch {

@@ -1,7 +1,6 @@
 package faults
 
 import (
-	"errors"
 	"fmt"
 	"math/big"
 	"sort"
@@ -9,6 +8,7 @@ import (
 	"unicode"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
 )
 
 // The DynamoDB expression subset shared/state (and the webhook's hints)
@@ -33,7 +33,7 @@ func (e exprEnv) name(tok string) (string, error) {
 	}
 	n, ok := e.names[tok]
 	if !ok {
-		return "", fmt.Errorf("ValidationException: expression attribute name %s is not defined", tok)
+		return "", validation("expression attribute name %s is not defined", tok)
 	}
 	return n, nil
 }
@@ -41,7 +41,7 @@ func (e exprEnv) name(tok string) (string, error) {
 func (e exprEnv) value(tok string) (types.AttributeValue, error) {
 	v, ok := e.values[tok]
 	if !ok {
-		return nil, fmt.Errorf("ValidationException: expression attribute value %s is not defined", tok)
+		return nil, validation("expression attribute value %s is not defined", tok)
 	}
 	return v, nil
 }
@@ -77,7 +77,7 @@ func tokenize(s string) ([]string, error) {
 			out = append(out, s[i:j])
 			i = j
 		default:
-			return nil, fmt.Errorf("ValidationException: unexpected %q in expression %q", c, s)
+			return nil, validation("unexpected %q in expression %q", c, s)
 		}
 	}
 	return out, nil
@@ -107,7 +107,7 @@ func evalCondition(cond string, env exprEnv, it item) (bool, error) {
 		return false, err
 	}
 	if p.pos != len(p.toks) {
-		return false, fmt.Errorf("ValidationException: unexpected %q in condition %q", p.toks[p.pos], cond)
+		return false, validation("unexpected %q in condition %q", p.toks[p.pos], cond)
 	}
 	return v, nil
 }
@@ -127,7 +127,7 @@ func (p *condParser) next() string {
 
 func (p *condParser) expect(t string) error {
 	if got := p.next(); got != t {
-		return fmt.Errorf("ValidationException: want %q, got %q", t, got)
+		return validation("want %q, got %q", t, got)
 	}
 	return nil
 }
@@ -247,7 +247,7 @@ func (p *condParser) operand() (types.AttributeValue, error) {
 	case t != "" && (unicode.IsLetter(rune(t[0])) || t[0] == '_'):
 		return p.it[t], nil
 	}
-	return nil, fmt.Errorf("ValidationException: want an operand, got %q", t)
+	return nil, validation("want an operand, got %q", t)
 }
 
 // compare applies op; a missing attribute makes every comparison false,
@@ -256,7 +256,7 @@ func compare(a types.AttributeValue, op string, b types.AttributeValue) (bool, e
 	switch op {
 	case "=", "<>", "<", "<=", ">", ">=":
 	default:
-		return false, fmt.Errorf("ValidationException: unsupported operator %q", op)
+		return false, validation("unsupported operator %q", op)
 	}
 	if a == nil || b == nil {
 		return false, nil
@@ -271,7 +271,7 @@ func compare(a types.AttributeValue, op string, b types.AttributeValue) (bool, e
 		xa, _ := new(big.Float).SetString(x.Value)
 		ya, _ := new(big.Float).SetString(y.Value)
 		if xa == nil || ya == nil {
-			return false, fmt.Errorf("ValidationException: bad number %q or %q", x.Value, y.Value)
+			return false, validation("bad number %q or %q", x.Value, y.Value)
 		}
 		c = xa.Cmp(ya)
 	case *types.AttributeValueMemberS:
@@ -291,9 +291,9 @@ func compare(a types.AttributeValue, op string, b types.AttributeValue) (bool, e
 		case "<>":
 			return x.Value != y.Value, nil
 		}
-		return false, fmt.Errorf("ValidationException: %s on booleans", op)
+		return false, validation("%s on booleans", op)
 	default:
-		return false, fmt.Errorf("ValidationException: comparison of %T is not in the fake's subset", a)
+		return false, validation("comparison of %T is not in the fake's subset", a)
 	}
 	switch op {
 	case "=":
@@ -326,7 +326,7 @@ func applyUpdate(upd string, env exprEnv, it item) (item, error) {
 	for p.pos < len(p.toks) {
 		clause := strings.ToUpper(p.next())
 		if seen[clause] {
-			return nil, fmt.Errorf("ValidationException: two %s clauses in %q", clause, upd)
+			return nil, validation("two %s clauses in %q", clause, upd)
 		}
 		seen[clause] = true
 		for {
@@ -365,7 +365,7 @@ func applyUpdate(upd string, env exprEnv, it item) (item, error) {
 				}
 				out[name] = sum
 			default:
-				return nil, fmt.Errorf("ValidationException: unknown clause %q in %q", clause, upd)
+				return nil, validation("unknown clause %q in %q", clause, upd)
 			}
 			if p.peek() != "," {
 				break
@@ -392,7 +392,7 @@ func (p *condParser) setValue() (types.AttributeValue, error) {
 		if op == "-" {
 			bn, ok := b.(*types.AttributeValueMemberN)
 			if !ok {
-				return nil, errors.New("ValidationException: - on a non-number")
+				return nil, validation("- on a non-number")
 			}
 			b = &types.AttributeValueMemberN{Value: "-" + strings.TrimPrefix(bn.Value, "-")}
 		}
@@ -431,7 +431,7 @@ func (p *condParser) setOperand() (types.AttributeValue, error) {
 		return nil, err
 	}
 	if v == nil {
-		return nil, errors.New("ValidationException: the provided expression refers to an attribute that does not exist in the item")
+		return nil, validation("the provided expression refers to an attribute that does not exist in the item")
 	}
 	return v, nil
 }
@@ -445,14 +445,14 @@ func add(a, b types.AttributeValue) (types.AttributeValue, error) {
 		if a != nil {
 			an, ok := a.(*types.AttributeValueMemberN)
 			if !ok {
-				return nil, errors.New("ValidationException: an operand in the update expression has an incorrect data type")
+				return nil, validation("an operand in the update expression has an incorrect data type")
 			}
 			x = an.Value
 		}
 		xa, _ := new(big.Float).SetString(x)
 		ya, _ := new(big.Float).SetString(y.Value)
 		if xa == nil || ya == nil {
-			return nil, fmt.Errorf("ValidationException: bad number %q or %q", x, y.Value)
+			return nil, validation("bad number %q or %q", x, y.Value)
 		}
 		return &types.AttributeValueMemberN{Value: new(big.Float).Add(xa, ya).Text('f', -1)}, nil
 	case *types.AttributeValueMemberSS:
@@ -460,7 +460,7 @@ func add(a, b types.AttributeValue) (types.AttributeValue, error) {
 		if a != nil {
 			as, ok := a.(*types.AttributeValueMemberSS)
 			if !ok {
-				return nil, errors.New("ValidationException: an operand in the update expression has an incorrect data type")
+				return nil, validation("an operand in the update expression has an incorrect data type")
 			}
 			for _, s := range as.Value {
 				set[s] = true
@@ -476,5 +476,10 @@ func add(a, b types.AttributeValue) (types.AttributeValue, error) {
 		sort.Strings(out)
 		return &types.AttributeValueMemberSS{Value: out}, nil
 	}
-	return nil, fmt.Errorf("ValidationException: ADD of %T", b)
+	return nil, validation("ADD of %T", b)
+}
+
+// validation is DynamoDB's answer to a malformed request.
+func validation(format string, args ...any) error {
+	return &smithy.GenericAPIError{Code: "ValidationException", Message: fmt.Sprintf(format, args...)}
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -35,10 +34,6 @@ func policyFor(seed uint64) policy {
 	return p
 }
 
-var (
-	cfgOnce sync.Once
-	cfg     config
-)
 
 // result is one schedule's outcome.
 type result struct {

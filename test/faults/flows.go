@@ -23,6 +23,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"reflect"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -60,6 +61,13 @@ const (
 	table       = "nodewright-state"
 	// Lambda timeouts (infra).
 	invocationTimeout = 5 * time.Minute
+)
+
+// cfg is the configuration every schedule shares (built once: the
+// catalog is large).
+var (
+	cfgOnce sync.Once
+	cfg     config
 )
 
 // config is the deployed configuration of the suite's cluster.

@@ -43,6 +43,9 @@ type World struct {
 
 	violations []violation
 	seen       map[string]bool
+	// direct: calls outside an invocation take effect at once (the
+	// contract test drives the fakes as plain clients).
+	direct bool
 }
 
 // violation is an invariant that did not hold. Check is the invariant's
