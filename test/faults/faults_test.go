@@ -34,7 +34,6 @@ func policyFor(seed uint64) policy {
 	return p
 }
 
-
 // result is one schedule's outcome.
 type result struct {
 	seed       uint64
