@@ -90,3 +90,25 @@ func fakeName(iface string) string {
 	}
 	return "Kube"
 }
+
+// A seed replays exactly: the same steps, the same violations, however
+// the Go runtime schedules the goroutines.
+func TestSeedReplaysExactly(t *testing.T) {
+	for _, seed := range []uint64{2, 7, 41} {
+		a, b := runOne(seed, nil), runOne(seed, nil)
+		if a.err != nil || b.err != nil {
+			t.Fatalf("seed %d: %v, %v", seed, a.err, b.err)
+		}
+		if !reflect.DeepEqual(a.steps, b.steps) || !reflect.DeepEqual(a.violations, b.violations) {
+			for i := range min(len(a.steps), len(b.steps)) {
+				if a.steps[i] != b.steps[i] {
+					t.Fatalf("seed %d diverges at step %d:\n  %s\n  %s", seed, i, a.steps[i], b.steps[i])
+				}
+			}
+			t.Fatalf("seed %d: %d and %d steps, violations %v and %v", seed, len(a.steps), len(b.steps), a.violations, b.violations)
+		}
+		if len(a.steps) < 20 {
+			t.Fatalf("seed %d: only %d steps", seed, len(a.steps))
+		}
+	}
+}
