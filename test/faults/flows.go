@@ -23,6 +23,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"reflect"
+	"strings"
 	"sync"
 	"time"
 
@@ -34,6 +35,8 @@ import (
 
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/catalog"
+	"github.com/nodewright/nodewright/shared/consolidation"
+	"github.com/nodewright/nodewright/shared/disruption"
 	"github.com/nodewright/nodewright/shared/drain"
 	"github.com/nodewright/nodewright/shared/fleet"
 	"github.com/nodewright/nodewright/shared/interruption"
@@ -77,16 +80,26 @@ type config struct {
 	cat     *catalog.Catalog
 }
 
-var types3 = []string{"c6a.large", "c6a.xlarge", "c6a.2xlarge"}
-
 func newConfig() config {
+	// The catalog of the pool's families, so that solves and
+	// consolidation's simulations stay small; enough types (over 15) for
+	// spot-to-spot consolidation.
+	var its []catalog.InstanceType
+	var typeNames []string
+	for _, it := range catalog.Default().Types() {
+		if strings.HasPrefix(it.Name, "c6a.") || strings.HasPrefix(it.Name, "m6a.") {
+			its = append(its, *it)
+			typeNames = append(typeNames, it.Name)
+		}
+	}
 	pool := st.NodePool(st.NodePoolOptions{Name: "default", Requirements: []apis.NodeSelectorRequirementWithMinValues{
-		st.PoolReq(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, types3...),
+		st.PoolReq(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, typeNames...),
 		st.PoolReq(apis.LabelCapacityType, corev1.NodeSelectorOpIn, apis.CapacityTypeSpot, apis.CapacityTypeOnDemand),
 		st.PoolReq(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, st.Zones()...),
 	}})
 	pool.Annotations = map[string]string{interruption.AnnotationRebalance: interruption.RebalanceReplace}
-	return config{pools: []*apis.NodePool{pool}, classes: []*apis.EC2NodeClass{st.NodeClass("default")}, cat: catalog.Default()}
+	pool.Spec.Disruption.ConsolidateAfter = apis.DurationOf(0)
+	return config{pools: []*apis.NodePool{pool}, classes: []*apis.EC2NodeClass{st.NodeClass("default")}, cat: catalog.New(its)}
 }
 
 // spotPrices is a static spot price table: the cheapest offering per CPU
@@ -277,6 +290,38 @@ func (f *flows) interruption(msg events.SQSMessage) func(ctx context.Context) er
 	}
 }
 
+// consolidation is one consolidation tick (setup.Consolidation's run).
+// MaxWait is a nanosecond: carry waits on the wall clock
+// (shared/disruption/run.go), so the suite leaves every wait to the next
+// tick, whose time is the virtual clock's.
+func (f *flows) consolidation() func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		inv := ctx.Value(invKey{}).(*invocation)
+		r, err := f.reconciler()
+		if err != nil {
+			return err
+		}
+		run := &disruption.Run{R: r, Exec: disruption.NewExecutor(r, f.w.clock.Now, quiet), Decide: consolidation.Decide,
+			SpotToSpot: true, Holder: inv.name, MaxWait: time.Nanosecond}
+		if l, ok := r.Fleet.(*fleet.Launcher); ok {
+			run.Images = l.CurrentImages
+		}
+		_, err = run.Tick(ctx)
+		return err
+	}
+}
+
+// scaleDown removes n of the app's pods for good (its Deployment scaled
+// down).
+func (f *flows) scaleDown(app string, n int) {
+	for _, key := range sortedKeys(f.w.kube.pods) {
+		if p := f.w.kube.pods[key]; n > 0 && p.Labels["app"] == app {
+			delete(f.w.kube.pods, key)
+			n--
+		}
+	}
+}
+
 // message is an EventBridge event on the interruption queue.
 func (f *flows) message(detailType, instanceID string) events.SQSMessage {
 	f.w.sim.nextID++
@@ -388,6 +433,22 @@ var scenarios = []scenario{
 			return f.interruption(msg)(ctx)
 		})}
 	}},
+	{"consolidation-with-spot-interruption", func(f *flows) []*invocation {
+		f.scaleDown("web", 3)
+		f.scaleDown("db", 2)
+		f.w.tick()
+		// consolidateAfter counts from a tick that saw the pods change.
+		_ = f.clean("consolidation", f.consolidation())
+		f.w.clock.Step(30 * time.Second)
+		f.w.tick()
+		id := f.ourNode()
+		return []*invocation{f.inv("consolidation", f.consolidation()), f.inv("interruption", func(ctx context.Context) error {
+			f.w.mu.Lock()
+			msg := f.warn(id)
+			f.w.mu.Unlock()
+			return f.interruption(msg)(ctx)
+		})}
+	}},
 	{"sweep-with-provision", func(f *flows) []*invocation {
 		f.foreignNode()
 		f.workload("late-", 3, 0)
@@ -451,12 +512,13 @@ func (f *flows) followUp(rng *rand.Rand) {
 			}
 		}
 		_ = f.clean("provision", f.provision(true))
+		_ = f.clean("consolidation", f.consolidation())
 		w.tick()
 		step := 30 * time.Second
 		if w.changed {
 			idle = 0
 		} else {
-			step = 3 * time.Minute
+			step = 5 * time.Minute
 			idle += step
 		}
 		w.clock.Step(step)

@@ -93,6 +93,9 @@ type target struct {
 	Flow, Site string
 	Occ        int
 	After      bool
+	// Fault, when set, is the name of the error to return there instead
+	// of a crash.
+	Fault string
 }
 
 func (t target) String() string {
@@ -100,13 +103,29 @@ func (t target) String() string {
 	if t.After {
 		when = "after"
 	}
+	if t.Fault != "" {
+		when = t.Fault
+	}
 	return fmt.Sprintf("%s@%s#%d:%s", t.Flow, t.Site, t.Occ, when)
 }
 
-func parseTarget(s string) (*target, error) {
-	if s == "" {
-		return nil, nil
+// parseTargets reads a comma-separated list of targets.
+func parseTargets(list string) ([]target, error) {
+	var out []target
+	for _, s := range strings.Split(list, ",") {
+		if s == "" {
+			continue
+		}
+		t, err := parseTarget(s)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *t)
 	}
+	return out, nil
+}
+
+func parseTarget(s string) (*target, error) {
 	at := strings.Index(s, "@")
 	hash := strings.LastIndex(s, "#")
 	colon := strings.LastIndex(s, ":")
@@ -114,6 +133,9 @@ func parseTarget(s string) (*target, error) {
 		return nil, fmt.Errorf("crash target %q: want flow@site#occurrence:before|after", s)
 	}
 	t := &target{Flow: s[:at], Site: s[at+1 : hash], After: s[colon+1:] == "after"}
+	if w := s[colon+1:]; w != "after" && w != "before" {
+		t.Fault = w
+	}
 	if _, err := fmt.Sscan(s[hash+1:colon], &t.Occ); err != nil {
 		return nil, fmt.Errorf("crash target %q: %w", s, err)
 	}
@@ -127,7 +149,8 @@ type policy struct {
 	// 0: every call); lower rates give the long runs that open narrow
 	// race windows (as PCT does).
 	switchRate float64
-	target     *target
+	// targets are crashes or faults aimed at, each hit once.
+	targets []target
 }
 
 // Sim schedules invocations and decides every call.
@@ -141,15 +164,17 @@ type Sim struct {
 	steps []string
 	// Per flow and call site: reached, crashed before, crashed after.
 	reached, crashedBefore, crashedAfter map[string]bool
+	// ambiguous are the after-effect faults of each site reached.
+	ambiguous map[string][]string
 	crashes, faults, interleavings       int
-	targetHit                            bool
+	targetHit                            map[int]bool
 	nextID                               int
 }
 
 func newSim(seed uint64, clock *testingclock.FakeClock, pol policy) *Sim {
 	return &Sim{
 		clock: clock, rng: rand.New(rand.NewPCG(seed, seed^0x5bd1e995)), pol: pol, events: make(chan simEvent),
-		reached: map[string]bool{}, crashedBefore: map[string]bool{}, crashedAfter: map[string]bool{},
+		reached: map[string]bool{}, crashedBefore: map[string]bool{}, crashedAfter: map[string]bool{}, ambiguous: map[string][]string{}, targetHit: map[int]bool{},
 	}
 }
 
@@ -214,8 +239,13 @@ func (s *Sim) decide(inv *invocation, c *call) decision {
 	key := inv.flow + "|" + c.site
 	inv.occ[c.site]++
 	occ := inv.occ[c.site]
-	if inv.faulty {
+	if inv.faulty && !s.reached[key] {
 		s.reached[key] = true
+		for _, f := range c.faults {
+			if f.after || f.err == errICE {
+				s.ambiguous[key] = append(s.ambiguous[key], f.name)
+			}
+		}
 	}
 	s.clock.Step(cost(c.iface, c.method))
 	d := decision{}
@@ -224,11 +254,23 @@ func (s *Sim) decide(inv *invocation, c *call) decision {
 		d.kind = crashBefore
 		s.kill(inv, "timeout")
 	case !inv.faulty:
-	case s.pol.target != nil && !s.targetHit && s.pol.target.Flow == inv.flow && s.pol.target.Site == c.site && s.pol.target.Occ == occ:
-		s.targetHit = true
+	case s.aimed(inv, c, occ) >= 0:
+		t := s.pol.targets[s.aimed(inv, c, occ)]
+		s.targetHit[s.aimed(inv, c, occ)] = true
 		d.kind = crashBefore
-		if s.pol.target.After {
+		if t.After {
 			d.kind = crashAfter
+		}
+		if t.Fault != "" {
+			d.kind = goOn
+			for _, f := range c.faults {
+				if f.name == t.Fault {
+					d.fault, d.kind = f, failBefore
+					if f.after {
+						d.kind = failAfter
+					}
+				}
+			}
 		}
 	default:
 		r := s.rng.Float64()
@@ -272,6 +314,16 @@ func (s *Sim) decide(inv *invocation, c *call) decision {
 		s.steps = append(s.steps, fmt.Sprintf("%8s %-24s %s #%d %s", s.world.elapsed(), inv.name, c.site, occ, label))
 	}
 	return d
+}
+
+// aimed is the index of the target this call is, or -1.
+func (s *Sim) aimed(inv *invocation, c *call, occ int) int {
+	for i, t := range s.pol.targets {
+		if !s.targetHit[i] && t.Flow == inv.flow && t.Site == c.site && t.Occ == occ {
+			return i
+		}
+	}
+	return -1
 }
 
 // run runs invocations to their end, one call at a time, in the seeded

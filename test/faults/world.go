@@ -144,8 +144,10 @@ func (w *World) end(in *instance, by string) {
 	}
 	if w.recordOf(in.ID) == nil {
 		// Invariant 1 (the orphan case of defect 7): an orphan that runs
-		// pods is drained before it is terminated.
-		w.violate("1.orphan", "instance %s had no record and was terminated without a drain while it ran pods %s", in.ID, strings.Join(killed, ", "))
+		// pods is drained before it is terminated (invariant 4 follows).
+		w.violate("1.orphan", "instance %s had no record and was terminated without a drain while it ran pods %s (%d of them protected by a PodDisruptionBudget)",
+			in.ID, strings.Join(killed, ", "), len(protected))
+		return
 	}
 	if len(protected) > 0 && !w.pastDeadline(in.ID) {
 		w.violate("4", "instance %s was terminated with pods a PodDisruptionBudget protects still running: %s", in.ID, strings.Join(protected, ", "))
