@@ -165,10 +165,10 @@ type Sim struct {
 	// Per flow and call site: reached, crashed before, crashed after.
 	reached, crashedBefore, crashedAfter map[string]bool
 	// ambiguous are the after-effect faults of each site reached.
-	ambiguous map[string][]string
-	crashes, faults, interleavings       int
-	targetHit                            map[int]bool
-	nextID                               int
+	ambiguous                      map[string][]string
+	crashes, faults, interleavings int
+	targetHit                      map[int]bool
+	nextID                         int
 }
 
 func newSim(seed uint64, clock *testingclock.FakeClock, pol policy) *Sim {
