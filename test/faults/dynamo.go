@@ -58,7 +58,11 @@ func (d *Dynamo) set(key string, it item) {
 	} else {
 		d.items[key] = clone(it)
 	}
-	d.w.changed = true
+	// Leases, messages, decisions and caches change at every invocation:
+	// only what the flows act on counts as a change.
+	if strings.Contains(key, "\x00"+state.PrefixNodeClaim) || strings.Contains(key, "\x00"+state.PrefixAction) || strings.Contains(key, "\x00"+state.PrefixPool) {
+		d.w.changed = true
+	}
 	if d.onWrite != nil {
 		d.onWrite(key, before, it)
 	}

@@ -5,6 +5,7 @@ import (
 	"math/big"
 	"sort"
 	"strings"
+	"sync"
 	"unicode"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -46,9 +47,22 @@ func (e exprEnv) value(tok string) (types.AttributeValue, error) {
 	return v, nil
 }
 
+var tokenCache sync.Map // expression -> []string
+
 // tokenize splits an expression into names, values, words, operators and
-// punctuation.
+// punctuation (cached: the store writes a few expressions many times).
 func tokenize(s string) ([]string, error) {
+	if t, ok := tokenCache.Load(s); ok {
+		return t.([]string), nil
+	}
+	t, err := scan(s)
+	if err == nil {
+		tokenCache.Store(s, t)
+	}
+	return t, err
+}
+
+func scan(s string) ([]string, error) {
 	var out []string
 	for i := 0; i < len(s); {
 		c := rune(s[i])

@@ -99,7 +99,15 @@ func newConfig() config {
 	}})
 	pool.Annotations = map[string]string{interruption.AnnotationRebalance: interruption.RebalanceReplace}
 	pool.Spec.Disruption.ConsolidateAfter = apis.DurationOf(0)
-	return config{pools: []*apis.NodePool{pool}, classes: []*apis.EC2NodeClass{st.NodeClass("default")}, cat: catalog.New(its)}
+	// A pool with limits, for the pods that select it: two launchers that
+	// both counted room under its limit cannot both use it (invariant 7).
+	batch := st.NodePool(st.NodePoolOptions{Name: "batch", Requirements: []apis.NodeSelectorRequirementWithMinValues{
+		st.PoolReq(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, typeNames...),
+		st.PoolReq(apis.LabelCapacityType, corev1.NodeSelectorOpIn, apis.CapacityTypeOnDemand),
+		st.PoolReq(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, st.Zones()...),
+	}, Taints: []corev1.Taint{st.Taint("batch", "true", corev1.TaintEffectNoSchedule)}, Limits: st.Resources{"cpu": "8"}})
+	batch.Spec.Disruption.ConsolidateAfter = apis.DurationOf(0)
+	return config{pools: []*apis.NodePool{pool, batch}, classes: []*apis.EC2NodeClass{st.NodeClass("default")}, cat: catalog.New(its)}
 }
 
 // spotPrices is a static spot price table: the cheapest offering per CPU
@@ -126,7 +134,7 @@ func (spotPrices) Ensure(context.Context) error { return nil }
 // newWorld builds AWS and the cluster for a seed.
 func newWorld(sim *Sim, cfg config) *World {
 	w := &World{clock: sim.clock, began: sim.clock.Now(), sim: sim, catalog: cfg.cat, settings: catalog.SettingsFor(cfg.classes[0]),
-		warned: map[string]time.Time{}, foreign: map[string]bool{}, limits: map[string]int64{}, seen: map[string]bool{}}
+		warned: map[string]time.Time{}, foreign: map[string]bool{}, limits: map[string]int64{"batch": 8000}, seen: map[string]bool{}}
 	sim.world = w
 	w.dynamo = newDynamo(w)
 	w.ec2 = newEC2(w, st.Zones())
@@ -371,6 +379,19 @@ func (f *flows) workload(prefix string, web, db int) {
 	}
 }
 
+// batchJobs are pods that only the limited pool takes.
+func (f *flows) batchJobs(n int) {
+	for i := range n {
+		name := fmt.Sprintf("batch-%d", i)
+		p := st.Pod(st.PodOptions{Name: name, CPU: "1", Memory: "1Gi", Owner: "ReplicaSet/batch", Labels: map[string]string{"app": "batch", "pod-base": name},
+			NodeSelector: map[string]string{apis.LabelNodePool: "batch"}, Tolerations: []corev1.Toleration{st.Toleration("batch", corev1.TolerationOpEqual, "true", corev1.TaintEffectNoSchedule)}})
+		p.Namespace = "default"
+		p.UID = typesUID("uid-" + name)
+		p.CreationTimestamp = metav1.Time{Time: f.w.clock.Now()}
+		f.w.kube.pods[p.Namespace+"/"+p.Name] = p
+	}
+}
+
 // foreignNode is a node Karpenter launched (no managed-by tag) that
 // someone deleted: its Node waits on karpenter.sh/termination.
 func (f *flows) foreignNode() {
@@ -415,6 +436,7 @@ func (f *flows) ourNode() string {
 var scenarios = []scenario{
 	{"two-provision-containers", func(f *flows) []*invocation {
 		f.workload("burst-", 5, 0)
+		f.batchJobs(12)
 		f.w.tick()
 		return []*invocation{f.inv("provision", f.provision(false)), f.inv("provision", f.provision(true))}
 	}},
@@ -502,7 +524,12 @@ func (f *flows) followUp(rng *rand.Rand) {
 		w.ssm.generation++
 	}
 	var idle time.Duration
-	for iter := 0; iter < 150 && idle < 45*time.Minute; iter++ {
+	// Until nothing changed for 45 minutes (past every timeout: registration
+	// 15 minutes, orphans 5, re-drives 30 s), or 90 minutes at most (a
+	// flow that acts at every tick, as drift that cannot replace a node in
+	// a pool at its limit does, never settles).
+	end := w.clock.Now().Add(90 * time.Minute)
+	for idle < 45*time.Minute && w.clock.Now().Before(end) {
 		w.changed = false
 		queue := f.queue
 		f.queue = nil
@@ -514,7 +541,7 @@ func (f *flows) followUp(rng *rand.Rand) {
 		_ = f.clean("provision", f.provision(true))
 		_ = f.clean("consolidation", f.consolidation())
 		w.tick()
-		step := 30 * time.Second
+		step := time.Minute
 		if w.changed {
 			idle = 0
 		} else {

@@ -423,7 +423,7 @@ func (k *Kube) schedule(now time.Time) {
 		bound := false
 		for _, name := range nodes {
 			n := k.nodes[name]
-			if n.DeletionTimestamp != nil || n.Spec.Unschedulable || !tolerates(p, n) || k.w.ec2.byDNS(name) == nil || k.w.ec2.byDNS(name).State != "running" {
+			if n.DeletionTimestamp != nil || n.Spec.Unschedulable || !tolerates(p, n) || !selected(p, n) || k.w.ec2.byDNS(name) == nil || k.w.ec2.byDNS(name).State != "running" {
 				continue
 			}
 			free := n.Status.Allocatable.Cpu().MilliValue() - used[name]
@@ -443,6 +443,17 @@ func (k *Kube) schedule(now time.Time) {
 			k.w.changed = true
 		}
 	}
+}
+
+// selected reports whether the node has the labels the pod's nodeSelector
+// asks for.
+func selected(p *corev1.Pod, n *corev1.Node) bool {
+	for k, v := range p.Spec.NodeSelector {
+		if n.Labels[k] != v {
+			return false
+		}
+	}
+	return true
 }
 
 func tolerates(p *corev1.Pod, n *corev1.Node) bool {
