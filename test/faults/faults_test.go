@@ -247,7 +247,7 @@ func commas(n int) string {
 
 // boundedSeeds is the bounded set's random schedules (each scenario
 // several times); fill then crashes every call site reached.
-const boundedSeeds = 36
+const boundedSeeds = 60
 
 // corpus are seeds past boundedSeeds that found a defect (a narrow race:
 // defect 5's window is a few calls wide), kept in the bounded set so that
