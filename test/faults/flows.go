@@ -57,6 +57,7 @@ var knownDefects = map[string]string{
 	"5":        "4",                          // a spot warning dropped while another invocation holds the node's lease
 	"9":        "8",                          // a replacement on the offering being reclaimed
 	"8":        "7 (deleted Karpenter node)", // drained and terminated though it has no record
+	"7":        "7 (orphan)",                 // the orphan's pool no longer counts it: a limited pool goes over its limit (chaos seed 280)
 }
 
 const (
