@@ -564,6 +564,15 @@ func (f *flows) requeue(invs []*invocation) {
 	}
 }
 
+// The API server fake stands behind these interfaces of the flows.
+var (
+	_ provision.ClusterSource = (*Kube)(nil)
+	_ provision.PodSource     = (*Kube)(nil)
+	_ provision.Nodes         = (*Kube)(nil)
+	_ provision.Events        = (*Kube)(nil)
+	_ drain.Cluster           = (*Kube)(nil)
+)
+
 // fakeInterfaces are the interfaces the fakes stand behind, by the name
 // their calls go by (DynamoDB, EC2, SSM, Kube...): the crash points are
 // their methods at every product line that calls them.

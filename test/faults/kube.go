@@ -18,7 +18,6 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodewright/nodewright/shared/apis"
-	"github.com/nodewright/nodewright/shared/drain"
 	"github.com/nodewright/nodewright/shared/kube"
 	"github.com/nodewright/nodewright/shared/provision"
 )
@@ -38,14 +37,6 @@ type Kube struct {
 	joined map[string]bool
 	gen    int
 }
-
-var (
-	_ provision.ClusterSource = (*Kube)(nil)
-	_ provision.PodSource     = (*Kube)(nil)
-	_ provision.Nodes         = (*Kube)(nil)
-	_ provision.Events        = (*Kube)(nil)
-	_ drain.Cluster           = (*Kube)(nil)
-)
 
 func newKube(w *World) *Kube {
 	return &Kube{w: w, nodes: map[string]*corev1.Node{}, pods: map[string]*corev1.Pod{}, joined: map[string]bool{}}
