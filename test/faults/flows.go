@@ -549,7 +549,7 @@ func (f *flows) followUp(rng *rand.Rand) {
 		_ = f.clean("provision", f.provision(true))
 		_ = f.clean("consolidation", f.consolidation())
 		w.tick()
-		step := time.Minute
+		step := 30 * time.Second
 		if w.changed {
 			idle = 0
 		} else {

@@ -302,9 +302,12 @@ func (w *World) launched(in *instance, token string) {
 	}
 	for _, id := range sortedKeys(w.warned) {
 		old := w.ec2.instances[id]
-		if old != nil && old.ID != in.ID && w.clock.Now().Before(w.warned[id].Add(time.Minute)) &&
+		// Once Nodewright has marked the reclaimed offering unavailable, no
+		// launch may land on it.
+		marked := w.dynamo.items[clusterName+"\x00"+state.Key(state.PrefixUnavailable, in.Type, in.Zone, in.CapacityType)] != nil
+		if old != nil && old.ID != in.ID && marked && w.clock.Now().Before(w.warned[id].Add(time.Minute)) &&
 			old.Type == in.Type && old.Zone == in.Zone && old.CapacityType == in.CapacityType {
-			w.violate("9", "instance %s launched as %s %s %s, the offering EC2 is reclaiming from %s", in.ID, in.Type, in.Zone, in.CapacityType, id)
+			w.violate("9", "instance %s launched as %s %s %s, the offering EC2 is reclaiming from %s (marked unavailable)", in.ID, in.Type, in.Zone, in.CapacityType, id)
 		}
 	}
 	pool := in.Tags[names.TagKeyNodePool]
