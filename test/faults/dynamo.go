@@ -77,7 +77,8 @@ var (
 	}}
 )
 
-func ccf() error {
+func (d *Dynamo) ccf() error {
+	d.w.sim.conditionFailures++
 	return &types.ConditionalCheckFailedException{Message: aws.String("The conditional request failed")}
 }
 
@@ -105,7 +106,7 @@ func (d *Dynamo) PutItem(ctx context.Context, in *dynamodb.PutItemInput, _ ...fu
 			return err
 		}
 		if !ok {
-			return ccf()
+			return d.ccf()
 		}
 		d.set(k, in.Item)
 		return nil
@@ -129,7 +130,7 @@ func (d *Dynamo) update(key item, cond, upd string, env exprEnv) (before, after 
 		return nil, nil, err
 	}
 	if !ok {
-		return before, nil, ccf()
+		return before, nil, d.ccf()
 	}
 	base := before
 	if base == nil {
@@ -177,7 +178,7 @@ func (d *Dynamo) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, _
 			return err
 		}
 		if !ok {
-			return ccf()
+			return d.ccf()
 		}
 		d.set(k, nil)
 		return nil
@@ -291,6 +292,7 @@ func (d *Dynamo) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWr
 		}
 		for _, r := range reasons {
 			if aws.ToString(r.Code) != "None" {
+				d.w.sim.conditionFailures++
 				return &types.TransactionCanceledException{
 					Message:             aws.String("Transaction cancelled, please refer cancellation reasons for specific reasons [" + strings.Join(failed, ", ") + "]"),
 					CancellationReasons: reasons,

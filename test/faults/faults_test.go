@@ -96,6 +96,7 @@ type suite struct {
 	firstTargets                         map[string][]target
 	ambiguous                            map[string][]string
 	crashes, faults, interleavings       int
+	conditionFailures                    int
 }
 
 func newSuite() *suite {
@@ -121,6 +122,7 @@ func (s *suite) add(r result) {
 	s.crashes += r.sim.crashes
 	s.faults += r.sim.faults
 	s.interleavings += r.sim.interleavings
+	s.conditionFailures += r.sim.conditionFailures
 }
 
 // fillFaults returns, once, at every call site reached, each error the
@@ -217,8 +219,8 @@ func (s *suite) report(t *testing.T, requireKnown bool) {
 		}
 		t.Logf("expected failure, defect %s (%d schedules), first: %s", d, len(found[d]), found[d][0])
 	}
-	t.Logf("%d schedules, %s crash points (%d distinct call sites crashed before and after), %s interleavings, %d errors injected",
-		len(s.results), commas(s.crashes), s.crashPoints(), commas(s.interleavings), s.faults)
+	t.Logf("%d schedules, %s crash points (%d distinct call sites crashed before and after), %s interleavings, %d errors injected, %d conditional writes refused",
+		len(s.results), commas(s.crashes), s.crashPoints(), commas(s.interleavings), s.faults, s.conditionFailures)
 }
 
 func joinV(vs []violation) string {

@@ -167,8 +167,11 @@ type Sim struct {
 	// ambiguous are the after-effect faults of each site reached.
 	ambiguous                      map[string][]string
 	crashes, faults, interleavings int
-	targetHit                      map[int]bool
-	nextID                         int
+	// conditionFailures counts the conditional writes and transactions
+	// DynamoDB refused (races the interleavings provoked).
+	conditionFailures int
+	targetHit         map[int]bool
+	nextID            int
 }
 
 func newSim(seed uint64, clock *testingclock.FakeClock, pol policy) *Sim {
