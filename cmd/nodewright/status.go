@@ -20,7 +20,10 @@ Lists the NodeClaims Nodewright's state table holds for a cluster: NodePool,
 instance type, zone, capacity type, price per hour, age, Node and phase
 (launching, launched, registered, initialized, disrupting, terminating),
 sorted by NodePool then name, and the NodeClaims and price per hour of each
-NodePool and of the cluster. It reads the table only; it changes nothing.
+NodePool and of the cluster, and the NodePools provisioning leaves out and
+why (their EC2NodeClass is missing, or selects no subnet, security group or
+AMI), as the provision function last found them. It reads the table only;
+it changes nothing.
 ` + targetHelp + `
 Examples:
   nodewright status -stack Nodewright-default -region us-east-1
@@ -88,7 +91,12 @@ func (c cli) status(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "nodewright status: %v (check -table, -region and your credentials' dynamodb:Query permission)\n", err)
 		return exitError
 	}
-	rep := statusOf(t, records, deps.now())
+	readiness, err := st.PoolReadiness(ctx)
+	if err != nil {
+		// NodeClaims were read: show them, and say what is missing.
+		fmt.Fprintf(stderr, "nodewright status: NodePool readiness not shown: %v (check your credentials' dynamodb:GetItem permission)\n", err)
+	}
+	rep := statusOf(t, records, readiness, deps.now())
 	if sf.output == "json" {
 		err = writeJSON(stdout, rep)
 	} else {
@@ -108,6 +116,10 @@ type statusReport struct {
 	NodeClaims []statusRow  `json:"nodeClaims"`
 	NodePools  []poolTotals `json:"nodePools"`
 	Total      poolTotals   `json:"total"`
+	// NotReady are the NodePools provisioning leaves out, as of
+	// ReadinessAt (the provision function's last change to them).
+	NotReady    []state.NotReadyPool `json:"notReadyNodePools"`
+	ReadinessAt *time.Time           `json:"readinessAt,omitempty"`
 }
 
 type statusRow struct {
@@ -132,9 +144,16 @@ type poolTotals struct {
 	PricePerHour float64 `json:"pricePerHour"`
 }
 
-// statusOf summarises the records at now, sorted by NodePool then name.
-func statusOf(t target, records []*state.NodeClaim, now time.Time) *statusReport {
-	rep := &statusReport{Table: t.Table, Cluster: t.Cluster, NodeClaims: []statusRow{}, NodePools: []poolTotals{}}
+// statusOf summarises the records at now, sorted by NodePool then name,
+// with the pools the provision function leaves out, by name.
+func statusOf(t target, records []*state.NodeClaim, readiness state.PoolReadiness, now time.Time) *statusReport {
+	rep := &statusReport{Table: t.Table, Cluster: t.Cluster, NodeClaims: []statusRow{}, NodePools: []poolTotals{},
+		NotReady: append([]state.NotReadyPool{}, readiness.NotReady...)}
+	sort.Slice(rep.NotReady, func(i, j int) bool { return rep.NotReady[i].NodePool < rep.NotReady[j].NodePool })
+	if !readiness.At.IsZero() {
+		at := readiness.At
+		rep.ReadinessAt = &at
+	}
 	pools := map[string]*poolTotals{}
 	for _, r := range records {
 		row := rowOf(r, now)
@@ -185,12 +204,13 @@ func rowOf(r *state.NodeClaim, now time.Time) statusRow {
 
 func round4(v float64) float64 { return float64(int64(v*1e4+0.5)) / 1e4 }
 
-// write prints the report as two aligned tables.
+// write prints the report as two aligned tables, and a third of the
+// NodePools left out when there are any.
 func (r *statusReport) write(w io.Writer) error {
 	fmt.Fprintf(w, "cluster %s (table %s)\n\n", r.Cluster, r.Table)
 	if len(r.NodeClaims) == 0 {
 		fmt.Fprintln(w, "no NodeClaims: Nodewright has launched no node for this cluster (or they are all gone)")
-		return nil
+		return r.writeNotReady(w)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "NODECLAIM\tNODEPOOL\tINSTANCE TYPE\tZONE\tCAPACITY\tPRICE/H\tAGE\tNODE\tPHASE")
@@ -208,6 +228,27 @@ func (r *statusReport) write(w io.Writer) error {
 		fmt.Fprintf(tw, "%s\t%d\t%s\n", p.NodePool, p.NodeClaims, price(p.PricePerHour))
 	}
 	fmt.Fprintf(tw, "%s\t%d\t%s\n", "(all)", r.Total.NodeClaims, price(r.Total.PricePerHour))
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return r.writeNotReady(w)
+}
+
+// writeNotReady prints the NodePools provisioning leaves out, if any.
+func (r *statusReport) writeNotReady(w io.Writer) error {
+	if len(r.NotReady) == 0 {
+		return nil
+	}
+	since := ""
+	if r.ReadinessAt != nil {
+		since = " (found " + r.ReadinessAt.UTC().Format(time.RFC3339) + ")"
+	}
+	fmt.Fprintf(w, "\nNodePools not ready, left out of provisioning until fixed%s:\n", since)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODEPOOL\tNODECLASS\tREASON\tMESSAGE")
+	for _, p := range r.NotReady {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.NodePool, dash(p.NodeClass), p.Reason, p.Message)
+	}
 	return tw.Flush()
 }
 

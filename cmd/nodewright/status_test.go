@@ -24,6 +24,11 @@ type fakeState struct {
 	decisions []state.Decision // newest first
 	err       error
 	since     time.Time
+	readiness state.PoolReadiness
+}
+
+func (f *fakeState) PoolReadiness(context.Context) (state.PoolReadiness, error) {
+	return f.readiness, f.err
 }
 
 func (f *fakeState) NodeClaims(context.Context) ([]*state.NodeClaim, error) { return f.records, f.err }
@@ -114,6 +119,50 @@ func TestStatusJSON(t *testing.T) {
 	code, stdout, _, _ = runState(t, &fakeState{}, "status", "-stack", "s", "-o", "json")
 	if code != exitOK || !strings.Contains(stdout, `"nodeClaims": []`) {
 		t.Errorf("empty table: exit %d, %s", code, stdout)
+	}
+}
+
+// The NodePools the provision function left out are listed with their
+// reason, after the totals (and when there is no NodeClaim at all: a broken
+// pool may be why), and in the JSON.
+func TestStatusShowsNodePoolsNotReady(t *testing.T) {
+	readiness := state.PoolReadiness{At: t0.Add(-time.Minute), NotReady: []state.NotReadyPool{
+		{NodePool: "gpu", NodeClass: "gpu-class", Reason: "SecurityGroupsNotFound", Message: "EC2NodeClass gpu-class: no security group matches"},
+		{NodePool: "broken", NodeClass: "missing", Reason: "NodeClassNotFound", Message: "EC2NodeClass missing does not exist"},
+	}}
+	for _, tc := range []struct {
+		name    string
+		records []*state.NodeClaim
+	}{{"with NodeClaims", records()}, {"without NodeClaims", nil}} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr, _ := runState(t, &fakeState{records: tc.records, readiness: readiness}, "status", "-stack", "s")
+			if code != exitOK {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			lines := strings.Split(strings.TrimSpace(stdout), "\n")
+			want := [][]string{
+				{"NodePools", "not", "ready,", "left", "out", "of", "provisioning", "until", "fixed", "(found", "2026-11-24T11:59:00Z):"},
+				{"NODEPOOL", "NODECLASS", "REASON", "MESSAGE"},
+				{"broken", "missing", "NodeClassNotFound", "EC2NodeClass", "missing", "does", "not", "exist"},
+				{"gpu", "gpu-class", "SecurityGroupsNotFound", "EC2NodeClass", "gpu-class:", "no", "security", "group", "matches"},
+			}
+			if len(lines) < len(want) {
+				t.Fatalf("output:\n%s", stdout)
+			}
+			for i, w := range want {
+				if got := strings.Fields(lines[len(lines)-len(want)+i]); strings.Join(got, " ") != strings.Join(w, " ") {
+					t.Errorf("line %d from the end: %q, want %q", len(want)-i, got, w)
+				}
+			}
+		})
+	}
+	code, stdout, _, _ := runState(t, &fakeState{readiness: readiness}, "status", "-stack", "s", "-o", "json")
+	var rep statusReport
+	if err := json.Unmarshal([]byte(stdout), &rep); code != exitOK || err != nil {
+		t.Fatalf("exit %d, %v: %s", code, err, stdout)
+	}
+	if len(rep.NotReady) != 2 || rep.NotReady[0].NodePool != "broken" || rep.NotReady[0].Reason != "NodeClassNotFound" || rep.ReadinessAt == nil {
+		t.Errorf("JSON not-ready pools %+v at %v", rep.NotReady, rep.ReadinessAt)
 	}
 }
 

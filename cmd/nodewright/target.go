@@ -70,6 +70,7 @@ func (tf *targetFlags) check() error {
 type stateReader interface {
 	NodeClaims(ctx context.Context) ([]*state.NodeClaim, error)
 	Decisions(ctx context.Context, since time.Time, limit int) ([]state.Decision, error)
+	PoolReadiness(ctx context.Context) (state.PoolReadiness, error)
 }
 
 // stackDescriber is the CloudFormation call -stack makes.

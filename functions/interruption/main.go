@@ -1,7 +1,8 @@
 // Command interruption is the interruption Lambda function (provided.al2023, arm64). It
-// wires the environment, a JSON logger and the shared set-up to the handler
-// in shared/handlers; the set-up runs on the first invocation and the warm
-// container keeps it.
+// wires the environment, a JSON logger, the shared set-up and the queue
+// (shared/redelivery: a failed message comes back within
+// names.InterruptionRetryVisibility) to the handler in shared/handlers; the
+// set-up runs on the first invocation and the warm container keeps it.
 package main
 
 import (
@@ -9,10 +10,12 @@ import (
 	"os"
 
 	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/nodewright/nodewright/shared/handlers"
+	"github.com/nodewright/nodewright/shared/interruption"
 	"github.com/nodewright/nodewright/shared/names"
-	"github.com/nodewright/nodewright/shared/provision"
+	"github.com/nodewright/nodewright/shared/redelivery"
 	"github.com/nodewright/nodewright/shared/setup"
 )
 
@@ -21,13 +24,24 @@ func main() {
 	h := &handlers.Interruption{
 		Env: handlers.EnvFrom(os.Getenv),
 		Log: log,
-		Setup: func(ctx context.Context) (*provision.Reconciler, error) {
+		Setup: func(ctx context.Context) (*interruption.Deps, error) {
 			o, err := setup.Lambda(ctx, os.Getenv, os.Stdout, log)
 			if err != nil {
 				return nil, err
 			}
-			return setup.Controller(ctx, o)
+			return setup.Interruption(ctx, o)
 		},
+	}
+	// Without the SDK configuration the set-up fails too, and every batch
+	// with it; failed messages then come back after the queue's visibility.
+	cfg, err := setup.LambdaAWSConfig(os.Getenv)
+	switch url := os.Getenv(names.EnvQueueURL); {
+	case err != nil:
+		log.Error("no SQS client: failed messages come back after the queue's visibility timeout", "error", err)
+	case url == "":
+		log.Error("no queue URL: failed messages come back after the queue's visibility timeout", "env", names.EnvQueueURL)
+	default:
+		h.Queue = redelivery.Queue{API: sqs.NewFromConfig(cfg), URL: url}
 	}
 	lambda.Start(h.Handle)
 }

@@ -22,7 +22,8 @@ type FunctionSettings struct {
 	Purpose  string
 }
 
-// interruptionTimeout is also the basis of the queue's visibility timeout.
+// interruptionTimeout is also the basis of the queue's visibility timeout
+// (interruptionQueueVisibility).
 const interruptionTimeout = 5 * time.Minute
 
 // Settings returns every function's settings.

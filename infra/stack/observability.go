@@ -83,9 +83,10 @@ func (s *Stack) addObservability() {
 		graph("Pods deferred by the solve budget", 6, s.metric(metrics.PodsDeferred, minute)),
 	)
 	dash.AddWidgets(
-		graph("Launches by NodePool and capacity type", 8, s.search(metrics.NodeClaimsLaunched)),
-		graph("Launch failures by reason", 8, s.search(metrics.LaunchFailures)),
-		graph("Insufficient capacity errors", 8, s.search(metrics.InsufficientCapacityErrors)),
+		graph("Launches by NodePool and capacity type", 6, s.search(metrics.NodeClaimsLaunched)),
+		graph("Launch failures by reason", 6, s.search(metrics.LaunchFailures)),
+		graph("Insufficient capacity errors", 6, s.search(metrics.InsufficientCapacityErrors)),
+		graph("NodePools not ready (1: left out of solves)", 6, s.search(metrics.NodePoolNotReady)),
 	)
 	dash.AddWidgets(
 		graph("Nodes by NodePool and capacity type", 8, s.search(metrics.Nodes)),

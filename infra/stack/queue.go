@@ -1,6 +1,8 @@
 package stack
 
 import (
+	"time"
+
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awseventstargets"
@@ -15,14 +17,28 @@ import (
 	"github.com/nodewright/nodewright/shared/trigger"
 )
 
+// interruptionQueueVisibility is the queue's visibility timeout: the
+// interruption function's timeout and a margin (see addQueue).
+const interruptionQueueVisibility = interruptionTimeout + time.Minute
+
 // addQueue creates the interruption queue and its DLQ.
 //
 // SQS-managed encryption (SSE-SQS): EventBridge can send to it without a
 // customer KMS key policy (it cannot use the AWS-managed aws/sqs key).
-// Retention 1 hour: an interruption event older than that describes an
-// instance long gone; the DLQ keeps failures 14 days for inspection. The
-// visibility timeout is 6x the function's timeout, as Lambda's SQS
-// integration recommends, so a slow batch is not handed out twice.
+//
+// Timing. The handler sets names.InterruptionRetryVisibility (30 s) on each
+// message it fails with ChangeMessageVisibility, so a failed spot warning
+// is retried within a minute. The queue's own visibility timeout only
+// brings back the messages of an invocation that crashed or timed out:
+// Lambda refuses an SQS trigger whose visibility is below the function's
+// timeout, so it is that timeout plus a minute. Retention 1 hour: an
+// interruption event older than that describes an instance long gone, and
+// it is at least (names.InterruptionMaxReceives + 1) times the queue's
+// visibility, so a message that always fails, or always crashes its
+// invocation, reaches the DLQ before it expires (TestInterruptionQueueTiming
+// holds the template to this). The DLQ keeps failures 14 days for
+// inspection (SQS counts a dead letter's age from its first enqueue).
+// infra/queueattrs keeps these attributes as the local cloud seeds them.
 func (s *Stack) addQueue() {
 	s.dlq = awssqs.NewQueue(s.Stack, jsii.String("InterruptionDLQ"), &awssqs.QueueProps{
 		Encryption:      awssqs.QueueEncryption_SQS_MANAGED,
@@ -33,7 +49,7 @@ func (s *Stack) addQueue() {
 		Encryption:        awssqs.QueueEncryption_SQS_MANAGED,
 		EnforceSSL:        jsii.Bool(true),
 		RetentionPeriod:   awscdk.Duration_Hours(jsii.Number(1)),
-		VisibilityTimeout: awscdk.Duration_Seconds(jsii.Number(6 * interruptionTimeout.Seconds())),
+		VisibilityTimeout: awscdk.Duration_Seconds(jsii.Number(interruptionQueueVisibility.Seconds())),
 		DeadLetterQueue: &awssqs.DeadLetterQueue{
 			Queue:           s.dlq,
 			MaxReceiveCount: jsii.Number(names.InterruptionMaxReceives),

@@ -197,7 +197,7 @@ func TestInterruptionQueue(t *testing.T) {
 	s := defaultStack(t)
 	q := s.one(t, "AWS::SQS::Queue", "InterruptionQueue")
 	if q["SqsManagedSseEnabled"] != true || q["MessageRetentionPeriod"] != float64(3600) ||
-		q["VisibilityTimeout"] != 6*interruptionTimeout.Seconds() {
+		q["VisibilityTimeout"] != interruptionQueueVisibility.Seconds() {
 		t.Errorf("queue %v", q)
 	}
 	rp := q["RedrivePolicy"].(map[string]any)
@@ -454,10 +454,11 @@ func TestFunctionRoles(t *testing.T) {
 	if r := wh["InvokeProvision"]; r["Action"] != "lambda:InvokeFunction" || js(r["Resource"]) != `{"Fn::GetAtt":["`+provisionID(t, s)+`","Arn"]}` {
 		t.Errorf("invoke statement %s", js(r))
 	}
-	// The hint gate: PutItem on the table only, of this cluster's
-	// partition, naming only the hint item's attributes.
+	// The hint gate: PutItem on the table only, of this cluster's hint
+	// partition, naming only the hint item's attributes (and
+	// TestWebhookRoleWritesOnlyTheHintPartition: nothing else).
 	if r := wh["RecordHint"]; r["Action"] != "dynamodb:PutItem" || !strings.Contains(js(r["Resource"]), `"State`) || strings.Contains(js(r["Resource"]), "index") ||
-		js(r["Condition"]) != `{"ForAllValues:StringEquals":{"dynamodb:Attributes":["pk","sk","expiresAt","data"],"dynamodb:LeadingKeys":["demo-cluster"]},"StringEqualsIfExists":{"dynamodb:ReturnValues":"NONE"}}` {
+		js(r["Condition"]) != `{"ForAllValues:StringEquals":{"dynamodb:Attributes":["pk","sk","expiresAt","data"],"dynamodb:LeadingKeys":["demo-cluster#hints"]},"StringEqualsIfExists":{"dynamodb:ReturnValues":"NONE"}}` {
 		t.Errorf("hint statement %s", js(r))
 	}
 	rot := byRole[FnRotation]

@@ -51,15 +51,19 @@ func (s *Stack) addWebhook() {
 		Actions:   jsii.Strings("lambda:InvokeFunction"),
 		Resources: &[]*string{provision.FunctionArn()},
 	}))
-	// The hint gate: one PutItem of this cluster's partition, naming only
-	// the hint item's attributes and asking nothing back.
+	// The hint gate: one PutItem of this cluster's hint partition, naming
+	// only the hint item's attributes and asking nothing back. The hint
+	// has a partition of its own because dynamodb:LeadingKeys pins the
+	// partition key only: a grant on the cluster's partition would let
+	// the webhook, the one function reachable from outside, forge the
+	// NodeClaim records the sweep terminates instances by.
 	role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Sid:       jsii.String("RecordHint"),
 		Actions:   jsii.Strings("dynamodb:PutItem"),
 		Resources: &[]*string{s.table.TableArn()},
 		Conditions: &map[string]any{
 			"ForAllValues:StringEquals": map[string]any{
-				"dynamodb:LeadingKeys": []string{s.props.ClusterName},
+				"dynamodb:LeadingKeys": []string{webhook.HintPartition(s.props.ClusterName)},
 				"dynamodb:Attributes":  webhook.HintAttributes(),
 			},
 			"StringEqualsIfExists": map[string]any{"dynamodb:ReturnValues": "NONE"},

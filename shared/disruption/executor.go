@@ -4,16 +4,21 @@
 //	planned -> replacing -> replacement-ready -> draining -> terminating -> done
 //	   \___________\______________\________________________________/-> abandoned
 //
-// planned: the candidates are marked disrupting and tainted
-// karpenter.sh/disrupted:NoSchedule, then the validation wait; the command
-// is validated again on fresh state (or abandoned, the taint removed).
+// planned: the candidates are marked disrupting (their termination intent,
+// owned by the action) and tainted karpenter.sh/disrupted:NoSchedule, then
+// the validation wait; the command is validated again on fresh state (or
+// abandoned: the taint and intent removed from the candidates whose intent
+// the action still owns).
 // replacing: the replacements are launching (a command without
 // replacements goes straight to draining). replacement-ready: every
 // replacement is initialized (its Node Ready) and no pod has been evicted
 // yet. draining: the candidates' pods go through the Eviction API, PDBs
 // honoured; terminationGracePeriod counts from the moment this step
 // begins, and past it the pods left are deleted. terminating: the
-// instances are terminated and the Nodes and records removed. Every step
+// instances are terminated and the Nodes and records removed. Draining and
+// terminating go through package termination, with each candidate's
+// intent; a candidate whose intent a more urgent action took over (an
+// interruption) is left to that action. Every step
 // is written before the next begins, so a later invocation resumes any
 // action exactly where the last one stopped, and conditional writes keep
 // two invocations from acting on one node.
@@ -39,6 +44,7 @@ import (
 	"github.com/nodewright/nodewright/shared/provision"
 	"github.com/nodewright/nodewright/shared/scheduling"
 	"github.com/nodewright/nodewright/shared/state"
+	"github.com/nodewright/nodewright/shared/termination"
 )
 
 // DefaultValidationWait is how long candidates stay tainted before the
@@ -56,8 +62,8 @@ type Store interface {
 	RecordDecision(ctx context.Context, d *state.Decision, id string) error
 }
 
-// Capacity launches replacements, follows them as they join, and retires
-// nodes (*provision.Reconciler).
+// Capacity launches replacements and follows them as they join
+// (*provision.Reconciler).
 type Capacity interface {
 	// LaunchClaims launches planned NodeClaims as they are, fenced by the
 	// lease; it returns the records launched.
@@ -65,9 +71,31 @@ type Capacity interface {
 	// Register moves records on as their Nodes join (registered,
 	// initialized).
 	Register(ctx context.Context) (*provision.Report, error)
-	// Retire terminates a node's instance and removes its Node and record
-	// (a record marked terminating is not drained again).
-	Retire(ctx context.Context, req provision.RetireRequest) (provision.Retired, error)
+}
+
+// Terminator drains and retires nodes with their records' termination
+// intents (*termination.Terminator).
+type Terminator interface {
+	// Drain taints and cordons the node and makes one drain pass.
+	Drain(ctx context.Context, req termination.Request) (termination.Result, error)
+	// Step is Drain and, once drained, terminates the node and removes
+	// its Node and record (a record marked terminating is not drained).
+	Step(ctx context.Context, req termination.Request) (termination.Result, error)
+}
+
+// ClusterSource reads the cluster (provision.ClusterSource).
+type ClusterSource interface {
+	View(ctx context.Context) (*provision.View, error)
+}
+
+// Events records Kubernetes events (provision.Events).
+type Events interface {
+	Event(ctx context.Context, ref provision.Ref, eventType, reason, message string)
+}
+
+// Metrics emits CloudWatch metrics (*metrics.Emitter).
+type Metrics interface {
+	Emit(name string, value float64, dims metrics.Dims) error
 }
 
 // Tainter taints and untaints Nodes (provision.Nodes).
@@ -76,16 +104,16 @@ type Tainter interface {
 	Untaint(ctx context.Context, name, key string) error
 }
 
-// Executor carries out consolidation commands. NewExecutor wires it to
-// the provision function's reconciler.
+// Executor carries out consolidation commands, through the narrow
+// interfaces it declares (shared/setup wires them).
 type Executor struct {
-	Store    Store
-	Capacity Capacity
-	Source   provision.ClusterSource
-	Nodes    Tainter
-	Drainer  provision.Drainer
-	Events   provision.Events
-	Metrics  provision.Metrics
+	Store      Store
+	Capacity   Capacity
+	Terminator Terminator
+	Source     ClusterSource
+	Nodes      Tainter
+	Events     Events
+	Metrics    Metrics
 	// NodePools and NodeClasses are the deployed configuration (merged
 	// with the cluster's objects for each pool's terminationGracePeriod).
 	NodePools   []*apis.NodePool
@@ -102,22 +130,13 @@ type Executor struct {
 	Validate func(consolidation.Command, consolidation.Inputs) error
 }
 
-// NewExecutor is an executor over the provision function's reconciler:
-// its store, launcher, cluster view, node writes, drainer, events and
-// metrics.
-func NewExecutor(r *provision.Reconciler, now func() time.Time, log *slog.Logger) *Executor {
-	e := &Executor{
-		Store: r.Store, Capacity: r, Source: r.Source, Drainer: r.Drainer, Events: r.Events, Metrics: r.Metrics,
-		NodePools: r.NodePools, NodeClasses: r.NodeClasses, Now: now, Log: log, Validate: consolidation.Validate,
-		ReadyTimeout: r.RegistrationTimeout(),
-	}
-	if r.Nodes != nil {
-		e.Nodes = r.Nodes
-	}
-	if r.Events == nil {
+// WithDefaults fills the executor's optional parts (no events, no
+// metrics) and returns it.
+func (e *Executor) WithDefaults() *Executor {
+	if e.Events == nil {
 		e.Events = nopEvents{}
 	}
-	if r.Metrics == nil {
+	if e.Metrics == nil {
 		e.Metrics = nopMetrics{}
 	}
 	return e
@@ -344,7 +363,8 @@ func (e *Executor) launch(ctx context.Context, lease *state.Lease, a *state.Acti
 	if len(launched) < len(cmd.Replacements) {
 		// A partial replacement is not the plan: take it back.
 		for _, l := range launched {
-			if _, err := e.Capacity.Retire(ctx, provision.RetireRequest{Record: l, Action: a.ID, Reason: "partial replacement taken back"}); err != nil {
+			intent := state.IntentFor(state.CauseConsolidation, a.ID, "partial replacement taken back", e.Now(), time.Time{})
+			if _, err := e.Terminator.Step(ctx, termination.Request{Record: l, Intent: intent}); err != nil {
 				e.Log.Warn("take back a partial replacement", "nodeClaim", l.Name, "error", err)
 			}
 		}
@@ -528,165 +548,4 @@ func (e *Executor) replacementsReady(ctx context.Context, a *state.Action) (bool
 		}
 	}
 	return true, "", nil
-}
-
-// candidate is a candidate's record and its Node (nil when gone).
-type candidate struct {
-	rec  *state.NodeClaim
-	node *corev1.Node
-}
-
-// candidates reads the candidates still recorded, with their Nodes.
-func (e *Executor) candidates(ctx context.Context, a *state.Action) ([]candidate, error) {
-	view, err := e.Source.View(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var out []candidate
-	for _, name := range a.NodeClaims {
-		r, err := e.Store.GetNodeClaim(ctx, name)
-		if errors.Is(err, state.ErrNotFound) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		c := candidate{rec: r}
-		for _, n := range view.Nodes {
-			if r.InstanceID != "" && provision.InstanceIDOf(n.Spec.ProviderID) == r.InstanceID {
-				c.node = n
-			}
-		}
-		out = append(out, c)
-	}
-	return out, nil
-}
-
-// drain takes one drain step on every candidate (Eviction API, PDBs
-// honoured; past a candidate's deadline its pods left are deleted); done
-// when no candidate has a pod left to move.
-func (e *Executor) drain(ctx context.Context, a *state.Action) (bool, error) {
-	cands, err := e.candidates(ctx, a)
-	if err != nil {
-		return false, err
-	}
-	all, progressed := true, false
-	for _, c := range cands {
-		if c.node == nil || c.rec.Phase == state.Terminating {
-			continue
-		}
-		var deadline time.Time
-		if d := c.rec.Disruption; d != nil && d.Action == a.ID {
-			deadline = d.Deadline
-		}
-		res, err := e.Drainer.Drain(ctx, c.node.Name, provision.DrainOptions{Deadline: deadline})
-		if n := len(res.Evicted) + len(res.Deleted); n > 0 {
-			a.Evicted += len(res.Evicted)
-			a.Stranded = append(a.Stranded, res.Deleted...)
-			progressed = true
-			_ = e.Metrics.Emit(metrics.PodsEvicted, float64(n), metrics.Dims{metrics.DimReason: state.KindConsolidation})
-		}
-		if err != nil {
-			return false, fmt.Errorf("drain %s: %w", c.node.Name, err)
-		}
-		if !res.Done {
-			all = false
-			e.Log.Info("consolidation draining", "action", a.ID, "node", c.node.Name, "evicted", len(res.Evicted),
-				"forced", len(res.Deleted), "blocked", len(res.Blocked), "remaining", len(res.Remaining), "deadline", deadline)
-		}
-	}
-	if progressed && !all {
-		// What moved so far is on record even if this invocation ends.
-		if err := e.Store.PutAction(ctx, a); err != nil {
-			return false, err
-		}
-	}
-	return all, nil
-}
-
-// markTerminating marks the drained candidates' records terminating: from
-// then on they are only terminated and removed, never drained again.
-func (e *Executor) markTerminating(ctx context.Context, a *state.Action) error {
-	return e.editRecords(ctx, a.NodeClaims, "mark terminating", func(r *state.NodeClaim) edit {
-		if r.Phase == state.Terminating {
-			return skip
-		}
-		r.Phase = state.Terminating
-		return write
-	}, nil)
-}
-
-// terminate terminates every drained candidate's instance and removes its
-// Node and record; done when all are gone.
-func (e *Executor) terminate(ctx context.Context, a *state.Action) (bool, error) {
-	cands, err := e.candidates(ctx, a)
-	if err != nil {
-		return false, err
-	}
-	all := true
-	for _, c := range cands {
-		res, err := e.Capacity.Retire(ctx, provision.RetireRequest{Node: c.node, Record: c.rec, Action: a.ID, Reason: "Consolidation" + a.Reason})
-		if err != nil {
-			return false, err
-		}
-		all = all && res.Done
-	}
-	return all, nil
-}
-
-// abandon ends the action without acting: the candidates' taint and
-// disruption mark are removed; replacements already launched stay (they
-// are capacity the next solves use or consolidation removes).
-func (e *Executor) abandon(ctx context.Context, a *state.Action, cause string) error {
-	e.Log.Info("consolidation abandoned", "action", a.ID, "step", a.Step, "cause", cause)
-	for _, name := range a.NodeClaims {
-		r, err := e.Store.GetNodeClaim(ctx, name)
-		if err != nil {
-			continue
-		}
-		if r.Disruption != nil && r.Disruption.Action == a.ID {
-			r.Disruption = nil
-			r.Phase = state.Initialized
-			if err := e.Store.PutNodeClaim(ctx, r); err != nil {
-				return err
-			}
-		}
-	}
-	for _, n := range a.Nodes {
-		if e.Nodes != nil {
-			if err := e.Nodes.Untaint(ctx, n, apis.TaintKeyDisrupted); err != nil {
-				e.Log.Warn("remove the disrupted taint", "node", n, "error", err)
-			}
-		}
-		e.event(ctx, n, corev1.EventTypeNormal, "DisruptionAbandoned", "consolidation "+a.Method+" abandoned: "+cause)
-	}
-	a.Step, a.Cause = state.StepAbandoned, cause
-	_ = e.Metrics.Emit(metrics.ConsolidationAbandoned, 1, metrics.Dims{metrics.DimReason: causeClass(cause)})
-	if err := e.Store.PutAction(ctx, a); err != nil {
-		return err
-	}
-	e.recordDecision(ctx, a, "")
-	return nil
-}
-
-// causeClass is a short, low-cardinality class of an abandon cause for the
-// metric's dimension.
-func causeClass(cause string) string {
-	switch {
-	case strings.Contains(cause, "do-not-disrupt"):
-		return "DoNotDisrupt"
-	case strings.Contains(cause, "PodDisruptionBudget") || strings.Contains(cause, "PDB"):
-		return "PDB"
-	case strings.Contains(cause, "replacement"):
-		return "Replacement"
-	case strings.Contains(cause, "fit"):
-		return "NoLongerFits"
-	case strings.Contains(cause, "cheaper") || strings.Contains(cause, "price"):
-		return "NoLongerCheaper"
-	}
-	return "Changed"
-}
-
-func (e *Executor) event(ctx context.Context, node, typ, reason, msg string) {
-	e.Events.Event(ctx, provision.Ref{Kind: "Node", Name: node}, typ, reason, msg)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/nodewright/nodewright/shared/metrics"
 	"github.com/nodewright/nodewright/shared/provision"
 	"github.com/nodewright/nodewright/shared/state"
+	"github.com/nodewright/nodewright/shared/termination"
 )
 
 // TestReplacementStepsInOrder: a replacement goes planned -> replacing ->
@@ -25,12 +26,12 @@ import (
 func TestReplacementStepsInOrder(t *testing.T) {
 	r := newRig(t)
 	var stepsAtFirstDrain []string
-	r.drainer.step = func(_ string, _ provision.DrainOptions, n int) provision.DrainResult {
+	r.drainer.step = func(_ string, _ termination.DrainOptions, n int) termination.DrainResult {
 		if n == 1 {
 			stepsAtFirstDrain = slices.Clone(r.store.steps)
-			return provision.DrainResult{Blocked: []string{"default/web-1"}, Remaining: []string{"default/web-1"}}
+			return termination.DrainResult{Blocked: []string{"default/web-1"}, Remaining: []string{"default/web-1"}}
 		}
-		return provision.DrainResult{Done: true, Evicted: []string{"default/web-0", "default/web-1"}}
+		return termination.DrainResult{Done: true, Evicted: []string{"default/web-0", "default/web-1"}}
 	}
 	r.rebuild()
 	a := r.start(command(true))
@@ -100,8 +101,8 @@ func TestDeletionStepsInOrder(t *testing.T) {
 	if got := r.steps(); !slices.Equal(got, want) || a.Step != state.StepDone {
 		t.Errorf("steps written %v (now %s), want %v", got, a.Step, want)
 	}
-	if n := count(r.cap.calls, "launch"); n != 0 || len(r.drainer.calls) != 1 || len(r.cap.retired) != 1 {
-		t.Errorf("%d launches, %d drain calls, retired %v; want 0, 1, [nc-a]", n, len(r.drainer.calls), r.cap.retired)
+	if n := count(r.cap.calls, "launch"); n != 0 || len(r.drainer.calls) != 1 || len(r.store.deleted) != 1 {
+		t.Errorf("%d launches, %d drain calls, retired %v; want 0, 1, [nc-a]", n, len(r.drainer.calls), r.store.deleted)
 	}
 }
 
@@ -176,8 +177,8 @@ func TestResumesWhereTheLastInvocationStopped(t *testing.T) {
 			if got != tc.want || len(a.Replacements) != 1 {
 				t.Errorf("the new invocation did %+v with replacements %v; want %+v", got, a.Replacements, tc.want)
 			}
-			if !slices.Equal(r.cap.retired, []string{"nc-a"}) {
-				t.Errorf("retired %v, want [nc-a]", r.cap.retired)
+			if !slices.Equal(r.store.deleted, []string{"nc-a"}) {
+				t.Errorf("retired %v, want [nc-a]", r.store.deleted)
 			}
 		})
 	}
@@ -234,8 +235,8 @@ func TestAbandons(t *testing.T) {
 			if rec == nil || rec.Disruption != nil || rec.Phase != state.Initialized || r.nodes.tainted["ip-a"] {
 				t.Errorf("candidate %+v, tainted %v: want it back, untainted", rec, r.nodes.tainted["ip-a"])
 			}
-			if len(r.drainer.calls) != 0 || len(r.cap.retired) > 0 && r.cap.retired[0] == "nc-a" {
-				t.Errorf("%d drain calls, retired %v: want the candidate untouched", len(r.drainer.calls), r.cap.retired)
+			if len(r.drainer.calls) != 0 || len(r.store.deleted) > 0 && r.store.deleted[0] == "nc-a" {
+				t.Errorf("%d drain calls, retired %v: want the candidate untouched", len(r.drainer.calls), r.store.deleted)
 			}
 			abandoned := false
 			for _, p := range r.metrics.points {
@@ -247,9 +248,58 @@ func TestAbandons(t *testing.T) {
 				t.Errorf("metrics %+v: want %s with reason %s", r.metrics.points, metrics.ConsolidationAbandoned, tc.class)
 			}
 			if tc.name == "partial replacement" {
-				if len(r.cap.retired) != 1 || !strings.HasPrefix(r.cap.retired[0], "repl-") {
-					t.Errorf("retired %v: want the one replacement launched taken back", r.cap.retired)
+				if len(r.store.deleted) != 1 || !strings.HasPrefix(r.store.deleted[0], "repl-") {
+					t.Errorf("retired %v: want the one replacement launched taken back", r.store.deleted)
 				}
+			}
+		})
+	}
+}
+
+// TestAbandonLeavesANodeAnInterruptionTookOver (defect 7): a spot warning
+// arrives for a candidate during the validation wait and takes its
+// intent over; the validation then fails. Consolidation's abandon gives
+// back only what it still owns: the node stays tainted and its record keeps
+// the interruption's intent; and consolidation never drains or retires a
+// node whose intent another action owns.
+func TestAbandonLeavesANodeAnInterruptionTookOver(t *testing.T) {
+	for _, validate := range []error{errors.New("node ip-a: no longer cheaper"), nil} {
+		name := "abandoned"
+		if validate == nil {
+			name = "carried on"
+		}
+		t.Run(name, func(t *testing.T) {
+			r := newRig(t)
+			r.addCandidate("b")
+			cmd := command(false)
+			cmd.Candidates, cmd.Nodes = []string{"nc-a", "nc-b"}, []string{"ip-a", "ip-b"}
+			a := r.start(cmd)
+			rec := r.store.rec("nc-a")
+			spot := state.IntentFor(state.CauseInterruption, "interruption-i-a", "SpotInterruption", t0.Add(time.Second), t0.Add(2*time.Minute))
+			merged, _ := state.Merge(rec.Disruption, spot)
+			rec.Disruption = &merged
+			r.store.put(rec)
+			r.validate = validate
+			r.clock.Step(validationWait)
+			r.advance(a)
+			got := r.store.rec("nc-a")
+			if got == nil || got.Disruption == nil || got.Disruption.Action != "interruption-i-a" || !r.nodes.tainted["ip-a"] {
+				var d any
+				if got != nil {
+					d = got.Disruption
+				}
+				t.Fatalf("record's intent %+v, tainted %v: want the interruption's intent kept and the node still tainted", d, r.nodes.tainted["ip-a"])
+			}
+			for _, c := range r.drainer.calls {
+				if c.node == "ip-a" {
+					t.Errorf("consolidation drained ip-a, whose intent the interruption owns")
+				}
+			}
+			if validate != nil && (r.nodes.tainted["ip-b"] || r.store.rec("nc-b").Disruption != nil) {
+				t.Errorf("ip-b tainted %v, record %+v: want consolidation's own candidate given back", r.nodes.tainted["ip-b"], r.store.rec("nc-b"))
+			}
+			if validate == nil && (a.Step != state.StepDone || r.store.rec("nc-b") != nil) {
+				t.Errorf("step %s, nc-b %+v: want consolidation done with its own candidate", a.Step, r.store.rec("nc-b"))
 			}
 		})
 	}
@@ -265,11 +315,11 @@ func TestTerminationGracePeriodCountsFromTheDrain(t *testing.T) {
 	r := newRig(t)
 	grace := 5 * time.Minute
 	r.src.pools[0].Spec.Template.Spec.TerminationGracePeriod = &metav1.Duration{Duration: grace}
-	r.drainer.step = func(_ string, opts provision.DrainOptions, _ int) provision.DrainResult {
+	r.drainer.step = func(_ string, opts termination.DrainOptions, _ int) termination.DrainResult {
 		if !opts.Deadline.IsZero() && !r.clock.Now().Before(opts.Deadline) {
-			return provision.DrainResult{Done: true, Deleted: []string{"default/web-0"}}
+			return termination.DrainResult{Done: true, Deleted: []string{"default/web-0"}}
 		}
-		return provision.DrainResult{Blocked: []string{"default/web-0"}, Remaining: []string{"default/web-0"}}
+		return termination.DrainResult{Blocked: []string{"default/web-0"}, Remaining: []string{"default/web-0"}}
 	}
 	r.rebuild()
 	a := r.start(command(true))
@@ -350,7 +400,8 @@ func count(calls []string, what string) int {
 
 // The live implementations satisfy the executor's interfaces.
 var (
-	_ Store    = (*state.Store)(nil)
-	_ Capacity = (*provision.Reconciler)(nil)
-	_ Tainter  = (provision.Nodes)(nil)
+	_ Store      = (*state.Store)(nil)
+	_ Capacity   = (*provision.Reconciler)(nil)
+	_ Terminator = (*termination.Terminator)(nil)
+	_ Tainter    = (provision.Nodes)(nil)
 )

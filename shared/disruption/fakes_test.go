@@ -23,6 +23,7 @@ import (
 	"github.com/nodewright/nodewright/shared/provision"
 	"github.com/nodewright/nodewright/shared/scheduling"
 	"github.com/nodewright/nodewright/shared/state"
+	"github.com/nodewright/nodewright/shared/termination"
 )
 
 // t0 is when every test's action is planned.
@@ -37,6 +38,7 @@ type fakeStore struct {
 	actions   map[string]*state.Action
 	steps     []string // every action write's step, in order
 	decisions []string
+	deleted   []string // the records removed, in order
 	// failPut, when set, fails an action write at that step (an invocation
 	// that dies before it records the step).
 	failPut string
@@ -148,6 +150,21 @@ func (s *fakeStore) PutNodeClaim(_ context.Context, nc *state.NodeClaim) error {
 	return nil
 }
 
+func (s *fakeStore) DeleteNodeClaim(_ context.Context, nc *state.NodeClaim) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	have := s.recs[nc.Name]
+	if have == nil {
+		return fmt.Errorf("nodeclaim %s: %w", nc.Name, state.ErrNotFound)
+	}
+	if have.Version != nc.Version {
+		return fmt.Errorf("delete nodeclaim %s: %w", nc.Name, state.ErrConflict)
+	}
+	delete(s.recs, nc.Name)
+	s.deleted = append(s.deleted, nc.Name)
+	return nil
+}
+
 func (s *fakeStore) put(r *state.NodeClaim) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -189,7 +206,6 @@ type fakeCapacity struct {
 	launchN int // how many of the claims launch (default all)
 	fail    bool
 	calls   []string
-	retired []string
 }
 
 func (c *fakeCapacity) LaunchClaims(_ context.Context, _ *state.Lease, claims []scheduling.NodeClaim, reason string) (*provision.Report, []*state.NodeClaim, error) {
@@ -221,23 +237,12 @@ func (c *fakeCapacity) Register(context.Context) (*provision.Report, error) {
 	return &provision.Report{}, nil
 }
 
-func (c *fakeCapacity) Retire(ctx context.Context, req provision.RetireRequest) (provision.Retired, error) {
-	name := ""
-	if req.Record != nil {
-		name = req.Record.Name
-		if req.Record.Phase != state.Terminating && req.Node != nil {
-			return provision.Retired{}, fmt.Errorf("retire %s: asked to terminate a node that was not drained", name)
-		}
-		c.s.mu.Lock()
-		delete(c.s.recs, name)
-		c.s.mu.Unlock()
-	}
-	if req.Node != nil {
-		c.src.remove(req.Node.Name)
-	}
-	c.calls = append(c.calls, "retire "+name)
-	c.retired = append(c.retired, name)
-	return provision.Retired{Done: true}, nil
+// fakeFleet records the instances terminated.
+type fakeFleet struct{ terminated []string }
+
+func (f *fakeFleet) Terminate(_ context.Context, ids []string) error {
+	f.terminated = append(f.terminated, ids...)
+	return nil
 }
 
 // fakeSource is the cluster: its Nodes and NodePools.
@@ -265,8 +270,19 @@ func (f *fakeSource) has(node string) bool {
 	return slices.ContainsFunc(f.nodes, func(n *corev1.Node) bool { return n.Name == node })
 }
 
-// fakeNodes keeps the disrupted taint per node.
-type fakeNodes struct{ tainted map[string]bool }
+// fakeNodes keeps the disrupted taint per node, and removes deleted
+// Nodes from the cluster.
+type fakeNodes struct {
+	tainted map[string]bool
+	src     *fakeSource
+}
+
+func (f *fakeNodes) RemoveFinalizer(context.Context, string) error { return nil }
+
+func (f *fakeNodes) DeleteNode(_ context.Context, name string) error {
+	f.src.remove(name)
+	return nil
+}
 
 func (f *fakeNodes) Taint(_ context.Context, name string, t corev1.Taint, _ bool) error {
 	f.tainted[name] = true
@@ -281,18 +297,18 @@ func (f *fakeNodes) Untaint(_ context.Context, name, key string) error {
 // fakeDrainer answers each drain call with step(node, opts, call number).
 type fakeDrainer struct {
 	calls []drainCall
-	step  func(node string, opts provision.DrainOptions, n int) provision.DrainResult
+	step  func(node string, opts termination.DrainOptions, n int) termination.DrainResult
 }
 
 type drainCall struct {
 	node string
-	opts provision.DrainOptions
+	opts termination.DrainOptions
 }
 
-func (f *fakeDrainer) Drain(_ context.Context, node string, opts provision.DrainOptions) (provision.DrainResult, error) {
+func (f *fakeDrainer) Drain(_ context.Context, node string, opts termination.DrainOptions) (termination.DrainResult, error) {
 	f.calls = append(f.calls, drainCall{node, opts})
 	if f.step == nil {
-		return provision.DrainResult{Done: true}, nil
+		return termination.DrainResult{Done: true}, nil
 	}
 	return f.step(node, opts, len(f.calls)), nil
 }
@@ -333,6 +349,7 @@ type rig struct {
 	clock    *testingclock.FakeClock
 	store    *fakeStore
 	cap      *fakeCapacity
+	fleet    *fakeFleet
 	src      *fakeSource
 	nodes    *fakeNodes
 	drainer  *fakeDrainer
@@ -346,8 +363,9 @@ type rig struct {
 const validationWait = 15 * time.Second
 
 func newRig(t *testing.T) *rig {
-	r := &rig{t: t, clock: testingclock.NewFakeClock(t0), store: newStore(), src: &fakeSource{}, nodes: &fakeNodes{tainted: map[string]bool{}},
-		drainer: &fakeDrainer{}, events: &fakeEvents{}, metrics: &fakeMetrics{}}
+	r := &rig{t: t, clock: testingclock.NewFakeClock(t0), store: newStore(), src: &fakeSource{}, drainer: &fakeDrainer{}, events: &fakeEvents{},
+		metrics: &fakeMetrics{}, fleet: &fakeFleet{}}
+	r.nodes = &fakeNodes{tainted: map[string]bool{}, src: r.src}
 	r.cap = &fakeCapacity{s: r.store, src: r.src, clock: r.clock}
 	pool := &apis.NodePool{}
 	pool.Name = "default"
@@ -363,8 +381,10 @@ func (r *rig) rebuild() {
 	r.cap = &fakeCapacity{s: r.store, src: r.src, clock: r.clock}
 	r.drainer = &fakeDrainer{step: r.drainer.step}
 	r.events, r.metrics, r.checks = &fakeEvents{}, &fakeMetrics{}, 0
+	term := &termination.Terminator{Store: r.store, Fleet: r.fleet, Nodes: r.nodes, Drainer: r.drainer, Metrics: r.metrics,
+		Now: r.clock.Now, Log: slog.New(slog.DiscardHandler)}
 	r.e = &Executor{
-		Store: r.store, Capacity: r.cap, Source: r.src, Nodes: r.nodes, Drainer: r.drainer, Events: r.events, Metrics: r.metrics,
+		Store: r.store, Capacity: r.cap, Terminator: term, Source: r.src, Nodes: r.nodes, Events: r.events, Metrics: r.metrics,
 		Now: r.clock.Now, Log: slog.New(slog.DiscardHandler), ValidationWait: validationWait, ReadyTimeout: 10 * time.Minute,
 		Validate: func(consolidation.Command, consolidation.Inputs) error { r.checks++; return r.validate },
 	}

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nodewright/nodewright/shared/apis"
+	"github.com/nodewright/nodewright/shared/catalog"
 	"github.com/nodewright/nodewright/shared/consolidation"
 	"github.com/nodewright/nodewright/shared/metrics"
 	"github.com/nodewright/nodewright/shared/provision"
@@ -43,11 +44,40 @@ const (
 	DefaultDecideTime = 5 * time.Minute
 )
 
+// RunStore is the part of the state table a tick reads and writes
+// (*state.Store).
+type RunStore interface {
+	Acquire(ctx context.Context, name, holder string, ttl time.Duration, asks ...string) (*state.Lease, error)
+	Renew(ctx context.Context, l *state.Lease, ttl time.Duration) error
+	Release(ctx context.Context, l *state.Lease) (rerun bool, err error)
+	Actions(ctx context.Context) ([]*state.Action, error)
+	NodeClaims(ctx context.Context) ([]*state.NodeClaim, error)
+	PutNodeClaim(ctx context.Context, nc *state.NodeClaim) error
+	Unavailable(ctx context.Context) ([]state.Offering, error)
+}
+
+// Zoner lists the zones the node classes' subnets are in (*fleet.Launcher).
+type Zoner interface {
+	Zones(ctx context.Context, classes []*apis.EC2NodeClass) ([]string, error)
+}
+
+// SpotPrices are the region's spot prices (provision.SpotPrices).
+type SpotPrices interface {
+	catalog.SpotPricer
+	Ensure(ctx context.Context) error
+}
+
 // Run is one consolidation timer tick.
 type Run struct {
-	// R is the provision function's reconciler: the state table (leases,
-	// actions), the cluster view, registration.
-	R      *provision.Reconciler
+	// Store is the state table (leases, actions, records, unavailable
+	// offerings); Zones the launcher's zones; Catalog and Spot what
+	// decisions price with (Spot nil: on-demand only).
+	Store   RunStore
+	Zones   Zoner
+	Catalog *catalog.Catalog
+	Spot    SpotPrices
+	// Exec carries the commands out; its Capacity, Source and configuration
+	// serve the tick too.
 	Exec   *Executor
 	Decide func(consolidation.Inputs) ([]consolidation.Command, consolidation.Report)
 	// Images resolves an EC2NodeClass's AMIs now (drift); nil: no AMI drift.
@@ -83,12 +113,11 @@ type TickReport struct {
 func (r *Run) Tick(ctx context.Context) (*TickReport, error) {
 	rep := &TickReport{}
 	e := r.Exec
-	R := r.R
 	ttl := r.LeaseTTL
 	if ttl <= 0 {
 		ttl = DefaultLeaseTTL
 	}
-	lease, err := R.Store.Acquire(ctx, state.LeaseConsolidation, r.Holder, ttl)
+	lease, err := r.Store.Acquire(ctx, state.LeaseConsolidation, r.Holder, ttl)
 	if errors.Is(err, state.ErrHeld) {
 		e.Log.Info("another consolidation run is in progress")
 		return rep, nil
@@ -98,14 +127,14 @@ func (r *Run) Tick(ctx context.Context) (*TickReport, error) {
 	}
 	defer func() {
 		for {
-			rerun, err := R.Store.Release(context.WithoutCancel(ctx), lease)
+			rerun, err := r.Store.Release(context.WithoutCancel(ctx), lease)
 			if err != nil || !rerun {
 				return
 			}
 		}
 	}()
 	fresh := func(ctx context.Context) (consolidation.Inputs, error) { return r.Inputs(ctx) }
-	acts, err := R.Store.Actions(ctx)
+	acts, err := r.Store.Actions(ctx)
 	if err != nil {
 		return rep, err
 	}
@@ -127,7 +156,7 @@ func (r *Run) Tick(ctx context.Context) (*TickReport, error) {
 	if waiting {
 		return rep, nil
 	}
-	if _, err := R.Register(ctx); err != nil {
+	if _, err := e.Capacity.Register(ctx); err != nil {
 		return rep, err
 	}
 	in, err := r.Inputs(ctx)
@@ -190,7 +219,7 @@ func (r *Run) carry(ctx context.Context, lease *state.Lease, a *state.Action, fr
 			e.Log.Info("consolidation action still waiting: next tick", "action", a.ID, "step", a.Step)
 			return nil
 		}
-		if err := r.R.Store.Renew(ctx, lease, ttl); err != nil {
+		if err := r.Store.Renew(ctx, lease, ttl); err != nil {
 			return err
 		}
 		wait := pollEvery
@@ -212,17 +241,16 @@ func (r *Run) carry(ctx context.Context, lease *state.Lease, a *state.Action, fr
 // current AMIs.
 func (r *Run) Inputs(ctx context.Context) (consolidation.Inputs, error) {
 	e := r.Exec
-	R := r.R
-	view, err := R.Source.View(ctx)
+	view, err := e.Source.View(ctx)
 	if err != nil {
 		return consolidation.Inputs{}, err
 	}
-	pools, classes, _ := provision.MergeConfig(R.NodePools, R.NodeClasses, view)
-	records, err := R.Store.NodeClaims(ctx)
+	pools, classes, _ := provision.MergeConfig(e.NodePools, e.NodeClasses, view)
+	records, err := r.Store.NodeClaims(ctx)
 	if err != nil {
 		return consolidation.Inputs{}, err
 	}
-	acts, err := R.Store.Actions(ctx)
+	acts, err := r.Store.Actions(ctx)
 	if err != nil {
 		return consolidation.Inputs{}, err
 	}
@@ -232,23 +260,23 @@ func (r *Run) Inputs(ctx context.Context) (consolidation.Inputs, error) {
 			open = append(open, a)
 		}
 	}
-	unavail, err := R.Store.Unavailable(ctx)
+	unavail, err := r.Store.Unavailable(ctx)
 	if err != nil {
 		return consolidation.Inputs{}, err
 	}
-	zones, err := R.Fleet.Zones(ctx, classes)
+	zones, err := r.Zones.Zones(ctx, classes)
 	if err != nil && len(zones) == 0 {
 		return consolidation.Inputs{}, err
 	}
 	in := consolidation.Inputs{
 		Now: e.Now(), Nodes: view.Nodes, Pods: view.Pods, PDBs: view.PDBs, DaemonSets: view.DaemonSets,
-		Records: records, Actions: open, NodePools: pools, NodeClasses: classes, Catalog: R.Catalog, Zones: zones,
+		Records: records, Actions: open, NodePools: pools, NodeClasses: classes, Catalog: r.Catalog, Zones: zones,
 		Unavailable: state.NewUnavailableSet(unavail).Has, SpotToSpot: r.SpotToSpot, Budget: r.budget(ctx),
 		Volumes: view.Volumes,
 	}
-	if R.Spot != nil {
-		if err := R.Spot.Ensure(ctx); err == nil {
-			in.Spot = R.Spot
+	if r.Spot != nil {
+		if err := r.Spot.Ensure(ctx); err == nil {
+			in.Spot = r.Spot
 		}
 	}
 	if r.Images != nil {
@@ -349,7 +377,7 @@ func (r *Run) fingerprint(ctx context.Context, in consolidation.Inputs) error {
 			// An empty node first seen: it has been empty since it came up.
 			rec.PodsChangedAt = rec.InitializedAt
 		}
-		if err := r.R.Store.PutNodeClaim(ctx, rec); err != nil && !errors.Is(err, state.ErrConflict) {
+		if err := r.Store.PutNodeClaim(ctx, rec); err != nil && !errors.Is(err, state.ErrConflict) {
 			return fmt.Errorf("record pods of %s: %w", rec.Name, err)
 		}
 	}

@@ -18,18 +18,40 @@
 //     (they would land on the node again), and pods stuck terminating past
 //     their grace period (the node's end will end them);
 //   - non-critical pods are evicted before system-cluster-critical and
-//     system-node-critical ones, which wait until the others are gone;
+//     system-node-critical ones, which wait until the others are gone (or
+//     until their own time to be deleted, below);
 //   - pods annotated karpenter.sh/do-not-disrupt are not evicted (they block
-//     the drain) until the deadline, unless Options.IgnoreDoNotDisrupt;
+//     the drain) until their time to be deleted before the deadline, unless
+//     Options.IgnoreDoNotDisrupt;
 //   - every eviction is one bounded call (Options.EvictionTimeout): a
 //     budget's refusal comes back at once as Blocked, never a 100 s retry;
-//   - past Options.Deadline (a NodePool's terminationGracePeriod, or the
-//     moment a spot instance dies) every remaining pod is deleted, bypassing
-//     budgets, and a pod already terminating whose grace period would outlast
-//     the deadline is deleted again with the time that is left;
+//   - Options.Deadline (a NodePool's terminationGracePeriod, or the moment a
+//     spot instance dies) is when every pod must be gone. As Karpenter's
+//     terminator does, each pod is deleted, bypassing budgets and
+//     do-not-disrupt, no later than the deadline less its own grace period
+//     (terminationGracePeriodSeconds, 30 s when unset, capped by
+//     Options.MaxGracePeriod), so that it gets all of it: from then on it is
+//     deleted with the time left, rounded up to whole seconds. Until then it
+//     is evicted. Result.DeleteBy says when the next call is due so that a
+//     pod still held gets its full grace;
+//   - a pod already terminating whose deletion would outlast the deadline is
+//     deleted again, shorter: the API server counts the new grace period
+//     from when the deletion began (and turns one that would end in the past
+//     into 1 s), so the grace sent is the time already spent plus the time
+//     left. A pod whose recorded grace is already that short is left to
+//     finish;
+//   - gracePeriodSeconds=0, a force delete, is never sent: it removes the
+//     pod from the API while its containers may still run, so a StatefulSet
+//     could start the same pod elsewhere. At or after the deadline a pod
+//     still there is deleted with 1 s, the shortest graceful delete; the
+//     instance's end stops what is left, and the API server removes the pod
+//     once its kubelet or the pod garbage collector confirms it stopped.
+//     MinGrace states the floor every deletion is held to, DeleteAt when a
+//     budget stops holding a pod;
 //   - Options.MaxGracePeriod caps every pod's grace period (an interruption's
 //     notice is shorter than some pods' terminationGracePeriodSeconds: they
-//     are still evicted, with the time there is).
+//     are still removed, with the time there is). Grace periods are sent in
+//     whole seconds, rounded up.
 package drain
 
 import (
@@ -95,7 +117,7 @@ const (
 	ReasonTolerates    = "ToleratesDisruption"  // left: tolerates karpenter.sh/disrupted:NoSchedule
 	ReasonStuck        = "StuckTerminating"     // left: terminating past its grace period
 	ReasonTerminating  = "Terminating"          // waiting: already terminating
-	ReasonForced       = "DeletedAfterDeadline" // deleted: the deadline passed
+	ReasonForced       = "DeletedForDeadline"   // deleted: its grace would otherwise end past the deadline
 	ReasonShortened    = "GracePeriodShortened" // deleted again: its grace would outlast the deadline
 	ReasonEvicted      = "Evicted"              // evicted
 )
@@ -111,7 +133,7 @@ type Outcome struct {
 type Result struct {
 	Node string
 	// Evicted were accepted by the Eviction API in this call; Deleted were
-	// deleted because the deadline passed (or deleted again, shorter).
+	// deleted because the deadline was near (or deleted again, shorter).
 	Evicted, Deleted []Outcome
 	// Blocked could not go in this call (budget, do-not-disrupt, waiting
 	// for others, errors).
@@ -122,6 +144,10 @@ type Result struct {
 	Left []Outcome
 	// Done: nothing is left to wait for (every remaining pod is Left).
 	Done bool
+	// DeleteBy, when set, is the earliest moment a Blocked pod must be
+	// deleted to get its full grace period before Options.Deadline: call
+	// Drain again by then.
+	DeleteBy time.Time
 }
 
 // Waiting is how many pods still keep the drain from being done.
@@ -153,10 +179,13 @@ func Drain(ctx context.Context, c Cluster, node string, opts Options) (*Result, 
 		return pods[i].Name < pods[j].Name
 	})
 	now := opts.Now()
-	pastDeadline := !opts.Deadline.IsZero() && !now.Before(opts.Deadline)
 	res := &Result{Node: node}
 
-	var evict, critical, forceDelete, shorten []*corev1.Pod
+	// deleteAt: when each pod still running must be deleted to get its
+	// grace before the deadline (none without a deadline).
+	deleteAt := map[Pod]time.Time{}
+	var evict, critical, due []*corev1.Pod
+	var shorten []shortening
 	for i := range pods {
 		p := &pods[i]
 		ref := Pod{p.Namespace, p.Name}
@@ -165,16 +194,19 @@ func Drain(ctx context.Context, c Cluster, node string, opts Options) (*Result, 
 			continue
 		}
 		if p.DeletionTimestamp != nil {
-			if !opts.Deadline.IsZero() && p.DeletionTimestamp.After(opts.Deadline) {
-				shorten = append(shorten, p)
+			if g, ok := shortened(p, opts.Deadline, opts.MaxGracePeriod, now); ok {
+				shorten = append(shorten, shortening{p, g})
 			} else {
 				res.Terminating = append(res.Terminating, Outcome{Pod: ref, Reason: ReasonTerminating})
 			}
 			continue
 		}
+		if !opts.Deadline.IsZero() {
+			deleteAt[ref] = DeleteAt(p, opts.Deadline, opts.MaxGracePeriod)
+		}
 		switch {
-		case pastDeadline:
-			forceDelete = append(forceDelete, p)
+		case !opts.Deadline.IsZero() && !now.Before(deleteAt[ref]):
+			due = append(due, p)
 		case p.Annotations[kube.AnnotationDoNotDisrupt] == "true" && !opts.IgnoreDoNotDisrupt:
 			res.Blocked = append(res.Blocked, Outcome{Pod: ref, Reason: ReasonDoNotDisrupt})
 		case isCritical(p):
@@ -184,7 +216,7 @@ func Drain(ctx context.Context, c Cluster, node string, opts Options) (*Result, 
 		}
 	}
 	// Critical pods go only when nothing else is left to evict or wait for.
-	if len(evict) > 0 || len(res.Terminating) > 0 || len(res.Blocked) > 0 || len(shorten) > 0 {
+	if len(evict) > 0 || len(due) > 0 || len(res.Terminating) > 0 || len(res.Blocked) > 0 || len(shorten) > 0 {
 		for _, p := range critical {
 			res.Blocked = append(res.Blocked, Outcome{Pod: Pod{p.Namespace, p.Name}, Reason: ReasonCritical})
 		}
@@ -198,10 +230,23 @@ func Drain(ctx context.Context, c Cluster, node string, opts Options) (*Result, 
 		*list = append(*list, o)
 		mu.Unlock()
 	}
+	// Deletions first: their time is counted against the deadline.
+	del := func(p *corev1.Pod, grace time.Duration, reason string) {
+		ref := Pod{p.Namespace, p.Name}
+		if err := c.DeletePod(ctx, p.Namespace, p.Name, kube.DeleteOptions{GracePeriod: &grace, UID: p.UID}); err != nil {
+			add(&res.Blocked, Outcome{Pod: ref, Reason: ReasonError, Err: err})
+			return
+		}
+		add(&res.Deleted, Outcome{Pod: ref, Reason: reason})
+	}
+	run(opts.Parallelism, due, func(p *corev1.Pod) {
+		del(p, deadlineGrace(p, opts.Deadline, opts.MaxGracePeriod, now), ReasonForced)
+	})
+	run(opts.Parallelism, shorten, func(s shortening) { del(s.pod, s.grace, ReasonShortened) })
 	run(opts.Parallelism, evict, func(p *corev1.Pod) {
 		ref := Pod{p.Namespace, p.Name}
 		err := c.Evict(ctx, p.Namespace, p.Name, kube.EvictOptions{
-			Timeout: opts.EvictionTimeout, GracePeriod: grace(p, opts.MaxGracePeriod, time.Time{}, now), UID: p.UID,
+			Timeout: opts.EvictionTimeout, GracePeriod: evictionGrace(p, opts.MaxGracePeriod), UID: p.UID,
 		})
 		switch {
 		case err == nil:
@@ -212,21 +257,13 @@ func Drain(ctx context.Context, c Cluster, node string, opts Options) (*Result, 
 			add(&res.Blocked, Outcome{Pod: ref, Reason: ReasonError, Err: err})
 		}
 	})
-	del := func(reason string) func(p *corev1.Pod) {
-		return func(p *corev1.Pod) {
-			ref := Pod{p.Namespace, p.Name}
-			err := c.DeletePod(ctx, p.Namespace, p.Name, kube.DeleteOptions{GracePeriod: grace(p, opts.MaxGracePeriod, opts.Deadline, now), UID: p.UID})
-			if err != nil {
-				add(&res.Blocked, Outcome{Pod: ref, Reason: ReasonError, Err: err})
-				return
-			}
-			add(&res.Deleted, Outcome{Pod: ref, Reason: reason})
-		}
-	}
-	run(opts.Parallelism, forceDelete, del(ReasonForced))
-	run(opts.Parallelism, shorten, del(ReasonShortened))
 	for _, l := range [][]Outcome{res.Evicted, res.Deleted, res.Blocked, res.Terminating} {
 		sortOutcomes(l)
+	}
+	for _, o := range res.Blocked {
+		if at, ok := deleteAt[o.Pod]; ok && (res.DeleteBy.IsZero() || at.Before(res.DeleteBy)) {
+			res.DeleteBy = at
+		}
 	}
 	res.Done = res.Waiting() == 0
 	return res, nil
@@ -280,29 +317,107 @@ func isCritical(p *corev1.Pod) bool {
 	return p.Spec.PriorityClassName == "system-cluster-critical" || p.Spec.PriorityClassName == "system-node-critical"
 }
 
-// grace is the grace period to pass for p: nil to keep the pod's own, else
-// the smallest of its own, max and the time left until deadline.
-func grace(p *corev1.Pod, max *time.Duration, deadline, now time.Time) *time.Duration {
-	own := time.Duration(corev1.DefaultTerminationGracePeriodSeconds) * time.Second
-	if p.Spec.TerminationGracePeriodSeconds != nil {
-		own = time.Duration(*p.Spec.TerminationGracePeriodSeconds) * time.Second
+// ownGrace is the grace period p asks for: its terminationGracePeriodSeconds,
+// or the API server's default when unset.
+func ownGrace(p *corev1.Pod) time.Duration {
+	if s := p.Spec.TerminationGracePeriodSeconds; s != nil {
+		return max(time.Duration(*s)*time.Second, 0)
 	}
-	g, changed := own, false
-	if max != nil && *max < g {
-		g, changed = *max, true
-	}
-	if !deadline.IsZero() {
-		left := max0(deadline.Sub(now))
-		if left < g {
-			g, changed = left, true
-		}
-	}
-	if !changed {
-		return nil
-	}
-	g = g.Truncate(time.Second)
-	return &g
+	return time.Duration(corev1.DefaultTerminationGracePeriodSeconds) * time.Second
 }
+
+// capped is g, at most maxGrace (when set) rounded up to whole seconds; a
+// cap is never under the 1 s of a graceful delete.
+func capped(g time.Duration, maxGrace *time.Duration) time.Duration {
+	if maxGrace != nil && *maxGrace < g {
+		return max1s(ceilSeconds(*maxGrace))
+	}
+	return g
+}
+
+// MinGrace is the least grace period a deletion (or eviction) of p at now
+// may carry under deadline (zero: none): its own grace period, or the time
+// left before the deadline rounded up to whole seconds if that is shorter,
+// and never under 1 s unless p itself asks for 0. It is the floor Drain
+// holds every removal to when Options.MaxGracePeriod is unset or no shorter
+// than the time left (as an interruption sets it); a shorter MaxGracePeriod
+// is the caller's explicit cap.
+func MinGrace(p *corev1.Pod, deadline, now time.Time) time.Duration {
+	own := ownGrace(p)
+	if deadline.IsZero() {
+		return own
+	}
+	return min(own, max(ceilSeconds(deadline.Sub(now)), time.Second))
+}
+
+// DeleteAt is the moment from which Drain deletes p, budgets and
+// do-not-disrupt notwithstanding, so that it gets its whole grace period
+// (capped by maxGrace, when set) before deadline, which must be set. Before
+// it, p is only evicted: a budget holds it.
+func DeleteAt(p *corev1.Pod, deadline time.Time, maxGrace *time.Duration) time.Time {
+	return deadline.Add(-capped(ownGrace(p), maxGrace))
+}
+
+// evictionGrace is the grace period to evict p with: nil to keep its own,
+// else the cap.
+func evictionGrace(p *corev1.Pod, maxGrace *time.Duration) *time.Duration {
+	own := ownGrace(p)
+	if g := capped(own, maxGrace); g != own {
+		return &g
+	}
+	return nil
+}
+
+// deadlineGrace is the grace period to delete p with when its time to go
+// before deadline has come: its own (capped), or the time left if shorter,
+// in whole seconds rounded up, and at least 1 s.
+func deadlineGrace(p *corev1.Pod, deadline time.Time, maxGrace *time.Duration, now time.Time) time.Duration {
+	return max1s(min(capped(ownGrace(p), maxGrace), ceilSeconds(deadline.Sub(now))))
+}
+
+// shortening is a terminating pod to delete again with a shorter grace.
+type shortening struct {
+	pod   *corev1.Pod
+	grace time.Duration
+}
+
+// shortened says whether terminating p must be deleted again so that it
+// ends by deadline, and with what grace period. The API server counts a
+// shortened grace period from the deletion's start (DeletionTimestamp less
+// DeletionGracePeriodSeconds) and turns one that would end in the past
+// into 1 s; so the pod is given the time it already had plus the time left
+// (capped by maxGrace), which puts its deletion at the deadline. At or after
+// the deadline it is 1 s. A new grace no shorter than the recorded one
+// would be ignored by the API server: the pod is left to finish.
+func shortened(p *corev1.Pod, deadline time.Time, maxGrace *time.Duration, now time.Time) (time.Duration, bool) {
+	if deadline.IsZero() || !p.DeletionTimestamp.After(deadline) {
+		return 0, false
+	}
+	g := time.Second
+	if left := deadline.Sub(now); left > 0 {
+		var spent time.Duration
+		if s := p.DeletionGracePeriodSeconds; s != nil {
+			start := p.DeletionTimestamp.Add(-time.Duration(*s) * time.Second)
+			spent = max0(now.Sub(start))
+		}
+		g = max1s(ceilSeconds(spent + capped(left, maxGrace)))
+	}
+	if s := p.DeletionGracePeriodSeconds; s != nil && g >= time.Duration(*s)*time.Second {
+		return 0, false
+	}
+	return g, true
+}
+
+// ceilSeconds rounds d up to whole seconds (the API takes seconds, and a pod
+// given less than it is owed is the worse error).
+func ceilSeconds(d time.Duration) time.Duration {
+	if t := d.Truncate(time.Second); t < d {
+		return t + time.Second
+	}
+	return d.Truncate(time.Second)
+}
+
+func max1s(d time.Duration) time.Duration { return max(d, time.Second) }
 
 func max0(d time.Duration) time.Duration {
 	if d < 0 {
@@ -311,8 +426,8 @@ func max0(d time.Duration) time.Duration {
 	return d
 }
 
-// run calls f for each pod with at most n at once.
-func run(n int, pods []*corev1.Pod, f func(*corev1.Pod)) {
+// run calls f for each item with at most n at once.
+func run[T any](n int, pods []T, f func(T)) {
 	sem := make(chan struct{}, n)
 	var wg sync.WaitGroup
 	for _, p := range pods {

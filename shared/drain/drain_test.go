@@ -26,7 +26,15 @@ type fakeCluster struct {
 	failing map[string]bool
 	evicted map[string]*time.Duration
 	deleted map[string]*time.Duration
+	calls   []string // "evict <name> <grace>" or "delete <name> <grace>", grace "own" when unset
 	listErr error
+}
+
+func graceString(g *time.Duration) string {
+	if g == nil {
+		return "own"
+	}
+	return g.String()
 }
 
 func (f *fakeCluster) PodsOnNode(context.Context, string) ([]corev1.Pod, error) {
@@ -46,6 +54,7 @@ func (f *fakeCluster) Evict(_ context.Context, ns, name string, o kube.EvictOpti
 		return fmt.Errorf("unbounded eviction or no UID: %+v", o)
 	}
 	f.evicted[name] = o.GracePeriod
+	f.calls = append(f.calls, "evict "+name+" "+graceString(o.GracePeriod))
 	return nil
 }
 
@@ -53,6 +62,7 @@ func (f *fakeCluster) DeletePod(_ context.Context, ns, name string, o kube.Delet
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.deleted[name] = o.GracePeriod
+	f.calls = append(f.calls, "delete "+name+" "+graceString(o.GracePeriod))
 	return nil
 }
 
@@ -154,7 +164,7 @@ func TestDrain(t *testing.T) {
 		},
 		{
 			name: "past the deadline everything is deleted", pods: []corev1.Pod{mkPod("a"), mkPod("keep", doNotDisrupt), mkPod("b")}, blocked: []string{"b"},
-			opts: Options{Deadline: now.Add(-time.Second)}, deleted: "a:DeletedAfterDeadline b:DeletedAfterDeadline keep:DeletedAfterDeadline",
+			opts: Options{Deadline: now.Add(-time.Second)}, deleted: "a:DeletedForDeadline b:DeletedForDeadline keep:DeletedForDeadline",
 		},
 		{
 			name: "a terminating pod that would outlast the deadline is deleted again",
@@ -189,8 +199,7 @@ func TestDrain(t *testing.T) {
 }
 
 // An interruption's notice is shorter than a pod's grace period: the
-// eviction carries the notice; past the deadline a deletion carries what is
-// left of it.
+// eviction carries the notice; at the deadline a deletion carries 1 s.
 func TestGracePeriodCapped(t *testing.T) {
 	notice := 90 * time.Second
 	f := &fakeCluster{pods: []corev1.Pod{mkPod("long", graceSeconds(600)), mkPod("short", graceSeconds(5)), mkPod("default")}}
@@ -206,8 +215,8 @@ func TestGracePeriodCapped(t *testing.T) {
 	}
 	f = &fakeCluster{pods: []corev1.Pod{mkPod("long", graceSeconds(600))}}
 	run1(t, f, Options{Deadline: now, MaxGracePeriod: &notice})
-	if g := f.deleted["long"]; g == nil || *g != 0 {
-		t.Errorf("past the deadline: grace %v, want 0", g)
+	if g := f.deleted["long"]; g == nil || *g != time.Second {
+		t.Errorf("at the deadline: grace %v, want 1s (never 0, a force delete)", g)
 	}
 }
 

@@ -27,6 +27,11 @@ type fakeEC2 struct {
 	groups    []ec2types.SecurityGroup
 	images    []ec2types.Image
 	templates map[string]*ec2.CreateLaunchTemplateInput
+	// created stamps templates (CreateLaunchTemplate with now); deleted
+	// lists DeleteLaunchTemplate's names.
+	created map[string]time.Time
+	now     time.Time
+	deleted []string
 	// fleet answers CreateFleet; nil launches the first override.
 	fleet    func(*ec2.CreateFleetInput) (*ec2.CreateFleetOutput, error)
 	fleetErr error
@@ -140,6 +145,12 @@ func (f *fakeEC2) DescribeLaunchTemplates(_ context.Context, in *ec2.DescribeLau
 	defer f.mu.Unlock()
 	f.describeCalls++
 	var out []ec2types.LaunchTemplate
+	if len(in.Filters) > 0 {
+		for n := range f.templates {
+			out = append(out, ec2types.LaunchTemplate{LaunchTemplateName: aws.String(n), CreateTime: aws.Time(f.created[n])})
+		}
+		return &ec2.DescribeLaunchTemplatesOutput{LaunchTemplates: out}, nil
+	}
 	for _, n := range in.LaunchTemplateNames {
 		if _, ok := f.templates[n]; ok {
 			out = append(out, ec2types.LaunchTemplate{LaunchTemplateName: aws.String(n)})
@@ -151,6 +162,18 @@ func (f *fakeEC2) DescribeLaunchTemplates(_ context.Context, in *ec2.DescribeLau
 	return &ec2.DescribeLaunchTemplatesOutput{LaunchTemplates: out}, nil
 }
 
+func (f *fakeEC2) DeleteLaunchTemplate(_ context.Context, in *ec2.DeleteLaunchTemplateInput, _ ...func(*ec2.Options)) (*ec2.DeleteLaunchTemplateOutput, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	name := aws.ToString(in.LaunchTemplateName)
+	if _, ok := f.templates[name]; !ok {
+		return nil, &smithy.GenericAPIError{Code: "InvalidLaunchTemplateName.NotFoundException", Message: "not found"}
+	}
+	delete(f.templates, name)
+	f.deleted = append(f.deleted, name)
+	return &ec2.DeleteLaunchTemplateOutput{}, nil
+}
+
 func (f *fakeEC2) CreateLaunchTemplate(_ context.Context, in *ec2.CreateLaunchTemplateInput, _ ...func(*ec2.Options)) (*ec2.CreateLaunchTemplateOutput, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -160,6 +183,10 @@ func (f *fakeEC2) CreateLaunchTemplate(_ context.Context, in *ec2.CreateLaunchTe
 		return nil, &smithy.GenericAPIError{Code: "InvalidLaunchTemplateName.AlreadyExistsException", Message: "exists"}
 	}
 	f.templates[name] = in
+	if f.created == nil {
+		f.created = map[string]time.Time{}
+	}
+	f.created[name] = f.now
 	return &ec2.CreateLaunchTemplateOutput{LaunchTemplate: &ec2types.LaunchTemplate{LaunchTemplateName: in.LaunchTemplateName}}, nil
 }
 

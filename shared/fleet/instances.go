@@ -30,6 +30,10 @@ type Running struct {
 	NodePool  string
 	// ManagedBy: the instance carries Nodewright's managed-by tag.
 	ManagedBy bool
+	// CapacityType is spot or on-demand (the instance's lifecycle);
+	// ImageID its AMI.
+	CapacityType string
+	ImageID      string
 }
 
 // Instances lists the instances tagged kubernetes.io/cluster/<cluster>:
@@ -50,7 +54,11 @@ func (l *Launcher) Instances(ctx context.Context) ([]Running, error) {
 		}
 		for _, r := range page.Reservations {
 			for _, i := range r.Instances {
-				run := Running{InstanceID: aws.ToString(i.InstanceId), InstanceType: string(i.InstanceType), LaunchTime: aws.ToTime(i.LaunchTime)}
+				run := Running{InstanceID: aws.ToString(i.InstanceId), InstanceType: string(i.InstanceType), LaunchTime: aws.ToTime(i.LaunchTime),
+					CapacityType: apis.CapacityTypeOnDemand, ImageID: aws.ToString(i.ImageId)}
+				if i.InstanceLifecycle == ec2types.InstanceLifecycleTypeSpot {
+					run.CapacityType = apis.CapacityTypeSpot
+				}
 				if i.Placement != nil {
 					run.Zone = aws.ToString(i.Placement.AvailabilityZone)
 				}

@@ -56,13 +56,16 @@ func TestInstancesListsTaggedInstancesAcrossPages(t *testing.T) {
 		{{Instances: []ec2types.Instance{inst("i-2", "running", "default-bbbbb")}}},
 		{{Instances: []ec2types.Instance{inst("i-1", "pending", "")}}},
 	}
+	f.ec2.reservations[0][0].Instances[0].InstanceLifecycle = ec2types.InstanceLifecycleTypeSpot
+	f.ec2.reservations[0][0].Instances[0].ImageId = aws.String("ami-1")
 	got, err := f.l.Instances(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []Running{
-		{InstanceID: "i-1", InstanceType: "m5.large", Zone: "us-east-1a", State: "pending", LaunchTime: at},
-		{InstanceID: "i-2", InstanceType: "m5.large", Zone: "us-east-1a", State: "running", LaunchTime: at, NodeClaim: "default-bbbbb", NodePool: "default"},
+		{InstanceID: "i-1", InstanceType: "m5.large", Zone: "us-east-1a", State: "pending", LaunchTime: at, CapacityType: "on-demand"},
+		{InstanceID: "i-2", InstanceType: "m5.large", Zone: "us-east-1a", State: "running", LaunchTime: at, NodeClaim: "default-bbbbb", NodePool: "default",
+			CapacityType: "spot", ImageID: "ami-1"},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("instances %+v\nwant %+v", got, want)

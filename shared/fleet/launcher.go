@@ -46,6 +46,7 @@ type Launcher struct {
 	cfg       Config
 	classes   memo[*NodeClass]
 	templates memo[string]
+	used      usage // when each template was last used (CollectTemplates)
 }
 
 // New checks cfg and returns a Launcher.
@@ -146,31 +147,19 @@ func (l *Launcher) LaunchGroup(ctx context.Context, req Request) ([]*Instance, e
 }
 
 func (l *Launcher) launch(ctx context.Context, req Request) ([]*Instance, error) {
-	if err := validate(req); err != nil {
-		return nil, err
-	}
-	nc, err := l.Resolve(ctx, req.NodeClass)
+	p, err := l.Prepare(ctx, req)
 	if err != nil {
 		return nil, err
 	}
-	subnets := claimSubnets(nc, req.Claim.Zones)
-	if len(subnets) == 0 {
-		return nil, fmt.Errorf("EC2NodeClass %s has no subnet in the claim's zones %v (it has %v)", nc.Name, req.Claim.Zones, nc.Zones())
-	}
-	groups, images, err := l.groupByAMI(nc, req.Claim.InstanceTypes)
+	in, err := planInput(p)
 	if err != nil {
 		return nil, err
 	}
-	templates, err := l.makeTemplates(ctx, req, nc, groups, images)
-	if err != nil {
-		return nil, err
+	imageOf := map[string]string{}
+	for _, t := range p.Templates {
+		imageOf[t.Name] = t.ImageID
 	}
-	ct := capacityTypeOf(req.Claim.CapacityTypes)
-	in, err := fleetInput(req.Name, req.Count, ct, templates, subnets, instanceTags(l.cfg.Cluster.Name, req.Claim.NodePool, req.Name, req.NodeClass), req.NodeClass.Spec.Context)
-	if err != nil {
-		return nil, err
-	}
-	return l.createFleet(ctx, req, in, ct, subnets, templateImages(templates, images))
+	return l.createFleet(ctx, p, in, imageOf)
 }
 
 func validate(req Request) error {
@@ -289,6 +278,7 @@ func (l *Launcher) userData(req Request) (string, error) {
 // the one that exists under its name, else a new one.
 func (l *Launcher) ensureTemplate(ctx context.Context, in *ec2.CreateLaunchTemplateInput) (string, error) {
 	name := aws.ToString(in.LaunchTemplateName)
+	l.used.touch(name, l.cfg.Now())
 	return l.templates.get(ctx, name, l.cfg.Now(), l.cfg.CacheTTL, func() (string, error) {
 		out, err := l.cfg.EC2.DescribeLaunchTemplates(ctx, &ec2.DescribeLaunchTemplatesInput{LaunchTemplateNames: []string{name}})
 		if err == nil && len(out.LaunchTemplates) > 0 {
@@ -309,13 +299,14 @@ func (l *Launcher) ensureTemplate(ctx context.Context, in *ec2.CreateLaunchTempl
 // createFleet calls CreateFleet and reads its answer. If the fleet failed
 // because a cached launch template has gone, the cache is dropped so that
 // the next launch (under a new NodeClaim name) makes it again.
-func (l *Launcher) createFleet(ctx context.Context, req Request, in *ec2.CreateFleetInput, ct string, subnets []Subnet, imageOf map[string]string) ([]*Instance, error) {
+func (l *Launcher) createFleet(ctx context.Context, p *Plan, in *ec2.CreateFleetInput, imageOf map[string]string) ([]*Instance, error) {
+	ct := p.CapacityType
 	out, err := l.cfg.EC2.CreateFleet(ctx, in)
 	if err != nil {
 		return nil, fmt.Errorf("create fleet: %w", err)
 	}
 	zoneOf := map[string]string{}
-	for _, s := range subnets {
+	for _, s := range p.Subnets {
 		zoneOf[s.ID] = s.Zone
 	}
 	got, ferrs := fleetOutcome(out, ct, zoneOf)
@@ -329,12 +320,12 @@ func (l *Launcher) createFleet(ctx context.Context, req Request, in *ec2.CreateF
 	insts := make([]*Instance, 0, len(got))
 	for _, g := range got {
 		inst := &Instance{
-			NodeClaim: req.Name, NodePool: req.Claim.NodePool, InstanceID: g.InstanceID, InstanceType: g.InstanceType,
+			NodeClaim: p.NodeClaim, NodePool: p.NodePool, InstanceID: g.InstanceID, InstanceType: g.InstanceType,
 			Zone: g.Zone, SubnetID: g.SubnetID, CapacityType: g.CapacityType, ImageID: imageOf[g.TemplateName],
 			FleetID: aws.ToString(out.FleetId), PricePerHour: l.price(g.InstanceType, g.Zone, g.CapacityType),
 			Unavailable: refused,
 		}
-		l.cfg.Log.Info("nodeclaim launched", "nodeClaim", req.Name, "nodePool", req.Claim.NodePool, "instance", inst.InstanceID,
+		l.cfg.Log.Info("nodeclaim launched", "nodeClaim", p.NodeClaim, "nodePool", p.NodePool, "instance", inst.InstanceID,
 			"type", inst.InstanceType, "zone", inst.Zone, "capacityType", inst.CapacityType, "price", inst.PricePerHour,
 			"refused", len(inst.Unavailable))
 		insts = append(insts, inst)

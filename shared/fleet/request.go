@@ -44,10 +44,15 @@ func capacityTypeOf(capacityTypes []string) string {
 // identical ones): target count, the
 // claim's capacity type, overrides = each template's types x one subnet per
 // zone (types in price order, zones in order), cut to MaxOverrides by
-// dropping the most expensive types, ClientToken = the NodeClaim's name,
+// dropping the most expensive types, ClientToken = token (cut to EC2's
+// limit),
 // the tags on the instance, its volumes and the fleet, and the EC2NodeClass's
 // spec.context (a reserved-capacity context) when set.
-func fleetInput(nodeClaim string, count int, capacityType string, templates []templateOverrides, subnets []Subnet, tags map[string]string, fleetContext *string) (*ec2.CreateFleetInput, error) {
+//
+// skip (nil: none) leaves out the overrides of (type, zone) offerings that
+// must not launch; a type all of whose zones are skipped takes no room
+// under MaxOverrides.
+func fleetInput(token string, count int, capacityType string, templates []templateOverrides, subnets []Subnet, tags map[string]string, fleetContext *string, skip func(typ, zone string) bool) (*ec2.CreateFleetInput, error) {
 	if len(templates) > MaxLaunchTemplateConfigs {
 		return nil, fmt.Errorf("%d launch templates: CreateFleet takes at most %d", len(templates), MaxLaunchTemplateConfigs)
 	}
@@ -62,11 +67,18 @@ func fleetInput(nodeClaim string, count int, capacityType string, templates []te
 			if keep == 0 {
 				break
 			}
-			keep--
+			added := false
 			for _, sn := range subnets {
+				if skip != nil && skip(typ, sn.Zone) {
+					continue
+				}
+				added = true
 				ovs = append(ovs, ec2types.FleetLaunchTemplateOverridesRequest{
 					InstanceType: ec2types.InstanceType(typ), SubnetId: aws.String(sn.ID), AvailabilityZone: aws.String(sn.Zone),
 				})
+			}
+			if added {
+				keep--
 			}
 		}
 		if len(ovs) == 0 {
@@ -83,7 +95,7 @@ func fleetInput(nodeClaim string, count int, capacityType string, templates []te
 	et := ec2Tags(tags)
 	in := &ec2.CreateFleetInput{
 		Type:                  ec2types.FleetTypeInstant,
-		ClientToken:           aws.String(ClientToken(nodeClaim)),
+		ClientToken:           aws.String(ClientToken(token)),
 		LaunchTemplateConfigs: configs,
 		TargetCapacitySpecification: &ec2types.TargetCapacitySpecificationRequest{
 			TotalTargetCapacity: aws.Int32(int32(max(count, 1))), DefaultTargetCapacityType: ec2types.DefaultTargetCapacityType(capacityType),

@@ -42,7 +42,7 @@ func TestFleetInput(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			in, err := fleetInput("default-abcde", 1, tt.capacityType, tt.templates, tt.subnets, map[string]string{"k": "v"}, nil)
+			in, err := fleetInput("default-abcde", 1, tt.capacityType, tt.templates, tt.subnets, map[string]string{"k": "v"}, nil, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -90,7 +90,7 @@ func TestFleetInput(t *testing.T) {
 		})
 	}
 	t.Run("override limit drops the most expensive types", func(t *testing.T) {
-		in, err := fleetInput("x", 1, "spot", []templateOverrides{{Name: "a", Types: manyTypes[:60]}, {Name: "b", Types: manyTypes[60:]}}, threeSubnets, nil, nil)
+		in, err := fleetInput("x", 1, "spot", []templateOverrides{{Name: "a", Types: manyTypes[:60]}, {Name: "b", Types: manyTypes[60:]}}, threeSubnets, nil, nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -104,7 +104,7 @@ func TestFleetInput(t *testing.T) {
 		}
 	})
 	t.Run("no subnet", func(t *testing.T) {
-		if _, err := fleetInput("x", 1, "spot", []templateOverrides{{Name: "a", Types: []string{"c5.large"}}}, nil, nil, nil); err == nil {
+		if _, err := fleetInput("x", 1, "spot", []templateOverrides{{Name: "a", Types: []string{"c5.large"}}}, nil, nil, nil, nil); err == nil {
 			t.Error("no error without subnets")
 		}
 	})

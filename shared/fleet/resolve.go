@@ -23,21 +23,21 @@ func (l *Launcher) resolve(ctx context.Context, nc *apis.EC2NodeClass) (*NodeCla
 		return nil, err
 	}
 	if len(subnets) == 0 {
-		return nil, errors.New("spec.subnetSelectorTerms: no available subnet matches")
+		return nil, ErrNoSubnet
 	}
 	sgs, err := l.securityGroups(ctx, nc.Spec.SecurityGroupSelectorTerms)
 	if err != nil {
 		return nil, err
 	}
 	if len(sgs) == 0 {
-		return nil, errors.New("spec.securityGroupSelectorTerms: no security group matches")
+		return nil, ErrNoSecurityGroup
 	}
 	amis, err := l.amis(ctx, nc)
 	if err != nil {
 		return nil, err
 	}
 	if len(amis) == 0 {
-		return nil, errors.New("spec.amiSelectorTerms: no AMI matches")
+		return nil, ErrNoAMI
 	}
 	return &NodeClass{Name: nc.Name, Subnets: subnets, SecurityGroups: sgs, AMIs: amis}, nil
 }
@@ -262,7 +262,7 @@ func (l *Launcher) aliasAMIs(ctx context.Context, params []aliasParameter) ([]AM
 		}
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("spec.amiSelectorTerms: none of the AMI parameters of Kubernetes %s exists (%s, ...)", l.cfg.Cluster.KubernetesVersion, names[0])
+		return nil, fmt.Errorf("%w: none of the AMI parameters of Kubernetes %s exists (%s, ...)", ErrNoAMI, l.cfg.Cluster.KubernetesVersion, names[0])
 	}
 	sortAMIs(out)
 	return out, nil

@@ -174,11 +174,17 @@ func templateName(cluster string, data *ec2types.RequestLaunchTemplateData, tags
 	}
 	sum := sha256.Sum256(b)
 	hash := hex.EncodeToString(sum[:])[:16]
+	return templatePrefix(cluster) + "-" + hash, nil
+}
+
+// templatePrefix is how the names of a cluster's launch templates begin
+// (cut so that the hash fits EC2's limit).
+func templatePrefix(cluster string) string {
 	prefix := "nodewright-" + cluster
-	if max := maxTemplateName - len(hash) - 1; len(prefix) > max {
+	if max := maxTemplateName - 16 - 1; len(prefix) > max {
 		prefix = prefix[:max]
 	}
-	return prefix + "-" + hash, nil
+	return prefix
 }
 
 // metadataOptions is the instance metadata service exposure: the

@@ -32,6 +32,11 @@ type Request struct {
 	Claim scheduling.NodeClaim
 	// NodeClass is the EC2NodeClass the claim's NodePool references.
 	NodeClass *apis.EC2NodeClass
+	// Token is the fleet's ClientToken ("": the name, as ClientToken
+	// makes it): unique per launch (LaunchToken).
+	Token string
+	// Exclude are offerings the fleet must not launch (see Plan.Exclude).
+	Exclude []UnavailableOffering
 	// Count is how many identical instances to launch in one fleet (0 or
 	// 1: one). A group's instances are tagged with Name at launch; the
 	// caller assigns them to its NodeClaims and tags each with its own

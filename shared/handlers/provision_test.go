@@ -39,16 +39,38 @@ func (f *memFleet) Zones(context.Context, []*apis.EC2NodeClass) ([]string, error
 	return st.Zones(), nil
 }
 
-func (f *memFleet) LaunchGroup(_ context.Context, req fleet.Request) ([]*fleet.Instance, error) {
+// ResolveAll resolves every class whole, with a subnet in each of st.Zones().
+func (f *memFleet) ResolveAll(_ context.Context, classes []*apis.EC2NodeClass) []fleet.Resolution {
+	var out []fleet.Resolution
+	for _, c := range classes {
+		nc := &fleet.NodeClass{Name: c.Name, SecurityGroups: []string{"sg-1"}, AMIs: []fleet.AMI{{ID: "ami-1", Arch: "amd64"}}}
+		for i, z := range st.Zones() {
+			nc.Subnets = append(nc.Subnets, fleet.Subnet{ID: fmt.Sprintf("subnet-%d", i), Zone: z})
+		}
+		out = append(out, fleet.Resolution{Name: c.Name, Class: nc})
+	}
+	return out
+}
+
+func (f *memFleet) Prepare(_ context.Context, req fleet.Request) (*fleet.Plan, error) {
+	p := &fleet.Plan{Token: req.Token, NodeClaim: req.Name, NodePool: req.Claim.NodePool, Count: max(req.Count, 1), CapacityType: req.Claim.CapacityType,
+		Templates: []fleet.PlannedTemplate{{Name: "lt", Types: req.Claim.InstanceTypes}}}
+	for _, z := range req.Claim.Zones {
+		p.Subnets = append(p.Subnets, fleet.Subnet{ID: "subnet-" + z, Zone: z})
+	}
+	return p, nil
+}
+
+func (f *memFleet) LaunchPlan(_ context.Context, p *fleet.Plan) ([]*fleet.Instance, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var out []*fleet.Instance
-	for range max(req.Count, 1) {
+	for range p.Count {
 		id := fmt.Sprintf("i-%05d", len(f.running)+1)
-		in := &fleet.Instance{NodeClaim: req.Name, NodePool: req.Claim.NodePool, InstanceID: id, InstanceType: req.Claim.InstanceTypes[0],
-			Zone: req.Claim.Zones[0], CapacityType: req.Claim.CapacityType, PricePerHour: req.Claim.PricePerHour}
+		in := &fleet.Instance{NodeClaim: p.NodeClaim, NodePool: p.NodePool, InstanceID: id, InstanceType: p.Templates[0].Types[0],
+			Zone: p.Subnets[0].Zone, CapacityType: p.CapacityType}
 		f.running = append(f.running, fleet.Running{InstanceID: id, InstanceType: in.InstanceType, Zone: in.Zone, State: "running",
-			LaunchTime: time.Now(), NodeClaim: req.Name, NodePool: req.Claim.NodePool, ManagedBy: true})
+			LaunchTime: time.Now(), NodeClaim: p.NodeClaim, NodePool: p.NodePool, ManagedBy: true})
 		out = append(out, in)
 	}
 	return out, nil

@@ -7,9 +7,12 @@
 // for its pods at once through the provision code path (under the node's
 // own lease, so it never waits behind a provisioning round), drains the
 // node honouring PodDisruptionBudgets until the instance's deadline, and
-// terminates it. Every step is recorded in the state table, so a duplicate
-// message does nothing new and a later invocation (or the provision sweep)
-// carries on an unfinished drain.
+// terminates it through package termination. Every step is recorded in
+// the state table, so a duplicate message does nothing new and a later
+// invocation (or the provision sweep) carries on an unfinished drain. An
+// event for a node another invocation holds records its deadline on the
+// node's termination intent, which the holder's drain reads between
+// passes, before the message is acknowledged.
 package interruption
 
 import (

@@ -18,6 +18,7 @@ import (
 	"github.com/nodewright/nodewright/shared/metrics"
 	"github.com/nodewright/nodewright/shared/provision"
 	"github.com/nodewright/nodewright/shared/state"
+	"github.com/nodewright/nodewright/shared/termination"
 	"github.com/nodewright/nodewright/shared/trigger"
 )
 
@@ -51,15 +52,21 @@ type Store interface {
 	FirstSeen(ctx context.Context, id string, ttl time.Duration) (bool, error)
 }
 
-// Capacity launches replacements for pods and retires nodes
-// (*provision.Reconciler).
+// Capacity launches replacements for pods (*provision.Reconciler).
 type Capacity interface {
 	// Replace launches capacity for the pods at once, under the node's
 	// lease, through the provision code path.
-	Replace(ctx context.Context, lease *state.Lease, pods []string, reason string) (*provision.Report, error)
-	// Retire drains the node one step, and terminates and removes it once
-	// drained.
-	Retire(ctx context.Context, req provision.RetireRequest) (provision.Retired, error)
+	Replace(ctx context.Context, lease *state.Lease, pods []string, reason string, avoid ...state.Offering) (*provision.Report, error)
+}
+
+// Terminator records termination intents and retires nodes
+// (*termination.Terminator).
+type Terminator interface {
+	// Intend merges an intent into the node's record (no lease needed).
+	Intend(ctx context.Context, rec *state.NodeClaim, intent state.Disruption) (*state.NodeClaim, error)
+	// Step drains the node one pass with its record's intent, and
+	// terminates and removes it once drained.
+	Step(ctx context.Context, req termination.Request) (termination.Result, error)
 }
 
 // Tainter taints and cordons Nodes (provision.Nodes).
@@ -72,24 +79,45 @@ type NodeNamer interface {
 	NodeName(ctx context.Context, instanceID string) (string, error)
 }
 
-// Handler handles the interruption queue's messages. New wires it to the
-// provision function's reconciler (its store, cluster view, launcher, node
-// writes, drainer, events and metrics).
-type Handler struct {
-	Store    Store
-	Capacity Capacity
-	Source   provision.ClusterSource
-	Nodes    Tainter // nil: Nodes are not tainted
-	Events   provision.Events
-	Metrics  provision.Metrics
-	Names    NodeNamer // nil: a gone Node's name comes from its record only
+// ClusterSource reads the cluster (provision.ClusterSource).
+type ClusterSource interface {
+	View(ctx context.Context) (*provision.View, error)
+}
+
+// Events records Kubernetes events (provision.Events); it never fails the
+// caller.
+type Events interface {
+	Event(ctx context.Context, ref provision.Ref, eventType, reason, message string)
+}
+
+// Metrics emits CloudWatch metrics (*metrics.Emitter).
+type Metrics interface {
+	Emit(name string, value float64, dims metrics.Dims) error
+}
+
+// Deps are what a handler works with, each through the narrow interface
+// it uses (shared/setup wires them, once per warm container).
+type Deps struct {
+	Store      Store
+	Capacity   Capacity
+	Terminator Terminator
+	Source     ClusterSource
+	Nodes      Tainter   // nil: Nodes are not tainted
+	Events     Events    // nil: none
+	Metrics    Metrics   // nil: none
+	Names      NodeNamer // nil: a gone Node's name comes from its record only
 	// NodePools and NodeClasses are the deployed configuration (merged
 	// with the cluster's objects).
 	NodePools   []*apis.NodePool
 	NodeClasses []*apis.EC2NodeClass
-	Now         func() time.Time
-	Log         *slog.Logger
-	LeaseTTL    time.Duration
+}
+
+// Handler handles the interruption queue's messages for one invocation.
+type Handler struct {
+	Deps
+	Now      func() time.Time
+	Log      *slog.Logger
+	LeaseTTL time.Duration
 	// Poll is the pause between drain passes of one node (0: drainPoll).
 	Poll time.Duration
 	// Holder names this invocation in leases.
@@ -98,26 +126,18 @@ type Handler struct {
 	After func(events.SQSMessage, []Outcome, error)
 }
 
-// New is a handler over the provision function's reconciler (nil: a
-// handler that can only acknowledge events that need no action).
-func New(r *provision.Reconciler, now func() time.Time, log *slog.Logger, holder string) *Handler {
-	h := &Handler{Now: now, Log: log, Holder: holder, Events: nopEvents{}, Metrics: nopMetrics{}}
-	if r == nil {
-		return h
+// New is a handler over d for the invocation holder (nil: a handler that
+// can only acknowledge events that need no action).
+func New(d *Deps, now func() time.Time, log *slog.Logger, holder string) *Handler {
+	h := &Handler{Now: now, Log: log, Holder: holder}
+	if d != nil {
+		h.Deps = *d
 	}
-	h.Store, h.Capacity, h.Source = r.Store, r, r.Source
-	h.NodePools, h.NodeClasses = r.NodePools, r.NodeClasses
-	if r.Nodes != nil {
-		h.Nodes = r.Nodes
+	if h.Events == nil {
+		h.Events = nopEvents{}
 	}
-	if r.Events != nil {
-		h.Events = r.Events
-	}
-	if r.Metrics != nil {
-		h.Metrics = r.Metrics
-	}
-	if nn, ok := r.Fleet.(NodeNamer); ok {
-		h.Names = nn
+	if h.Metrics == nil {
+		h.Metrics = nopMetrics{}
 	}
 	return h
 }
@@ -213,7 +233,7 @@ func (h *Handler) Message(ctx context.Context, msg events.SQSMessage) (outs []Ou
 		h.emit(metrics.Interruptions, 1, metrics.Dims{metrics.DimKind: string(in.Kind)})
 		return nil, nil
 	}
-	if h.Store == nil || h.Capacity == nil || h.Source == nil {
+	if h.Store == nil || h.Capacity == nil || h.Terminator == nil || h.Source == nil {
 		return nil, errors.New("interruption handler has no reconciler")
 	}
 	var errs []error
@@ -285,8 +305,17 @@ func (h *Handler) instance(ctx context.Context, in trigger.Interruption, id stri
 	}
 	lease, err := h.Store.Acquire(ctx, state.LeaseNode(rec.Name), h.Holder, ttl)
 	if errors.Is(err, state.ErrHeld) {
-		out.Note = "another invocation is handling this node"
-		log.Info("another invocation is handling this node: acknowledged", "nodeClaim", rec.Name)
+		// Another invocation drains the node (a rebalance replacement, a
+		// scheduled change, the sweep): this event's deadline reaches it
+		// through the record, which it reads between passes. Recording
+		// needs no lease; the message is acknowledged only once the intent
+		// is stored.
+		intent := state.IntentFor(state.CauseInterruption, ActionPrefix+rec.InstanceID, d.Reason, h.Now(), drainDeadline(in, d))
+		if _, err := h.Terminator.Intend(ctx, rec, intent); err != nil {
+			return out, fmt.Errorf("record the interruption while another invocation handles the node: %w", err)
+		}
+		out.Note = "another invocation is handling this node: its deadline is recorded for it"
+		log.Info("another invocation is handling this node: intent recorded, acknowledged", "nodeClaim", rec.Name, "deadline", intent.Deadline)
 		return out, nil
 	}
 	if err != nil {
@@ -308,10 +337,7 @@ func (h *Handler) instance(ctx context.Context, in trigger.Interruption, id stri
 func (h *Handler) act(ctx context.Context, lease *state.Lease, in trigger.Interruption, d Decision, rec *state.NodeClaim, node *corev1.Node,
 	view *provision.View, arrived time.Time, out Outcome, log *slog.Logger) (Outcome, error) {
 	actionID := ActionPrefix + rec.InstanceID
-	deadline := d.Deadline
-	if !deadline.IsZero() && in.Kind != trigger.KindStateChange {
-		deadline = deadline.Add(-deadlineMargin)
-	}
+	deadline := drainDeadline(in, d)
 	a, err := h.Store.GetAction(ctx, actionID)
 	switch {
 	case errors.Is(err, state.ErrNotFound):
@@ -339,8 +365,12 @@ func (h *Handler) act(ctx context.Context, lease *state.Lease, in trigger.Interr
 		out.Note = "already handled"
 		return out, nil
 	}
-	// Mark the record: its pods move in every solve from now on.
-	if rec, err = h.markDisrupting(ctx, rec, actionID, d.Reason, a.Deadline); err != nil {
+	// Record the intent: its pods move in every solve from now on. The
+	// provision function writes the record too (registration): the
+	// terminator reads it again on a conflict, as a redelivery would cost
+	// the notice seconds.
+	intent := state.IntentFor(state.CauseInterruption, actionID, d.Reason, h.Now(), a.Deadline)
+	if rec, err = h.Terminator.Intend(ctx, rec, intent); err != nil {
 		return out, err
 	}
 	if node != nil && h.Nodes != nil {
@@ -351,7 +381,7 @@ func (h *Handler) act(ctx context.Context, lease *state.Lease, in trigger.Interr
 	if a.Step == state.StepReplacing {
 		pods := reschedulablePods(view, node)
 		if len(pods) > 0 {
-			rep, err := h.Capacity.Replace(ctx, lease, pods, fmt.Sprintf("replacement for %s: %s", rec.Name, d.Reason))
+			rep, err := h.Capacity.Replace(ctx, lease, pods, fmt.Sprintf("replacement for %s: %s", rec.Name, d.Reason), reclaimed(in.Kind, d, rec)...)
 			if err != nil {
 				return out, fmt.Errorf("replace: %w", err)
 			}
@@ -371,19 +401,9 @@ func (h *Handler) act(ctx context.Context, lease *state.Lease, in trigger.Interr
 	// Drain until the node is gone, the deadline has forced the rest, or
 	// the invocation runs short (the provision sweep carries on).
 	for {
-		req := provision.RetireRequest{Node: node, Record: rec, Action: actionID, Reason: d.Reason, Deadline: a.Deadline, Force: !a.Deadline.IsZero()}
-		if !a.Deadline.IsZero() {
-			// A pod whose grace period outlasts the notice still goes, with
-			// the time there is.
-			left := max(a.Deadline.Sub(h.Now()), time.Second)
-			req.MaxGracePeriod = &left
-		}
-		res, err := h.Capacity.Retire(ctx, req)
+		res, err := h.Terminator.Step(ctx, termination.Request{Node: node, Record: rec, Intent: intent})
 		moved := len(res.Drain.Evicted) + len(res.Drain.Deleted)
 		a.Evicted += len(res.Drain.Evicted)
-		if moved > 0 {
-			h.emit(metrics.PodsEvicted, float64(moved), metrics.Dims{metrics.DimReason: string(state.KindInterruption)})
-		}
 		// Pods deleted past the deadline could not be moved in time: the
 		// action records them (stranded).
 		a.Stranded = append(a.Stranded, res.Drain.Deleted...)
@@ -423,6 +443,13 @@ func (h *Handler) act(ctx context.Context, lease *state.Lease, in trigger.Interr
 			return out, err
 		}
 		rec = fresh
+		// Another invocation may have recorded an earlier deadline (a spot
+		// warning while this one drains for a rebalance): the next pass
+		// drains to it, and the action says so.
+		if cur := rec.Disruption; cur != nil && !cur.Deadline.IsZero() && (a.Deadline.IsZero() || cur.Deadline.Before(a.Deadline)) {
+			log.Info("deadline shortened by a later intent", "nodeClaim", rec.Name, "deadline", cur.Deadline, "owner", cur.Action)
+			a.Deadline = cur.Deadline
+		}
 	}
 	out.Drained, out.Terminated, out.Stranded = true, true, a.Stranded
 	h.emit(metrics.InterruptionToDrained, h.Now().Sub(arrived).Seconds(), nil)
@@ -437,41 +464,22 @@ func (h *Handler) act(ctx context.Context, lease *state.Lease, in trigger.Interr
 	return out, nil
 }
 
+// drainDeadline is when the node's pods must be gone for event in: the
+// instance's end less a margin, so pods are deleted (and their
+// replacements start) before the instance vanishes under them; a state
+// change's is now.
+func drainDeadline(in trigger.Interruption, d Decision) time.Time {
+	if d.Deadline.IsZero() || in.Kind == trigger.KindStateChange {
+		return d.Deadline
+	}
+	return d.Deadline.Add(-deadlineMargin)
+}
+
 func (h *Handler) leaseTTL() time.Duration {
 	if h.LeaseTTL <= 0 {
 		return DefaultLeaseTTL
 	}
 	return h.LeaseTTL
-}
-
-// reschedulablePods are the pods of node that need a new home (not a
-// DaemonSet's or a static pod, not finished or being deleted).
-// markDisrupting marks the record disrupted by the action, so that its
-// pods move in every solve from now on. The provision function writes the
-// record too (registration, initialization): a conflicting write is read
-// again and retried, since a redelivery would cost the notice seconds.
-func (h *Handler) markDisrupting(ctx context.Context, rec *state.NodeClaim, actionID, reason string, deadline time.Time) (*state.NodeClaim, error) {
-	for attempt := 1; ; attempt++ {
-		if rec.Disruption != nil && rec.Disruption.Action == actionID && rec.Disruption.Reschedule && rec.Disruption.Deadline.Equal(deadline) {
-			return rec, nil
-		}
-		if rec.Phase != state.Terminating {
-			rec.Phase = state.Disrupting
-		}
-		rec.Disruption = &state.Disruption{Action: actionID, Reason: reason, Since: h.Now(), Reschedule: true, Deadline: deadline}
-		err := h.Store.PutNodeClaim(ctx, rec)
-		if err == nil {
-			return rec, nil
-		}
-		if !errors.Is(err, state.ErrConflict) || attempt == markAttempts {
-			return rec, fmt.Errorf("mark nodeclaim %s disrupting: %w", rec.Name, err)
-		}
-		fresh, gerr := h.Store.GetNodeClaim(ctx, rec.Name)
-		if gerr != nil {
-			return rec, fmt.Errorf("mark nodeclaim %s disrupting: read it again: %w", rec.Name, gerr)
-		}
-		rec = fresh
-	}
 }
 
 // goneNodeName is the name of a Node that is no longer in the cluster:
@@ -492,9 +500,8 @@ func (h *Handler) goneNodeName(ctx context.Context, rec *state.NodeClaim, log *s
 	return name
 }
 
-// markAttempts bounds markDisrupting's retries on conflicting writes.
-const markAttempts = 5
-
+// reschedulablePods are the pods of node that need a new home (not a
+// DaemonSet's or a static pod, not finished or being deleted).
 func reschedulablePods(v *provision.View, node *corev1.Node) []string {
 	if node == nil {
 		return nil

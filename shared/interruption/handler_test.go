@@ -3,6 +3,7 @@ package interruption
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -22,6 +23,7 @@ import (
 	"github.com/nodewright/nodewright/shared/metrics"
 	"github.com/nodewright/nodewright/shared/provision"
 	"github.com/nodewright/nodewright/shared/state"
+	"github.com/nodewright/nodewright/shared/termination"
 )
 
 // warned is when the tests' spot interruption warnings were sent.
@@ -38,6 +40,8 @@ type fakeStore struct {
 	seen     map[string]bool
 	unavail  []state.Offering
 	progress []state.Action // every action write, in order
+	// putErr, when set, fails every record write (the table unreachable).
+	putErr error
 }
 
 func newStore() *fakeStore {
@@ -56,7 +60,9 @@ func (s *fakeStore) NodeClaimByInstance(_ context.Context, id string) (*state.No
 	defer s.mu.Unlock()
 	for _, r := range s.recs {
 		if r.InstanceID == id {
-			return copyOf(r), nil
+			c := copyOf(r)
+			c.Version = r.Version
+			return c, nil
 		}
 	}
 	return nil, state.ErrNotFound
@@ -66,15 +72,46 @@ func (s *fakeStore) GetNodeClaim(_ context.Context, name string) (*state.NodeCla
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if r := s.recs[name]; r != nil {
-		return copyOf(r), nil
+		c := copyOf(r)
+		c.Version = r.Version
+		return c, nil
 	}
 	return nil, state.ErrNotFound
 }
 
+// PutNodeClaim writes nc if the stored record still has nc.Version, as
+// the state table does.
 func (s *fakeStore) PutNodeClaim(_ context.Context, nc *state.NodeClaim) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.recs[nc.Name] = copyOf(nc)
+	if s.putErr != nil {
+		return s.putErr
+	}
+	var have int64
+	if r := s.recs[nc.Name]; r != nil {
+		have = r.Version
+	}
+	if have != nc.Version {
+		return fmt.Errorf("update nodeclaim %s: %w", nc.Name, state.ErrConflict)
+	}
+	nc.Version++
+	c := copyOf(nc)
+	c.Version = nc.Version
+	s.recs[nc.Name] = c
+	return nil
+}
+
+func (s *fakeStore) DeleteNodeClaim(_ context.Context, nc *state.NodeClaim) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.recs[nc.Name]
+	if r == nil {
+		return state.ErrNotFound
+	}
+	if r.Version != nc.Version {
+		return fmt.Errorf("delete nodeclaim %s: %w", nc.Name, state.ErrConflict)
+	}
+	delete(s.recs, nc.Name)
 	return nil
 }
 
@@ -134,36 +171,54 @@ func (s *fakeStore) FirstSeen(_ context.Context, id string, _ time.Duration) (bo
 	return first, nil
 }
 
-// fakeCapacity launches a replacement per Replace call and drains with
-// drain(request, call number).
+// fakeCapacity launches a replacement per Replace call.
 type fakeCapacity struct {
 	mu       sync.Mutex
 	replaces int
-	retires  []provision.RetireRequest
-	drain    func(req provision.RetireRequest, n int) provision.Retired
-	s        *fakeStore
+	avoided  [][]state.Offering // each Replace's avoided offerings
 }
 
-func (c *fakeCapacity) Replace(_ context.Context, _ *state.Lease, pods []string, _ string) (*provision.Report, error) {
+func (c *fakeCapacity) Replace(_ context.Context, _ *state.Lease, pods []string, _ string, avoid ...state.Offering) (*provision.Report, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.replaces++
+	c.avoided = append(c.avoided, avoid)
 	name := fmt.Sprintf("repl-%d", c.replaces)
 	return &provision.Report{Launches: []provision.Launch{{NodeClaim: name, Instance: &fleet.Instance{NodeClaim: name}}}}, nil
 }
 
-func (c *fakeCapacity) Retire(_ context.Context, req provision.RetireRequest) (provision.Retired, error) {
-	c.mu.Lock()
-	c.retires = append(c.retires, req)
-	n := len(c.retires)
-	c.mu.Unlock()
-	out := c.drain(req, n)
-	if out.Done {
-		c.s.mu.Lock()
-		delete(c.s.recs, req.Record.Name)
-		c.s.mu.Unlock()
-	}
-	return out, nil
+// fakeDrainer answers each drain pass with drain(options, pass number).
+type fakeDrainer struct {
+	mu    sync.Mutex
+	calls []termination.DrainOptions
+	drain func(opts termination.DrainOptions, n int) termination.DrainResult
+}
+
+func (d *fakeDrainer) Drain(_ context.Context, _ string, opts termination.DrainOptions) (termination.DrainResult, error) {
+	d.mu.Lock()
+	d.calls = append(d.calls, opts)
+	n := len(d.calls)
+	d.mu.Unlock()
+	return d.drain(opts, n), nil
+}
+
+func (d *fakeDrainer) passes() []termination.DrainOptions {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Clone(d.calls)
+}
+
+// fakeFleet records the instances terminated.
+type fakeFleet struct {
+	mu         sync.Mutex
+	terminated []string
+}
+
+func (f *fakeFleet) Terminate(_ context.Context, ids []string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.terminated = append(f.terminated, ids...)
+	return nil
 }
 
 type fakeSource struct{ view *provision.View }
@@ -173,12 +228,22 @@ func (f fakeSource) View(context.Context) (*provision.View, error) { return f.vi
 type fakeNodes struct {
 	mu      sync.Mutex
 	tainted map[string]bool
+	deleted []string
 }
 
 func (f *fakeNodes) Taint(_ context.Context, name string, t corev1.Taint, cordon bool) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.tainted[name] = t.Key == apis.TaintKeyDisrupted && t.Effect == corev1.TaintEffectNoSchedule && cordon
+	return nil
+}
+
+func (f *fakeNodes) RemoveFinalizer(context.Context, string) error { return nil }
+
+func (f *fakeNodes) DeleteNode(_ context.Context, name string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.deleted = append(f.deleted, name)
 	return nil
 }
 
@@ -201,6 +266,8 @@ type rig struct {
 	clock   *testingclock.FakeClock
 	store   *fakeStore
 	cap     *fakeCapacity
+	drainer *fakeDrainer
+	fleet   *fakeFleet
 	nodes   *fakeNodes
 	metrics *fakeMetrics
 	src     fakeSource
@@ -208,10 +275,10 @@ type rig struct {
 
 const instanceA = "i-0aaaaaaaaaaaaaaaa"
 
-func newRig(t *testing.T, drain func(req provision.RetireRequest, n int) provision.Retired) *rig {
+func newRig(t *testing.T, drain func(opts termination.DrainOptions, n int) termination.DrainResult) *rig {
 	r := &rig{t: t, clock: testingclock.NewFakeClock(warned.Add(time.Second)), store: newStore(), nodes: &fakeNodes{tainted: map[string]bool{}},
 		metrics: &fakeMetrics{points: map[string][]metrics.Dims{}}}
-	r.cap = &fakeCapacity{drain: drain, s: r.store}
+	r.cap, r.drainer, r.fleet = &fakeCapacity{}, &fakeDrainer{drain: drain}, &fakeFleet{}
 	r.store.recs["nc-a"] = &state.NodeClaim{Name: "nc-a", NodePool: "default", Phase: state.Initialized, InstanceID: instanceA,
 		InstanceType: "c6g.large", Zone: "us-east-1a", CapacityType: apis.CapacityTypeSpot}
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "ip-a"}}
@@ -233,8 +300,12 @@ func newRig(t *testing.T, drain func(req provision.RetireRequest, n int) provisi
 
 // handler is a new invocation's handler.
 func (r *rig) handler(holder string) *Handler {
-	return &Handler{Store: r.store, Capacity: r.cap, Source: r.src, Nodes: r.nodes, Events: nopEvents{}, Metrics: r.metrics,
-		Now: r.clock.Now, Log: slog.New(slog.DiscardHandler), Holder: holder, Poll: time.Millisecond}
+	term := &termination.Terminator{Store: r.store, Fleet: r.fleet, Nodes: r.nodes, Drainer: r.drainer, Metrics: r.metrics,
+		Now: r.clock.Now, Log: slog.New(slog.DiscardHandler)}
+	h := New(&Deps{Store: r.store, Capacity: r.cap, Terminator: term, Source: r.src, Nodes: r.nodes, Metrics: r.metrics},
+		r.clock.Now, slog.New(slog.DiscardHandler), holder)
+	h.Poll = time.Millisecond
+	return h
 }
 
 // deliver hands msgs to a new invocation whose context ends after
@@ -264,11 +335,11 @@ func stateChange(id, st string) events.SQSMessage {
 
 // blockedByPDB is a drain a PDB blocks until the deadline, when the pods
 // left are deleted (as the drain package does).
-func (r *rig) blockedByPDB(req provision.RetireRequest, _ int) provision.Retired {
-	if !req.Deadline.IsZero() && !r.clock.Now().Before(req.Deadline) {
-		return provision.Retired{Done: true, Drain: provision.DrainResult{Done: true, Deleted: []string{"default/web-0", "default/web-1", "default/web-2"}}}
+func (r *rig) blockedByPDB(opts termination.DrainOptions, _ int) termination.DrainResult {
+	if !opts.Deadline.IsZero() && !r.clock.Now().Before(opts.Deadline) {
+		return termination.DrainResult{Done: true, Deleted: []string{"default/web-0", "default/web-1", "default/web-2"}}
 	}
-	return provision.Retired{Drain: provision.DrainResult{Blocked: []string{"default/web-0"}, Remaining: []string{"default/web-0", "default/web-1", "default/web-2"}}}
+	return termination.DrainResult{Blocked: []string{"default/web-0"}, Remaining: []string{"default/web-0", "default/web-1", "default/web-2"}}
 }
 
 // TestDrainBlockedByAPDBResumesOnTheNextMessage: a drain a PDB blocks
@@ -280,11 +351,11 @@ func (r *rig) blockedByPDB(req provision.RetireRequest, _ int) provision.Retired
 func TestDrainBlockedByAPDBResumesOnTheNextMessage(t *testing.T) {
 	var r *rig
 	released := false
-	r = newRig(t, func(req provision.RetireRequest, n int) provision.Retired {
+	r = newRig(t, func(opts termination.DrainOptions, n int) termination.DrainResult {
 		if !released {
-			return provision.Retired{Drain: provision.DrainResult{Blocked: []string{"default/web-0"}, Remaining: []string{"default/web-0"}}}
+			return termination.DrainResult{Blocked: []string{"default/web-0"}, Remaining: []string{"default/web-0"}}
 		}
-		return provision.Retired{Done: true, Drain: provision.DrainResult{Done: true, Evicted: []string{"default/web-0", "default/web-1", "default/web-2"}}}
+		return termination.DrainResult{Done: true, Evicted: []string{"default/web-0", "default/web-1", "default/web-2"}}
 	})
 	resp := r.deliver(5*time.Second, spotWarning("evt-1")) // less than the 10 s a drain keeps in hand: it stops after a pass
 	if len(resp.BatchItemFailures) != 0 {
@@ -319,15 +390,31 @@ func TestDrainBlockedByAPDBResumesOnTheNextMessage(t *testing.T) {
 	}
 }
 
+// TestReplacementAvoidsTheReclaimedOffering: the replacement of a spot
+// instance being reclaimed is told its offering, so it never lands there
+// (even when marking the offering unavailable failed or has expired).
+func TestReplacementAvoidsTheReclaimedOffering(t *testing.T) {
+	r := newRig(t, func(termination.DrainOptions, int) termination.DrainResult {
+		return termination.DrainResult{Done: true}
+	})
+	if resp := r.deliver(time.Minute, spotWarning("evt-1")); len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("failures %+v", resp.BatchItemFailures)
+	}
+	want := []state.Offering{{InstanceType: "c6g.large", Zone: "us-east-1a", CapacityType: apis.CapacityTypeSpot, Code: "SpotInterruption"}}
+	if len(r.cap.avoided) != 1 || !slices.Equal(r.cap.avoided[0], want) {
+		t.Errorf("replacements avoided %+v, want %+v", r.cap.avoided, want)
+	}
+}
+
 // TestDrainThatCannotFinishRecordsTheStrandedPods: a PDB blocks the drain
 // until the instance's deadline (the notice less the margin): the pods
 // left are deleted then, and the action is done with them recorded as
 // stranded and its cause saying so.
 func TestDrainThatCannotFinishRecordsTheStrandedPods(t *testing.T) {
 	var r *rig
-	r = newRig(t, func(req provision.RetireRequest, n int) provision.Retired {
+	r = newRig(t, func(opts termination.DrainOptions, n int) termination.DrainResult {
 		r.clock.SetTime(r.clock.Now().Add(20 * time.Second)) // each pass takes a while
-		return r.blockedByPDB(req, n)
+		return r.blockedByPDB(opts, n)
 	})
 	resp := r.deliver(time.Minute, spotWarning("evt-1"))
 	if len(resp.BatchItemFailures) != 0 {
@@ -339,10 +426,13 @@ func TestDrainThatCannotFinishRecordsTheStrandedPods(t *testing.T) {
 		t.Fatalf("action %+v: want done, %v stranded, the cause saying so", a, want)
 	}
 	dl := warned.Add(2*time.Minute - deadlineMargin)
-	for _, req := range r.cap.retires {
-		if !req.Deadline.Equal(dl) || !req.Force || req.MaxGracePeriod == nil {
-			t.Errorf("retire %+v: want the deadline %v (the notice less the margin), forced, grace capped", req, dl)
+	for _, opts := range r.drainer.passes() {
+		if !opts.Deadline.Equal(dl) || !opts.Force || opts.MaxGracePeriod == nil {
+			t.Errorf("drain pass %+v: want the deadline %v (the notice less the margin), forced, grace capped", opts, dl)
 		}
+	}
+	if !slices.Equal(r.fleet.terminated, []string{instanceA}) || r.store.recs["nc-a"] != nil {
+		t.Errorf("terminated %v, record %+v: want the instance terminated and its record removed", r.fleet.terminated, r.store.recs["nc-a"])
 	}
 }
 
@@ -352,7 +442,7 @@ func TestDrainThatCannotFinishRecordsTheStrandedPods(t *testing.T) {
 // deleted and recorded as stranded.
 func TestInstanceEndsBeforeTheDrain(t *testing.T) {
 	var r *rig
-	r = newRig(t, func(req provision.RetireRequest, n int) provision.Retired { return r.blockedByPDB(req, n) })
+	r = newRig(t, func(opts termination.DrainOptions, n int) termination.DrainResult { return r.blockedByPDB(opts, n) })
 	r.deliver(5*time.Second, spotWarning("evt-1"))
 	if a := r.store.action(ActionPrefix + instanceA); a.Step != state.StepDraining || len(a.Stranded) != 0 {
 		t.Fatalf("after the warning: %+v; want draining, nothing stranded", a)
@@ -366,7 +456,8 @@ func TestInstanceEndsBeforeTheDrain(t *testing.T) {
 	if a.Step != state.StepDone || len(a.Stranded) != 3 || !slices.Contains(a.Messages, "evt-2") || r.cap.replaces != 1 {
 		t.Errorf("after shutting-down: %+v, %d replacements; want done with 3 stranded, both messages, one replacement", a, r.cap.replaces)
 	}
-	last := r.cap.retires[len(r.cap.retires)-1]
+	passes := r.drainer.passes()
+	last := passes[len(passes)-1]
 	if !last.Deadline.Equal(warned.Add(90 * time.Second)) {
 		t.Errorf("last drain's deadline %v, want the state change's handling time", last.Deadline)
 	}
@@ -377,9 +468,9 @@ func TestInstanceEndsBeforeTheDrain(t *testing.T) {
 // mid-drain (here: a panic in its second pass) leaves the next one an
 // accurate account.
 func TestDrainProgressIsRecorded(t *testing.T) {
-	r := newRig(t, func(req provision.RetireRequest, n int) provision.Retired {
+	r := newRig(t, func(opts termination.DrainOptions, n int) termination.DrainResult {
 		if n == 1 {
-			return provision.Retired{Drain: provision.DrainResult{Evicted: []string{"default/web-0"}, Remaining: []string{"default/web-1"}}}
+			return termination.DrainResult{Evicted: []string{"default/web-0"}, Remaining: []string{"default/web-1"}}
 		}
 		panic("the invocation dies in the second pass")
 	})
@@ -414,15 +505,129 @@ func TestUnknownAndMalformedMessages(t *testing.T) {
 	if k := r.metrics.points[metrics.Interruptions]; len(k) != 1 || k[0][metrics.DimKind] != "Unknown" {
 		t.Errorf("interruptions counted %v, want one Unknown", k)
 	}
-	if len(r.metrics.points[metrics.InterruptionMessagesFailed]) != 1 || len(r.cap.retires) != 0 || r.cap.replaces != 0 {
-		t.Errorf("failed %d, retires %d, replaces %d; want 1, 0, 0", len(r.metrics.points[metrics.InterruptionMessagesFailed]), len(r.cap.retires), r.cap.replaces)
+	if len(r.metrics.points[metrics.InterruptionMessagesFailed]) != 1 || len(r.drainer.passes()) != 0 || r.cap.replaces != 0 {
+		t.Errorf("failed %d, drain passes %d, replaces %d; want 1, 0, 0", len(r.metrics.points[metrics.InterruptionMessagesFailed]), len(r.drainer.passes()), r.cap.replaces)
 	}
 }
 
 // The live implementations satisfy the handler's interfaces.
 var (
-	_ Store     = (*state.Store)(nil)
-	_ Capacity  = (*provision.Reconciler)(nil)
-	_ Tainter   = (provision.Nodes)(nil)
-	_ NodeNamer = (*fleet.Launcher)(nil)
+	_ Store      = (*state.Store)(nil)
+	_ Capacity   = (*provision.Reconciler)(nil)
+	_ Terminator = (*termination.Terminator)(nil)
+	_ Tainter    = (provision.Nodes)(nil)
+	_ NodeNamer  = (*fleet.Launcher)(nil)
 )
+
+// waitFor waits until cond holds (a condition, not a sleep), failing the
+// test after a deadline.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestSpotWarningWhileAnotherInvocationHoldsTheNode (defect 4): a
+// rebalance replacement holds the node's lease and drains it, a PDB
+// blocking, with no deadline. A spot warning for the instance arrives in
+// another invocation: it records its deadline on the node's record
+// although the lease is held, and only then acknowledges the message; the
+// holder reads the record between passes and drains to that deadline, so
+// the blocked pods go before the instance does.
+func TestSpotWarningWhileAnotherInvocationHoldsTheNode(t *testing.T) {
+	var r *rig
+	r = newRig(t, func(opts termination.DrainOptions, n int) termination.DrainResult { return r.blockedByPDB(opts, n) })
+	r.src.view.NodePools[0].Annotations = map[string]string{AnnotationRebalance: RebalanceReplace}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	holder := make(chan events.SQSEventResponse, 1)
+	rebalance := message("evt-r", "EC2 Instance Rebalance Recommendation", warned, map[string]any{"instance-id": instanceA})
+	go func() {
+		holder <- r.handler("rebalance").HandleBatch(ctx, events.SQSEvent{Records: []events.SQSMessage{rebalance}})
+	}()
+	waitFor(t, "the rebalance drain to begin", func() bool { return len(r.drainer.passes()) > 0 })
+
+	resp := r.deliver(5*time.Second, spotWarning("evt-s"))
+	if len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("failures %+v: a warning whose intent is recorded is acknowledged", resp.BatchItemFailures)
+	}
+	want := warned.Add(2*time.Minute - deadlineMargin)
+	rec, err := r.store.GetNodeClaim(context.Background(), "nc-a")
+	if err != nil || rec.Disruption == nil || !rec.Disruption.Deadline.Equal(want) {
+		var d any
+		if rec != nil {
+			d = rec.Disruption
+		}
+		t.Fatalf("record's intent %+v (%v) once the warning is acknowledged: want its deadline %v", d, err, want)
+	}
+	r.clock.SetTime(want)
+	select {
+	case resp := <-holder:
+		if len(resp.BatchItemFailures) != 0 {
+			t.Fatalf("holder failures %+v", resp.BatchItemFailures)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the holder's drain never applied the warning's deadline")
+	}
+	passes := r.drainer.passes()
+	if last := passes[len(passes)-1]; !last.Deadline.Equal(want) || !last.Force {
+		t.Errorf("holder's last drain pass %+v: want the warning's deadline %v, forced", last, want)
+	}
+	a := r.store.action(ActionPrefix + instanceA)
+	if a.Step != state.StepDone || len(a.Stranded) != 3 || !a.Deadline.Equal(want) || r.cap.replaces != 1 {
+		t.Errorf("action %+v, %d replacements: want done, 3 stranded at the warning's deadline, one replacement", a, r.cap.replaces)
+	}
+}
+
+// TestSpotWarningOnANodeBeingConsolidated (defect 7): consolidation drains
+// a node with its pool's terminationGracePeriod as deadline, earlier than
+// the spot notice's; the warning takes the node's intent over without
+// dropping that deadline: the drain keeps the earlier one.
+func TestSpotWarningOnANodeBeingConsolidated(t *testing.T) {
+	var r *rig
+	r = newRig(t, func(opts termination.DrainOptions, n int) termination.DrainResult {
+		r.clock.SetTime(r.clock.Now().Add(20 * time.Second)) // each pass takes a while
+		return r.blockedByPDB(opts, n)
+	})
+	consolidated := warned.Add(time.Minute)
+	rec := r.store.recs["nc-a"]
+	rec.Phase = state.Disrupting
+	rec.Disruption = &state.Disruption{Action: "consolidation-single-node-1-abcd", Reason: "Underutilized", Since: warned.Add(-time.Minute),
+		Reschedule: true, Deadline: consolidated}
+	if resp := r.deliver(time.Minute, spotWarning("evt-1")); len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("failures %+v", resp.BatchItemFailures)
+	}
+	passes := r.drainer.passes()
+	if len(passes) == 0 || !passes[0].Deadline.Equal(consolidated) {
+		t.Fatalf("drain passes %+v: want the first drained to consolidation's earlier deadline %v", passes, consolidated)
+	}
+	if a := r.store.action(ActionPrefix + instanceA); a.Step != state.StepDone || !a.Deadline.Equal(consolidated) {
+		t.Errorf("action %+v: want done with the earlier deadline", a)
+	}
+}
+
+// TestWarningWhoseIntentCannotBeRecordedComesBack (defect 4): while
+// another invocation holds the node, a spot warning whose intent cannot be
+// written (the table throttles) is not acknowledged: SQS delivers it
+// again, rather than the deadline being lost.
+func TestWarningWhoseIntentCannotBeRecordedComesBack(t *testing.T) {
+	r := newRig(t, nil)
+	r.store.leases[state.LeaseNode("nc-a")] = "rebalance"
+	r.store.putErr = errors.New("ProvisionedThroughputExceededException")
+	resp := r.deliver(5*time.Second, spotWarning("evt-s"))
+	if len(resp.BatchItemFailures) != 1 || resp.BatchItemFailures[0].ItemIdentifier != "msg-evt-s" {
+		t.Fatalf("failures %+v: want the warning back for redelivery", resp.BatchItemFailures)
+	}
+	r.store.putErr = nil
+	if resp := r.deliver(5*time.Second, spotWarning("evt-s")); len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("failures %+v on redelivery", resp.BatchItemFailures)
+	}
+	if rec := r.store.recs["nc-a"]; rec.Disruption == nil || !rec.Disruption.Deadline.Equal(warned.Add(2*time.Minute-deadlineMargin)) {
+		t.Errorf("record's intent %+v after redelivery: want the warning's deadline", rec.Disruption)
+	}
+}

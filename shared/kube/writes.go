@@ -184,8 +184,8 @@ func (c *Client) GetPod(ctx context.Context, namespace, name string) (*corev1.Po
 
 // DeleteOptions qualify a pod deletion.
 type DeleteOptions struct {
-	// GracePeriod overrides the pod's terminationGracePeriodSeconds when set
-	// (0 deletes at once).
+	// GracePeriod overrides the pod's terminationGracePeriodSeconds when set,
+	// in whole seconds rounded up (0 is a force delete).
 	GracePeriod *time.Duration
 	// UID, when set, deletes the pod only if it is still that pod (not a
 	// replacement with the same name).
@@ -198,7 +198,7 @@ type DeleteOptions struct {
 func (c *Client) DeletePod(ctx context.Context, namespace, name string, opts DeleteOptions) error {
 	del := &metav1.DeleteOptions{}
 	if opts.GracePeriod != nil {
-		s := int64(opts.GracePeriod.Seconds())
+		s := wholeSeconds(*opts.GracePeriod)
 		del.GracePeriodSeconds = &s
 	}
 	if opts.UID != "" {
@@ -239,6 +239,16 @@ func (e *EvictionError) Unwrap() error { return e.Err }
 // Is makes errors.Is(err, ErrBlockedByPDB) true for a PDB refusal.
 func (e *EvictionError) Is(target error) bool { return target == ErrBlockedByPDB && e.BlockedByPDB }
 
+// wholeSeconds is d in the API's whole seconds, rounded up: a grace period
+// of 0.9 s truncated would be 0, a force delete.
+func wholeSeconds(d time.Duration) int64 {
+	s := int64(d / time.Second)
+	if d%time.Second > 0 {
+		s++
+	}
+	return s
+}
+
 // DefaultEvictionTimeout bounds one eviction call when EvictOptions.Timeout
 // is zero.
 const DefaultEvictionTimeout = 10 * time.Second
@@ -249,7 +259,8 @@ type EvictOptions struct {
 	// would retry a 429 for about 100 s on its own; Evict never retries: a
 	// refusal comes back at once, as ErrBlockedByPDB.
 	Timeout time.Duration
-	// GracePeriod overrides the pod's terminationGracePeriodSeconds.
+	// GracePeriod overrides the pod's terminationGracePeriodSeconds, in
+	// whole seconds rounded up.
 	GracePeriod *time.Duration
 	// UID, when set, evicts the pod only if it is still that pod.
 	UID types.UID
@@ -273,7 +284,7 @@ func (c *Client) Evict(ctx context.Context, namespace, name string, opts EvictOp
 	if opts.GracePeriod != nil || opts.UID != "" {
 		ev.DeleteOptions = &metav1.DeleteOptions{}
 		if opts.GracePeriod != nil {
-			s := int64(opts.GracePeriod.Seconds())
+			s := wholeSeconds(*opts.GracePeriod)
 			ev.DeleteOptions.GracePeriodSeconds = &s
 		}
 		if opts.UID != "" {

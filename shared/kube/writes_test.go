@@ -191,3 +191,40 @@ func TestDeletePodOptions(t *testing.T) {
 		t.Fatalf("%v %+v %v", f.calls, del, err)
 	}
 }
+
+// A grace period is sent in whole seconds, rounded up: 0.9 s truncated
+// would be 0, a force delete.
+func TestGracePeriodRoundsUp(t *testing.T) {
+	for _, c := range []struct {
+		grace time.Duration
+		want  int64
+	}{{900 * time.Millisecond, 1}, {1500 * time.Millisecond, 2}, {30 * time.Second, 30}, {0, 0}} {
+		f := &recorder{handle: func(w http.ResponseWriter, r *http.Request, n int) {
+			w.WriteHeader(200)
+			_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Success"}`))
+		}}
+		kc := newClient(t, f)
+		g := c.grace
+		if err := kc.DeletePod(context.Background(), "ns", "p", DeleteOptions{GracePeriod: &g}); err != nil {
+			t.Fatal(err)
+		}
+		if err := kc.Evict(context.Background(), "ns", "p", EvictOptions{GracePeriod: &g}); err != nil {
+			t.Fatal(err)
+		}
+		var del metav1.DeleteOptions
+		var ev policyv1.Eviction
+		if err := decodeBody(f.bodies[0], &del); err != nil || del.GracePeriodSeconds == nil || *del.GracePeriodSeconds != c.want {
+			t.Errorf("delete with %v: gracePeriodSeconds %v (%v), want %d", c.grace, seconds(del.GracePeriodSeconds), err, c.want)
+		}
+		if err := decodeBody(f.bodies[1], &ev); err != nil || ev.DeleteOptions == nil || seconds(ev.DeleteOptions.GracePeriodSeconds) != c.want {
+			t.Errorf("evict with %v: %+v (%v), want gracePeriodSeconds %d", c.grace, ev.DeleteOptions, err, c.want)
+		}
+	}
+}
+
+func seconds(s *int64) any {
+	if s == nil {
+		return nil
+	}
+	return *s
+}

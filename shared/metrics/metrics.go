@@ -92,6 +92,11 @@ const (
 	ConsolidationSavings = "ConsolidationSavingsPerHour"
 	// ConsolidationAbandoned counts actions abandoned, by cause.
 	ConsolidationAbandoned = "ConsolidationAbandoned"
+	// NodePoolNotReady is 1 for a NodePool that solves leave out (its
+	// EC2NodeClass is missing, or selects no subnet, security group or
+	// AMI), 0 for one that is ready. Gauge; under ClusterName alone, 1 while
+	// any pool is not ready.
+	NodePoolNotReady = "NodePoolNotReady"
 )
 
 // Unit is a CloudWatch metric unit.
@@ -164,6 +169,7 @@ func Definitions() []Definition {
 		{InterruptionToDrained, UnitSeconds, Maximum, nil, "interruption message to node drained"},
 		{PodsEvicted, UnitCount, Sum, []string{DimReason}, "pods evicted from nodes taken out"},
 		{InterruptionMessagesFailed, UnitCount, Sum, nil, "interruption messages that failed"},
+		{NodePoolNotReady, UnitCount, Maximum, []string{DimNodePool}, "NodePools left out of solves (1: not ready)"},
 	}
 	sort.Slice(defs, func(i, j int) bool { return defs[i].Name < defs[j].Name })
 	return defs

@@ -6,8 +6,11 @@
 // It exists so that these strings live in one place: the CDK app writes them
 // into the CloudFormation template, the functions read them at run time, and
 // the local cloud seeds its table with them, and none can drift from the other.
-// It imports nothing, so any package may use it.
+// It imports nothing but the standard library's time, so any package may
+// use it.
 package names
+
+import "time"
 
 // Environment variables the stack sets on the functions.
 const (
@@ -77,6 +80,16 @@ const (
 // message before moving it to the dead-letter queue: a transient API error
 // gets two more chances, a malformed event stops there.
 const InterruptionMaxReceives = 3
+
+// InterruptionRetryVisibility is how soon the interruption queue hands out
+// a message whose handling failed again: the interruption handler sets it
+// on each failed message with ChangeMessageVisibility (the queue's own
+// visibility timeout, which must exceed the function's timeout, only
+// applies to the messages of an invocation that crashed). A spot warning
+// gives two minutes. The queue's retention is at least
+// (InterruptionMaxReceives + 1) times this, so a message that always fails
+// reaches the DLQ; a test of the stack holds the template to it.
+const InterruptionRetryVisibility = 30 * time.Second
 
 // Tags Nodewright puts on the EC2 resources it creates (instances, volumes,
 // network interfaces, fleets, launch templates). The IAM policy the stack

@@ -173,32 +173,6 @@ func TestInFlightNode(t *testing.T) {
 	}
 }
 
-func TestGroups(t *testing.T) {
-	c := func(pool string, types []string, pods ...string) scheduling.NodeClaim {
-		return scheduling.NodeClaim{NodePool: pool, InstanceTypes: types, Pods: pods, Zones: []string{"us-east-1a"}}
-	}
-	claims := []scheduling.NodeClaim{
-		c("a", []string{"m5.large"}, "p1"), c("a", []string{"m5.xlarge"}, "p2"), c("a", []string{"m5.large"}, "p3"),
-		c("b", []string{"m5.large"}, "p4"), c("a", []string{"m5.large"}, "p5"),
-	}
-	got := Groups(claims)
-	want := [][]int{{0, 2, 4}, {1}, {3}}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("groups %v, want %v", got, want)
-	}
-}
-
-func TestClaimCapacityIsTheLargestOption(t *testing.T) {
-	c := scheduling.NodeClaim{InstanceTypes: []string{"m6g.large", "c6g.2xlarge", "r6g.xlarge"}}
-	got := ClaimCapacity(c, cat, nil)
-	if got.Cpu().Value() != 8 {
-		t.Errorf("cpu %v, want 8 (c6g.2xlarge)", got.Cpu())
-	}
-	if got.Memory().Value() < 29<<30 {
-		t.Errorf("memory %v, want r6g.xlarge's 32Gi less VM overhead", got.Memory())
-	}
-}
-
 func TestRegistrations(t *testing.T) {
 	ready := node("ip-1", "i-1")
 	ready.Finalizers = []string{apis.FinalizerTermination}
@@ -255,6 +229,11 @@ func TestLiveness(t *testing.T) {
 	justGone.LaunchedAt = now.Add(-10 * time.Second) // DescribeInstances may not list it yet
 	ending := record("default-end00", state.Terminating, "i-end")
 	launching := record("default-grp00", state.Launching, "")
+	launching.CreatedAt = now.Add(-time.Minute)
+	// A launch that never got its instance recorded, past the timeout: its
+	// record goes and its group's instance is an orphan.
+	stuck := record("default-stk00", state.Launching, "")
+	stuck.CreatedAt = now.Add(-16 * time.Minute)
 	running := func(id, claim string, age time.Duration, managed bool) fleet.Running {
 		return fleet.Running{InstanceID: id, State: "running", NodeClaim: claim, LaunchTime: now.Add(-age), ManagedBy: managed}
 	}
@@ -265,18 +244,19 @@ func TestLiveness(t *testing.T) {
 		running("i-young", "default-yyyyy", time.Minute, true),    // within the grace period
 		running("i-karpenter", "default-kkkkk", time.Hour, false), // not ours
 		running("i-grp", "default-grp00", 10*time.Minute, true),   // its record is still launching
+		running("i-stuck", "default-stk00", 16*time.Minute, true), // its record is past the timeout
 		{InstanceID: "i-end", State: "shutting-down", LaunchTime: now.Add(-time.Hour), ManagedBy: true},
 	}
 	gnode := node("ip-gone", "i-gone")
-	c := Liveness([]*state.NodeClaim{late, fresh, gone, justGone, ending, launching}, instances, []*corev1.Node{gnode}, now, 15*time.Minute, 5*time.Minute)
-	if want := []string{"i-late", "i-orphan"}; !reflect.DeepEqual(sortedKeys(c.Terminate), want) {
+	c := Liveness([]*state.NodeClaim{late, fresh, gone, justGone, ending, launching, stuck}, instances, []*corev1.Node{gnode}, now, 15*time.Minute, 5*time.Minute)
+	if want := []string{"i-late", "i-orphan", "i-stuck"}; !reflect.DeepEqual(sortedKeys(c.Terminate), want) {
 		t.Errorf("terminate %v, want %v", sortedKeys(c.Terminate), want)
 	}
 	var removed []string
 	for _, r := range c.DeleteRecords {
 		removed = append(removed, r.Name)
 	}
-	if want := []string{"default-end00", "default-gone0", "default-late0"}; !reflect.DeepEqual(removed, want) {
+	if want := []string{"default-end00", "default-gone0", "default-late0", "default-stk00"}; !reflect.DeepEqual(removed, want) {
 		t.Errorf("records removed %v, want %v", removed, want)
 	}
 	if want := []string{"ip-gone"}; !reflect.DeepEqual(c.DeleteNodes, want) {

@@ -2,7 +2,6 @@ package provision
 
 import (
 	"context"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -10,6 +9,7 @@ import (
 	"github.com/nodewright/nodewright/shared/catalog"
 	"github.com/nodewright/nodewright/shared/fleet"
 	"github.com/nodewright/nodewright/shared/metrics"
+	"github.com/nodewright/nodewright/shared/termination"
 )
 
 // ClusterSource reads the cluster (a kube cache kept across invocations).
@@ -27,7 +27,13 @@ type PodSource interface {
 // Fleet launches and ends instances (*fleet.Launcher).
 type Fleet interface {
 	Zones(ctx context.Context, classes []*apis.EC2NodeClass) ([]string, error)
-	LaunchGroup(ctx context.Context, req fleet.Request) ([]*fleet.Instance, error)
+	// ResolveAll resolves each EC2NodeClass against the account (its
+	// subnets, security groups and AMIs), or says why it could not.
+	ResolveAll(ctx context.Context, classes []*apis.EC2NodeClass) []fleet.Resolution
+	// Prepare resolves a request into its fleet's plan (stored in the
+	// records before LaunchPlan calls CreateFleet with it).
+	Prepare(ctx context.Context, req fleet.Request) (*fleet.Plan, error)
+	LaunchPlan(ctx context.Context, p *fleet.Plan) ([]*fleet.Instance, error)
 	TagNodeClaim(ctx context.Context, instanceID, nodePool, nodeClaim string) error
 	Instances(ctx context.Context) ([]fleet.Running, error)
 	Terminate(ctx context.Context, ids []string) error
@@ -68,32 +74,13 @@ type Events interface {
 	Event(ctx context.Context, ref Ref, eventType, reason, message string)
 }
 
-// DrainResult is what one drain call achieved.
-type DrainResult struct {
-	// Done: no pod that must leave is left on the node.
-	Done bool
-	// Evicted, Blocked (by a PDB), Deleted (after the deadline, without
-	// eviction) and Remaining pods, as namespace/name.
-	Evicted, Blocked, Deleted, Remaining []string
-}
-
-// DrainOptions qualify one drain call.
-type DrainOptions struct {
-	// Deadline (zero: none) after which the pods left are deleted.
-	Deadline time.Time
-	// Force evicts pods annotated karpenter.sh/do-not-disrupt too (the
-	// instance is going whatever they say: an interruption).
-	Force bool
-	// MaxGracePeriod caps each pod's termination grace period (a spot
-	// notice shorter than a pod's grace period).
-	MaxGracePeriod *time.Duration
-}
-
-// Drainer evicts a node's pods (through the Eviction API, PDBs honoured),
-// resumable: each call looks at the node's current pods.
-type Drainer interface {
-	Drain(ctx context.Context, node string, opts DrainOptions) (DrainResult, error)
-}
+// DrainResult, DrainOptions and Drainer are package termination's (the
+// drain is the terminator's; the Reconciler carries the Drainer it uses).
+type (
+	DrainResult  = termination.DrainResult
+	DrainOptions = termination.DrainOptions
+	Drainer      = termination.Drainer
+)
 
 // Metrics emits CloudWatch metrics (*metrics.Emitter).
 type Metrics interface {

@@ -37,59 +37,150 @@ func (s *fakeSource) View(context.Context) (*View, error) {
 }
 
 // fakeFleet launches instances in memory. launch, when set, answers each
-// LaunchGroup (call counts from 1); else every call launches req.Count
-// instances of the claim's first type in its first zone.
+// LaunchPlan (call counts from 1); else every call launches p.Count
+// instances of the plan's first override (or the first that pick
+// accepts), as EC2 picks the cheapest of the overrides it is given.
 type fakeFleet struct {
 	mu     sync.Mutex
-	launch func(req fleet.Request, call int) ([]*fleet.Instance, error)
-	calls  []fleet.Request
-	tagged map[string]string // instance -> NodeClaim
-	next   int
+	launch func(p *fleet.Plan, call int) ([]*fleet.Instance, error)
+	pick   func(typ, zone string) bool
+	calls  []*fleet.Plan
+	// prepares counts Prepare calls: each resolves another AMI, as a class
+	// whose AMI selector finds a newer image does. onPrepare, when set,
+	// runs before each (call counts from 1): another invocation acting
+	// between this one's solve and its records.
+	prepares  int
+	onPrepare func(call int)
+	tagged    map[string]string // instance -> NodeClaim
+	next      int
+	// now stamps the instances' launch times; running are the instances
+	// launched and not terminated (Instances lists them, Terminate ends
+	// them); terminated the IDs Terminate was called with.
+	now        func() time.Time
+	running    []fleet.Running
+	terminated []string
+	// unresolved answers ResolveAll for the classes it names with their
+	// error; every other class resolves whole, in st.Zones().
+	unresolved map[string]error
 }
 
 func (f *fakeFleet) Zones(context.Context, []*apis.EC2NodeClass) ([]string, error) {
 	return st.Zones(), nil
 }
 
-func (f *fakeFleet) LaunchGroup(_ context.Context, req fleet.Request) ([]*fleet.Instance, error) {
+func (f *fakeFleet) ResolveAll(_ context.Context, classes []*apis.EC2NodeClass) []fleet.Resolution {
 	f.mu.Lock()
-	f.calls = append(f.calls, req)
+	defer f.mu.Unlock()
+	var out []fleet.Resolution
+	for _, c := range classes {
+		if err := f.unresolved[c.Name]; err != nil {
+			out = append(out, fleet.Resolution{Name: c.Name, Err: err})
+			continue
+		}
+		nc := &fleet.NodeClass{Name: c.Name, SecurityGroups: []string{"sg-1"}, AMIs: []fleet.AMI{{ID: "ami-1", Arch: "amd64"}}}
+		for i, z := range st.Zones() {
+			nc.Subnets = append(nc.Subnets, fleet.Subnet{ID: fmt.Sprintf("subnet-%d", i), Zone: z, AvailableIPs: 100})
+		}
+		out = append(out, fleet.Resolution{Name: c.Name, Class: nc})
+	}
+	return out
+}
+
+// Prepare plans one template with the claim's types, a subnet per zone.
+func (f *fakeFleet) Prepare(_ context.Context, req fleet.Request) (*fleet.Plan, error) {
+	token := req.Token
+	if token == "" {
+		token = fleet.ClientToken(req.Name)
+	}
+	ct := req.Claim.CapacityType
+	if ct == "" {
+		ct = apis.CapacityTypeOnDemand
+	}
+	f.mu.Lock()
+	f.prepares++
+	call, hook := f.prepares, f.onPrepare
+	ami := fmt.Sprintf("ami-%d", f.prepares)
+	f.mu.Unlock()
+	if hook != nil {
+		hook(call)
+	}
+	p := &fleet.Plan{Token: token, NodeClaim: req.Name, NodePool: req.Claim.NodePool, Count: max(req.Count, 1), CapacityType: ct,
+		Templates: []fleet.PlannedTemplate{{Name: "lt-" + req.Claim.NodeClass, ImageID: ami, Types: req.Claim.InstanceTypes}},
+		Exclude:   req.Exclude}
+	for _, z := range req.Claim.Zones {
+		p.Subnets = append(p.Subnets, fleet.Subnet{ID: "subnet-" + z, Zone: z})
+	}
+	return p, nil
+}
+
+func (f *fakeFleet) LaunchPlan(_ context.Context, p *fleet.Plan) ([]*fleet.Instance, error) {
+	f.mu.Lock()
+	f.calls = append(f.calls, p)
 	call := len(f.calls)
 	launch := f.launch
 	f.mu.Unlock()
 	if launch != nil {
-		return launch(req, call)
+		return launch(p, call)
 	}
-	return f.instances(req, max(req.Count, 1)), nil
+	return f.instances(p, p.Count), nil
 }
 
-// instances makes n instances for req.
-func (f *fakeFleet) instances(req fleet.Request, n int) []*fleet.Instance {
+// offering is the override the fake launches of p.
+func (f *fakeFleet) offering(p *fleet.Plan) (string, string) {
+	excluded := map[[2]string]bool{}
+	for _, o := range p.Exclude {
+		if o.CapacityType == "" || o.CapacityType == p.CapacityType {
+			excluded[[2]string{o.InstanceType, o.Zone}] = true
+		}
+	}
+	var first [2]string
+	for _, t := range p.Templates {
+		for _, typ := range t.Types {
+			for _, sn := range p.Subnets {
+				if excluded[[2]string{typ, sn.Zone}] {
+					continue
+				}
+				if first[0] == "" {
+					first = [2]string{typ, sn.Zone}
+				}
+				if f.pick == nil || f.pick(typ, sn.Zone) {
+					return typ, sn.Zone
+				}
+			}
+		}
+	}
+	if first[0] == "" {
+		return "m6g.large", "us-east-1a"
+	}
+	return first[0], first[1]
+}
+
+// instances makes n instances for p.
+func (f *fakeFleet) instances(p *fleet.Plan, n int) []*fleet.Instance {
+	typ, zone := f.offering(p)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var out []*fleet.Instance
 	for range n {
 		f.next++
-		zone := "us-east-1a"
-		if len(req.Claim.Zones) > 0 {
-			zone = req.Claim.Zones[0]
-		}
-		ct := req.Claim.CapacityType
-		if ct == "" {
-			ct = apis.CapacityTypeOnDemand
-		}
 		out = append(out, &fleet.Instance{
-			NodeClaim: req.Name, NodePool: req.Claim.NodePool, InstanceID: fmt.Sprintf("i-%05d", f.next),
-			InstanceType: req.Claim.InstanceTypes[0], Zone: zone, CapacityType: ct, PricePerHour: 0.1,
+			NodeClaim: p.NodeClaim, NodePool: p.NodePool, InstanceID: fmt.Sprintf("i-%05d", f.next),
+			InstanceType: typ, Zone: zone, CapacityType: p.CapacityType, PricePerHour: 0.1,
 		})
+		var at time.Time
+		if f.now != nil {
+			at = f.now()
+		}
+		f.running = append(f.running, fleet.Running{InstanceID: fmt.Sprintf("i-%05d", f.next), InstanceType: typ,
+			Zone: zone, State: "running", LaunchTime: at, NodeClaim: p.NodeClaim, NodePool: p.NodePool, ManagedBy: true, CapacityType: p.CapacityType})
 	}
 	return out
 }
 
-func (f *fakeFleet) Calls() []fleet.Request {
+func (f *fakeFleet) Calls() []*fleet.Plan {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return append([]fleet.Request(nil), f.calls...)
+	return append([]*fleet.Plan(nil), f.calls...)
 }
 
 func (f *fakeFleet) TagNodeClaim(_ context.Context, instanceID, _, nodeClaim string) error {
@@ -99,11 +190,49 @@ func (f *fakeFleet) TagNodeClaim(_ context.Context, instanceID, _, nodeClaim str
 		f.tagged = map[string]string{}
 	}
 	f.tagged[instanceID] = nodeClaim
+	for i := range f.running {
+		if f.running[i].InstanceID == instanceID {
+			f.running[i].NodeClaim = nodeClaim
+		}
+	}
 	return nil
 }
 
-func (f *fakeFleet) Instances(context.Context) ([]fleet.Running, error) { return nil, nil }
-func (f *fakeFleet) Terminate(context.Context, []string) error          { return nil }
+func (f *fakeFleet) Instances(context.Context) ([]fleet.Running, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]fleet.Running(nil), f.running...), nil
+}
+
+func (f *fakeFleet) Terminate(_ context.Context, ids []string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.terminated = append(f.terminated, ids...)
+	gone := map[string]bool{}
+	for _, id := range ids {
+		gone[id] = true
+	}
+	kept := f.running[:0]
+	for _, in := range f.running {
+		if !gone[in.InstanceID] {
+			kept = append(kept, in)
+		}
+	}
+	f.running = kept
+	return nil
+}
+
+// Running reports whether the instance is running.
+func (f *fakeFleet) Running(id string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, in := range f.running {
+		if in.InstanceID == id {
+			return true
+		}
+	}
+	return false
+}
 
 // fakeMetrics records emitted values.
 type fakeMetrics struct {
@@ -196,7 +325,7 @@ func testReconciler(t *testing.T, clock *testingclock.FakeClock, src func(now ti
 		t.Fatal(err)
 	}
 	store, db := testStore(t, clock)
-	fl, m := &fakeFleet{}, &fakeMetrics{}
+	fl, m := &fakeFleet{now: clock.Now}, &fakeMetrics{}
 	n := 0
 	var mu sync.Mutex
 	r := &Reconciler{
@@ -217,4 +346,16 @@ func testReconciler(t *testing.T, clock *testingclock.FakeClock, src func(now ti
 		return nil
 	}
 	return r, fl, m, db
+}
+
+// collectingFleet is a fakeFleet that collects launch templates: keeps
+// are the templates each collection was told to keep.
+type collectingFleet struct {
+	*fakeFleet
+	keeps []map[string]bool
+}
+
+func (f *collectingFleet) CollectTemplates(_ context.Context, keep map[string]bool, max int) ([]string, error) {
+	f.keeps = append(f.keeps, keep)
+	return nil, nil
 }

@@ -90,6 +90,9 @@ type Inputs struct {
 	// disrupts, never the cluster's other pending pods (those are the
 	// provision function's), so two launchers never buy for the same pods.
 	Only map[string]bool
+	// Readiness, when set, is each NodePool's readiness (Readiness): the
+	// pools that are not ready are left out of the solve.
+	Readiness []PoolStatus
 }
 
 // Prepared is a solve's input and what went into it.
@@ -208,8 +211,17 @@ func Prepare(in Inputs) Prepared {
 		}
 		return pods[i].Name < pods[j].Name
 	})
+	pools := in.NodePools
+	if broken := notReady(in.Readiness); len(broken) > 0 {
+		pools = nil
+		for _, p := range in.NodePools {
+			if _, ok := broken[p.Name]; !ok {
+				pools = append(pools, p)
+			}
+		}
+	}
 	out.Input = scheduling.Input{
-		Pods: pods, Nodes: snodes, NodePools: in.NodePools, NodeClasses: in.NodeClasses,
+		Pods: pods, Nodes: snodes, NodePools: pools, NodeClasses: in.NodeClasses,
 		DaemonSets: in.View.DaemonSets, InstanceTypes: in.Catalog.Types(), Zones: in.Zones,
 		Spot: in.Spot, Unavailable: in.Unavailable, Volumes: in.View.Volumes,
 	}

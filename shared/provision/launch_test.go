@@ -2,7 +2,6 @@ package provision
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -15,113 +14,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nodewright/nodewright/shared/fleet"
+	"github.com/nodewright/nodewright/shared/launch"
 	"github.com/nodewright/nodewright/shared/metrics"
-	"github.com/nodewright/nodewright/shared/scheduling"
 	st "github.com/nodewright/nodewright/shared/scheduling/schedtest"
 	"github.com/nodewright/nodewright/shared/state"
 )
 
 func apiError(code string) error {
 	return &smithy.GenericAPIError{Code: code, Message: code + " (test)"}
-}
-
-// CreateFleet's throttling: retried with the same ClientToken, with
-// exponential backoff (200 ms doubling) and full jitter (a wait drawn from
-// [0, backoff)), at most six calls; other errors are not retried.
-func TestCreateFleetRetriesThrottling(t *testing.T) {
-	ok := func(req fleet.Request) ([]*fleet.Instance, error) {
-		return []*fleet.Instance{{NodeClaim: req.Name, InstanceID: "i-1"}}, nil
-	}
-	ms := time.Millisecond
-	for _, tc := range []struct {
-		name      string
-		errs      []error // the calls' errors before one succeeds
-		wantCalls int
-		wantDraws []time.Duration // the backoff each wait was drawn under
-		wantErr   string          // "": success
-	}{
-		{name: "no throttling", wantCalls: 1},
-		{name: "throttled twice", errs: []error{apiError("RequestLimitExceeded"), apiError("Throttling")}, wantCalls: 3,
-			wantDraws: []time.Duration{200 * ms, 400 * ms}},
-		{name: "throttled throughout", errs: slices.Repeat([]error{apiError("RequestLimitExceeded")}, 10), wantCalls: 6,
-			wantDraws: []time.Duration{200 * ms, 400 * ms, 800 * ms, 1600 * ms, 3200 * ms}, wantErr: "RequestLimitExceeded"},
-		{name: "another error is not retried", errs: []error{apiError("InvalidParameterValue")}, wantCalls: 1, wantErr: "InvalidParameterValue"},
-		{name: "a capacity error is not retried", errs: []error{apiError("InsufficientInstanceCapacity")}, wantCalls: 1, wantErr: "InsufficientInstanceCapacity"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			clock := testingclock.NewFakeClock(t0)
-			r, fl, _, _ := testReconciler(t, clock, nil)
-			fl.launch = func(req fleet.Request, call int) ([]*fleet.Instance, error) {
-				if call <= len(tc.errs) {
-					return nil, tc.errs[call-1]
-				}
-				return ok(req)
-			}
-			var draws, waits []time.Duration
-			r.jitter = func(n int64) int64 {
-				draws = append(draws, time.Duration(n))
-				return n - 1 // the longest wait the backoff allows
-			}
-			r.wait = func(_ context.Context, d time.Duration) error {
-				waits = append(waits, d)
-				clock.Step(d)
-				return nil
-			}
-			if err := r.init(); err != nil {
-				t.Fatal(err)
-			}
-			insts, err := r.createFleet(context.Background(), "default-abcde", scheduling.NodeClaim{NodePool: "default"}, nil, 2)
-			calls := fl.Calls()
-			if len(calls) != tc.wantCalls {
-				t.Errorf("%d calls, want %d", len(calls), tc.wantCalls)
-			}
-			for _, c := range calls {
-				if c.Name != "default-abcde" || c.Count != 2 {
-					t.Errorf("call %+v: want ClientToken default-abcde and count 2 on every try", c)
-				}
-			}
-			if !slices.Equal(draws, tc.wantDraws) {
-				t.Errorf("waits drawn under %v, want %v", draws, tc.wantDraws)
-			}
-			for i, w := range waits {
-				if w < 0 || w >= draws[i] {
-					t.Errorf("wait %v outside [0, %v)", w, draws[i])
-				}
-			}
-			if tc.wantErr == "" {
-				if err != nil || len(insts) != 1 {
-					t.Errorf("got %v, %v: want the instance", insts, err)
-				}
-				return
-			}
-			var ae smithy.APIError
-			if !errors.As(err, &ae) || ae.ErrorCode() != tc.wantErr {
-				t.Errorf("error %v, want %s", err, tc.wantErr)
-			}
-		})
-	}
-}
-
-// A throttled call whose invocation ends while it waits stops at once.
-func TestCreateFleetStopsWaitingWhenTheContextEnds(t *testing.T) {
-	clock := testingclock.NewFakeClock(t0)
-	r, fl, _, _ := testReconciler(t, clock, nil)
-	fl.launch = func(fleet.Request, int) ([]*fleet.Instance, error) { return nil, apiError("RequestLimitExceeded") }
-	ctx, cancel := context.WithCancel(context.Background())
-	r.wait = func(ctx context.Context, _ time.Duration) error {
-		cancel()
-		return ctx.Err()
-	}
-	if err := r.init(); err != nil {
-		t.Fatal(err)
-	}
-	_, err := r.createFleet(ctx, "default-abcde", scheduling.NodeClaim{}, nil, 1)
-	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "RequestLimitExceeded") {
-		t.Errorf("error %v: want the cancellation, naming the throttling", err)
-	}
-	if n := len(fl.Calls()); n != 1 {
-		t.Errorf("%d calls after the context ended, want 1", n)
-	}
 }
 
 // bigPods are n pending pods too large to share a node of the production
@@ -147,12 +47,12 @@ func TestPartialFleetRecordsWhatLaunchedAndRetriesTheRest(t *testing.T) {
 	r, fl, m, _ := testReconciler(t, clock, func(time.Time) (*View, error) { return &View{Pods: pods}, nil })
 	ev := &fakeEvents{}
 	r.Events = ev
-	fl.launch = func(req fleet.Request, call int) ([]*fleet.Instance, error) {
-		n := max(req.Count, 1)
+	fl.launch = func(p *fleet.Plan, call int) ([]*fleet.Instance, error) {
+		n := p.Count
 		if call == 1 {
 			n-- // one short
 		}
-		return fl.instances(req, n), nil
+		return fl.instances(p, n), nil
 	}
 	rep, err := r.Round(context.Background(), testLease(clock))
 	if err != nil {
@@ -162,8 +62,9 @@ func TestPartialFleetRecordsWhatLaunchedAndRetriesTheRest(t *testing.T) {
 	if len(calls) != 2 || calls[0].Count != 3 || calls[1].Count > 1 {
 		t.Fatalf("fleet calls %+v: want a group of 3, then one for the missing NodeClaim", calls)
 	}
-	if calls[0].Name != "default-00001" || slices.Contains([]string{"default-00001", "default-00002", "default-00003"}, calls[1].Name) {
-		t.Errorf("ClientTokens %s then %s: the retry must take a new name", calls[0].Name, calls[1].Name)
+	if calls[0].NodeClaim != "default-00001" || slices.Contains([]string{"default-00001", "default-00002", "default-00003"}, calls[1].NodeClaim) ||
+		calls[0].Token == calls[1].Token {
+		t.Errorf("fleets %s (%s) then %s (%s): the retry must take a new name and token", calls[0].NodeClaim, calls[0].Token, calls[1].NodeClaim, calls[1].Token)
 	}
 	if rep.Solves != 2 {
 		t.Errorf("%d solves, want 2 (the rest solved again at once)", rep.Solves)
@@ -174,7 +75,7 @@ func TestPartialFleetRecordsWhatLaunchedAndRetriesTheRest(t *testing.T) {
 			short = append(short, l.NodeClaim+": "+l.Error)
 		}
 	}
-	if len(short) != 1 || !strings.Contains(short[0], "default-00003: "+errFewerInstances) {
+	if len(short) != 1 || !strings.Contains(short[0], "default-00003: "+launch.ErrFewerInstances) {
 		t.Errorf("failed launches %v: want default-00003's, fewer instances", short)
 	}
 	recs, err := r.Store.NodeClaims(context.Background())

@@ -6,16 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sort"
 	"strings"
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/catalog"
 	"github.com/nodewright/nodewright/shared/fleet"
+	"github.com/nodewright/nodewright/shared/launch"
 	"github.com/nodewright/nodewright/shared/metrics"
 	"github.com/nodewright/nodewright/shared/scheduling"
 	"github.com/nodewright/nodewright/shared/state"
@@ -136,7 +134,10 @@ type Reconciler struct {
 	NodeClasses []*apis.EC2NodeClass
 	// Names names new NodeClaims (default fleet.NodeClaimName with
 	// crypto/rand).
-	Names   func(nodePool string) (string, error)
+	Names func(nodePool string) (string, error)
+	// Nonce draws a launch's random nonce, which its ClientToken hashes
+	// (default: 16 bytes of crypto/rand).
+	Nonce   func() (string, error)
 	Now     func() time.Time
 	Log     *slog.Logger
 	Options Options
@@ -158,6 +159,8 @@ type Reconciler struct {
 	// placed are the pods earlier solves put in the room of in-flight
 	// NodeClaims (see nominate).
 	placed placements
+	// readinessNote is the pool readiness last written for status.
+	readinessNote readinessNote
 }
 
 func (r *Reconciler) init() error {
@@ -166,6 +169,9 @@ func (r *Reconciler) init() error {
 	}
 	if r.Names == nil {
 		r.Names = func(pool string) (string, error) { return fleet.NodeClaimName(pool, rand.Reader) }
+	}
+	if r.Nonce == nil {
+		r.Nonce = launch.RandomNonce
 	}
 	if r.Now == nil {
 		r.Now = time.Now
@@ -216,14 +222,7 @@ type Report struct {
 }
 
 // Launch is one NodeClaim a round launched (or failed to).
-type Launch struct {
-	NodeClaim string               `json:"nodeClaim"`
-	Claim     scheduling.NodeClaim `json:"claim"`
-	Instance  *fleet.Instance      `json:"instance,omitempty"`
-	Error     string               `json:"error,omitempty"`
-	// FleetCalls is 1 for the first NodeClaim of each CreateFleet call.
-	FleetCall bool `json:"fleetCall,omitempty"`
-}
+type Launch = launch.Launch
 
 // Launched returns the instances the round launched.
 func (rep *Report) Launched() []*fleet.Instance {
@@ -258,13 +257,24 @@ func (rep *Report) PricePerHour() float64 {
 
 // world is what a round read.
 type world struct {
-	view        *View
-	pools       []*apis.NodePool
-	classes     []*apis.EC2NodeClass
-	versions    map[string]int64
-	records     []*state.NodeClaim
+	view     *View
+	pools    []*apis.NodePool
+	classes  []*apis.EC2NodeClass
+	versions state.Versions
+	records  []*state.NodeClaim
+	// stale are the records of launches that never got an instance and
+	// are past the registration timeout (phantom): left out of records,
+	// so they count neither as capacity in flight nor against limits.
+	stale       []*state.NodeClaim
 	unavailable []state.Offering
-	zones       []string
+	// avoid are offerings the caller rules out (the one being reclaimed
+	// that a replacement replaces), whatever the table says.
+	avoid []state.Offering
+	zones []string
+	// resolved are the classes resolved against the account, readiness
+	// the pools' readiness decided from them (see poolReadiness).
+	resolved  []fleet.Resolution
+	readiness []PoolStatus
 }
 
 // read reads the cluster, the state table, the node classes' zones and the
@@ -282,21 +292,14 @@ func (r *Reconciler) read(ctx context.Context, rep *Report) (*world, error) {
 			w.pools, w.classes, warns = MergeConfig(r.NodePools, r.NodeClasses, w.view)
 			rep.Warnings = append(rep.Warnings, w.view.Warnings...)
 			rep.Warnings = append(rep.Warnings, warns...)
-			var zerr error
-			if w.zones, zerr = r.Fleet.Zones(ctx, w.classes); zerr != nil {
-				if len(w.zones) == 0 && len(w.classes) > 0 {
-					errs[3] = fmt.Errorf("node classes: %w", zerr)
-				} else {
-					rep.Warnings = append(rep.Warnings, zerr.Error())
-				}
-			}
+			w.resolved = r.Fleet.ResolveAll(ctx, w.classes)
 		}
 	}, func() {
 		start := r.Now()
 		defer func() { took[1] = r.Now().Sub(start) }()
 		// Versions before records: a launch between the two reads shows in
 		// the records and fails our commit, never the other way round.
-		if w.versions, errs[1] = r.Store.PoolVersions(ctx); errs[1] == nil {
+		if w.versions, errs[1] = r.Store.Versions(ctx); errs[1] == nil {
 			w.records, errs[1] = r.Store.NodeClaims(ctx)
 		}
 		if errs[1] == nil {
@@ -311,6 +314,9 @@ func (r *Reconciler) read(ctx context.Context, rep *Report) (*world, error) {
 			}
 		}
 	})
+	if errs[0] == nil {
+		errs[3] = r.poolReadiness(ctx, w, rep)
+	}
 	r.Log.Debug("read", "cluster", took[0].String(), "state", took[1].String(), "spotPrices", took[2].String())
 	if errs[2] != nil {
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("spot prices: %v (planning on-demand only)", errs[2]))
@@ -318,6 +324,7 @@ func (r *Reconciler) read(ctx context.Context, rep *Report) (*world, error) {
 	if err := errors.Join(errs[0], errs[1], errs[3]); err != nil {
 		return nil, fmt.Errorf("read: %w", err)
 	}
+	w.records, w.stale = r.splitStale(w.records)
 	rep.Zones = w.zones
 	rep.Nodes = len(w.view.Nodes)
 	return w, nil
@@ -377,9 +384,12 @@ func (r *Reconciler) Round(ctx context.Context, lease *state.Lease) (*Report, er
 // Replace launches capacity for the given pods (namespace/name) of nodes
 // being disrupted, through the same solve as a round, fenced by lease (the
 // caller's node lease, not the provision lease: a replacement never waits
-// behind a provisioning round). It returns the records it launched, and
-// records what it did for the pods as a decision (kind "replacement").
-func (r *Reconciler) Replace(ctx context.Context, lease *state.Lease, pods []string, reason string) (*Report, error) {
+// behind a provisioning round). Offerings in avoid (the interrupted
+// node's, being reclaimed) are neither planned on nor put in a fleet's
+// overrides, whether or not the table still marks them unavailable. It
+// returns the records it launched, and records what it did for the pods
+// as a decision (kind "replacement").
+func (r *Reconciler) Replace(ctx context.Context, lease *state.Lease, pods []string, reason string, avoid ...state.Offering) (*Report, error) {
 	if err := r.init(); err != nil {
 		return nil, err
 	}
@@ -390,6 +400,7 @@ func (r *Reconciler) Replace(ctx context.Context, lease *state.Lease, pods []str
 	if err != nil {
 		return rep, err
 	}
+	w.avoid = avoid
 	only := map[string]bool{}
 	for _, p := range pods {
 		only[p] = true
@@ -397,28 +408,6 @@ func (r *Reconciler) Replace(ctx context.Context, lease *state.Lease, pods []str
 	err = r.solveAndLaunch(ctx, lease, w, only, reason, rep)
 	r.recordReplacement(ctx, rep, reason)
 	return rep, err
-}
-
-// LaunchClaims launches planned NodeClaims as they are (a consolidation's
-// replacements, whose options the decision already limited), fenced by
-// lease, through the same records and fleets as a round. It returns the
-// report and the records launched; offerings EC2 refused are marked and
-// the claims that failed are not retried (the caller decides again).
-func (r *Reconciler) LaunchClaims(ctx context.Context, lease *state.Lease, claims []scheduling.NodeClaim, reason string) (*Report, []*state.NodeClaim, error) {
-	if err := r.init(); err != nil {
-		return nil, nil, err
-	}
-	rep := &Report{}
-	w, err := r.read(ctx, rep)
-	if err != nil {
-		return rep, nil, err
-	}
-	plan := &scheduling.Result{NodeClaims: claims}
-	rep.Plan = plan
-	start := r.Now()
-	launched, _, err := r.launch(ctx, lease, w, plan, reason, rep)
-	rep.Launch = r.Now().Sub(start)
-	return rep, launched, err
 }
 
 // solveAndLaunch solves and launches, and solves again without the
@@ -429,10 +418,10 @@ func (r *Reconciler) LaunchClaims(ctx context.Context, lease *state.Lease, claim
 // stay on it (nominate): a solve places only the others.
 func (r *Reconciler) solveAndLaunch(ctx context.Context, lease *state.Lease, w *world, only map[string]bool, reason string, rep *Report) error {
 	for attempt := 0; attempt < r.Options.MaxAttempts; attempt++ {
-		unavailable := state.NewUnavailableSet(w.unavailable)
+		unavailable := state.NewUnavailableSet(w.excluded())
 		prep := Prepare(Inputs{
 			View: w.view, Records: w.records, NodePools: w.pools, NodeClasses: w.classes, Catalog: r.Catalog,
-			Zones: w.zones, Spot: r.spot(rep), Unavailable: unavailable.Has, Only: only,
+			Zones: w.zones, Spot: r.spot(rep), Unavailable: unavailable.Has, Only: only, Readiness: w.readiness,
 		})
 		if attempt == 0 {
 			rep.Warnings = append(rep.Warnings, prep.Warnings...)
@@ -471,19 +460,21 @@ func (r *Reconciler) solveAndLaunch(ctx context.Context, lease *state.Lease, w *
 			return nil
 		}
 		start = r.Now()
-		before := len(rep.Launches)
-		launched, refused, err := r.launch(ctx, lease, w, plan, reason, rep)
+		launched, refused, short, err := r.launch(ctx, lease, w, plan, reason, rep)
 		rep.Launch += r.Now().Sub(start)
 		if errors.Is(err, state.ErrConflict) {
-			// Another launcher took room in a limited pool since we read:
-			// read the state again and solve again.
-			r.Log.Info("a limited NodePool changed since it was read: solving again", "error", err.Error())
-			if w.versions, err = r.Store.PoolVersions(ctx); err == nil {
+			// Another launcher wrote records since we read (the launch
+			// fence, or room in a limited pool): read the records again and
+			// solve again; pods now nominated to its in-flight NodeClaims
+			// stay there.
+			r.Log.Info("another launcher launched since the records were read: solving again", "error", err.Error())
+			if w.versions, err = r.Store.Versions(ctx); err == nil {
 				w.records, err = r.Store.NodeClaims(ctx)
 			}
 			if err != nil {
 				return fmt.Errorf("read state again: %w", err)
 			}
+			w.records, _ = r.splitStale(w.records)
 			continue
 		}
 		if err != nil {
@@ -491,12 +482,6 @@ func (r *Reconciler) solveAndLaunch(ctx context.Context, lease *state.Lease, w *
 		}
 		w.records = append(w.records, launched...)
 		r.podEvents(ctx, w, plan, launched)
-		short := 0
-		for _, l := range rep.Launches[before:] {
-			if l.Error == errFewerInstances {
-				short++
-			}
-		}
 		if len(refused) == 0 && short == 0 {
 			return nil
 		}
@@ -530,52 +515,23 @@ func budgetFor(o Options, now func() time.Time, left time.Duration, bounded bool
 	return scheduling.Budget{MaxGroups: o.SolveGroups, Deadline: now().Add(room), Now: now}
 }
 
-// limited returns the launch versions of the pools with limits.
-func limitedVersions(pools []*apis.NodePool, versions map[string]int64) map[string]int64 {
-	out := map[string]int64{}
-	for _, p := range pools {
-		if len(p.Spec.Limits) > 0 {
-			out[p.Name] = versions[p.Name]
-		}
-	}
-	return out
+// excluded are the offerings no launch of this round may use: those EC2
+// refused recently (the table's, and this round's) and those the caller
+// avoids.
+func (w *world) excluded() []state.Offering {
+	return append(append([]state.Offering(nil), w.unavailable...), w.avoid...)
 }
 
-// overLimit drops, pool by pool, the claims that would take a limited
-// pool's records past its limits (a safety net under the solver, which
-// already plans within them).
-func (r *Reconciler) overLimit(w *world, recs []*state.NodeClaim) (keep, dropped []*state.NodeClaim) {
-	limits := map[string]corev1.ResourceList{}
-	for _, p := range w.pools {
-		if len(p.Spec.Limits) > 0 {
-			limits[p.Name] = corev1.ResourceList(p.Spec.Limits)
+// splitStale takes the phantom launches (see launch.Phantom) out of
+// records.
+func (r *Reconciler) splitStale(records []*state.NodeClaim) (live, stale []*state.NodeClaim) {
+	now := r.Now()
+	for _, rec := range records {
+		if launch.Phantom(rec, now, r.Options.RegistrationTimeout) {
+			stale = append(stale, rec)
+		} else {
+			live = append(live, rec)
 		}
 	}
-	used := map[string]corev1.ResourceList{}
-	for _, rec := range w.records {
-		if _, ok := limits[rec.NodePool]; ok && rec.Phase != state.Terminating {
-			used[rec.NodePool] = sumResources(used[rec.NodePool], rec.Capacity)
-		}
-	}
-	for _, rec := range recs {
-		lim, ok := limits[rec.NodePool]
-		if !ok {
-			keep = append(keep, rec)
-			continue
-		}
-		next := sumResources(used[rec.NodePool], rec.Capacity)
-		if res, over := exceeds(next, lim); over {
-			r.Log.Warn("nodeclaim dropped: it would exceed its NodePool's limit", "nodeClaim", rec.Name, "nodePool", rec.NodePool, "resource", res)
-			dropped = append(dropped, rec)
-			continue
-		}
-		used[rec.NodePool] = next
-		keep = append(keep, rec)
-	}
-	return keep, dropped
-}
-
-// sortedRecords sorts records by name.
-func sortedRecords(recs []*state.NodeClaim) {
-	sort.Slice(recs, func(i, j int) bool { return recs[i].Name < recs[j].Name })
+	return live, stale
 }

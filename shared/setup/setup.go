@@ -153,14 +153,25 @@ func Consolidation(ctx context.Context, o Options) (*disruption.Run, error) {
 	if err != nil {
 		return nil, err
 	}
+	return ConsolidationRun(r, o), nil
+}
+
+// ConsolidationRun wires a consolidation run to what the controller holds:
+// its state table, zones, catalog and spot prices, and an executor over
+// the rest.
+func ConsolidationRun(r *provision.Reconciler, o Options) *disruption.Run {
+	o.defaults()
 	run := &disruption.Run{
-		R:          r,
-		Exec:       disruption.NewExecutor(r, o.Now, o.Log),
+		Store: r.Store, Zones: r.Fleet, Catalog: r.Catalog,
+		Exec:       Executor(r, o.Now, o.Log),
 		Decide:     consolidation.Decide,
 		SpotToSpot: true,
+	}
+	if r.Spot != nil {
+		run.Spot = r.Spot
 	}
 	if l, ok := r.Fleet.(*fleet.Launcher); ok {
 		run.Images = l.CurrentImages
 	}
-	return run, nil
+	return run
 }

@@ -14,7 +14,11 @@
 //
 // Layout: one partition per cluster (pk = the cluster's name); the sort key
 // names the kind of item and its identity. Decisions, the only items that
-// accumulate, live in their own partition (pk = cluster + "#decisions").
+// accumulate, live in their own partition (pk = cluster + "#decisions"), and
+// so does the webhook's hint (pk = cluster + "#hints"): the webhook, the one
+// function reachable from outside, may write that partition only (IAM's
+// dynamodb:LeadingKeys pins a partition key, never a sort key), so it can
+// forge no NodeClaim record, lease or action.
 package state
 
 import "strings"
@@ -34,11 +38,20 @@ const (
 	PrefixAction = "action#"
 	// PrefixMessage + message or event ID: an interruption message handled.
 	PrefixMessage = "message#"
+	// KeyLaunchVersion is the cluster's launch version: every launcher's
+	// records are written conditioned on it and advance it (the launch
+	// fence).
+	KeyLaunchVersion = "launchversion"
 	// KeySpotPrices is the cached spot price table.
 	KeySpotPrices = "spotprices"
-	// KeyHint is the webhook's coalesced provision hint.
+	// KeyHint is the webhook's coalesced provision hint, the one item of
+	// the HintsPartition.
 	KeyHint = "hint"
 )
+
+// HintsPartition is the partition key of a cluster's webhook hint, the only
+// partition the webhook's role may write.
+func HintsPartition(cluster string) string { return cluster + "#hints" }
 
 // DecisionsPartition is the partition key of a cluster's recorded decisions.
 func DecisionsPartition(cluster string) string { return cluster + "#decisions" }

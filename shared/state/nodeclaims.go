@@ -2,6 +2,7 @@ package state
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -64,11 +65,18 @@ type NodeClaim struct {
 	// Reason is why it was launched ("provisioning", "replacement for
 	// <nodeclaim>: <action>").
 	Reason string `json:"reason,omitempty"`
-	// Group is the ClientToken of the fleet that launches it: its own name,
-	// or the first name of a group of identical NodeClaims launched by one
-	// fleet of GroupSize instances.
+	// Group names the fleet that launches it (the instances' NodeClaim
+	// tag at launch): its own name, or the first name of a group of
+	// identical NodeClaims launched by one fleet of GroupSize instances.
+	// (Records written before Launch existed used it as the ClientToken.)
 	Group     string `json:"group,omitempty"`
 	GroupSize int    `json:"groupSize,omitempty"`
+	// Launch is the fleet's request, a fleet.Plan as JSON (its
+	// ClientToken, unique per cluster and launch, and everything
+	// CreateFleet is built from), written before CreateFleet is called: a
+	// re-drive sends it again unchanged. Opaque here, so the state table's
+	// readers (the webhook) need not link the EC2 client.
+	Launch json.RawMessage `json:"launch,omitempty"`
 
 	InstanceID   string  `json:"instanceId,omitempty"`
 	InstanceType string  `json:"instanceType,omitempty"`
@@ -95,11 +103,20 @@ type NodeClaim struct {
 	Version int64 `json:"-"`
 }
 
-// Disruption says which action disrupts a node, and why.
+// Disruption is the node's termination intent: why it is to go (Cause,
+// Reason), how urgently, by when (Deadline), and which action owns it
+// (Action). Every reason to remove a node writes this one intent, merged
+// with Merge (intent.go).
 type Disruption struct {
-	Action string    `json:"action"`
+	// Action owns the intent: the action carrying it out.
+	Action string `json:"action"`
+	// Reason is the owner's detail (a consolidation method, an event kind).
 	Reason string    `json:"reason"`
 	Since  time.Time `json:"since"`
+	// Cause and Urgency type the intent (empty in records written before
+	// they existed: Normalize infers them from Action).
+	Cause   Cause   `json:"cause,omitempty"`
+	Urgency Urgency `json:"urgency,omitempty"`
 	// Reschedule is set once the node's pods are to move: its replacement
 	// is launching or it is draining. Solves then place its pods elsewhere
 	// and no longer count the node as capacity (before, while an action is
@@ -136,45 +153,56 @@ func decodeNodeClaim(it item) (*NodeClaim, error) {
 	return nc, nil
 }
 
+// Versions are the launch versions a launcher reads before the records it
+// decides from (Store.Versions): the cluster's, which every launch
+// advances (the launch fence), and those of the NodePools with limits.
+type Versions struct {
+	Cluster int64
+	Pools   map[string]int64
+}
+
+// Versions reads the cluster's launch version and every NodePool's. Read
+// them before the records: a launch between the two reads shows in the
+// records and fails the caller's commit, never the other way round.
+func (s *Store) Versions(ctx context.Context) (Versions, error) {
+	v := Versions{}
+	it, err := s.get(ctx, KeyLaunchVersion)
+	switch {
+	case err == nil:
+		v.Cluster = getNum(it, attrVersion)
+	case !errors.Is(err, ErrNotFound):
+		return v, fmt.Errorf("launch version: %w", err)
+	}
+	if v.Pools, err = s.PoolVersions(ctx); err != nil {
+		return v, err
+	}
+	return v, nil
+}
+
 // CreateNodeClaims writes new records, all or none, before their instances
 // are launched. The write is fenced by lease (it fails with ErrLeaseLost or
-// ErrConflict if the caller no longer holds it) and, for every NodePool in
-// pools (those with limits), conditioned on the pool's launch version
-// being what the caller read before it counted the pool's capacity: two
-// invocations that both counted room under a limit cannot both use it.
-// On success the records have Version 1 and the pools' versions are
-// advanced in pools.
-func (s *Store) CreateNodeClaims(ctx context.Context, lease *Lease, claims []*NodeClaim, pools map[string]int64) error {
+// ErrConflict if the caller no longer holds it), conditioned on the
+// cluster's launch version being v.Cluster (the launch fence: two
+// launchers that read the same records, a provision round and an
+// interruption's replacement, cannot both buy for the same pods: the
+// second fails with ErrConflict, reads the records again and finds the
+// pods taken), and, for every NodePool in v.Pools (those with limits), on
+// the pool's launch version (two invocations that both counted room under
+// a limit cannot both use it). On success the records have Version 1 and
+// the versions in v are advanced. Transactions are split to fit DynamoDB's
+// limits (items and bytes); each part advances the versions.
+func (s *Store) CreateNodeClaims(ctx context.Context, lease *Lease, claims []*NodeClaim, v *Versions) error {
 	if len(claims) == 0 {
 		return nil
 	}
 	if lease == nil {
 		return errors.New("create nodeclaims: no lease to fence the write with")
 	}
-	touched := map[string]bool{}
-	for _, nc := range claims {
-		if _, ok := pools[nc.NodePool]; ok {
-			touched[nc.NodePool] = true
-		}
+	if v == nil {
+		return errors.New("create nodeclaims: no launch versions to fence the write with")
 	}
-	fixed := 1 + len(touched)
-	if fixed+len(claims) > maxTransactItems {
-		// Split: each part advances the pools' versions for the next.
-		half := len(claims) / 2
-		if err := s.CreateNodeClaims(ctx, lease, claims[:half], pools); err != nil {
-			return err
-		}
-		return s.CreateNodeClaims(ctx, lease, claims[half:], pools)
-	}
-	items := []types.TransactWriteItem{s.fence(lease)}
-	poolNames := make([]string, 0, len(touched))
-	for p := range touched {
-		poolNames = append(poolNames, p)
-	}
-	sort.Strings(poolNames)
-	for _, p := range poolNames {
-		items = append(items, s.bumpPool(p, pools[p]))
-	}
+	recs := make([]types.TransactWriteItem, 0, len(claims))
+	sizes := make([]int, 0, len(claims))
 	for _, nc := range claims {
 		if nc.Phase == "" {
 			nc.Phase = Launching
@@ -183,16 +211,59 @@ func (s *Store) CreateNodeClaims(ctx context.Context, lease *Lease, claims []*No
 		if err != nil {
 			return err
 		}
-		items = append(items, s.putItem(it, "attribute_not_exists(#pk)", map[string]string{"#pk": names.PartitionKey}, nil))
+		w := s.putItem(it, "attribute_not_exists(#pk)", map[string]string{"#pk": names.PartitionKey}, nil)
+		recs = append(recs, w)
+		sizes = append(sizes, writeSize(w))
 	}
+	return s.createNodeClaims(ctx, lease, claims, recs, sizes, v)
+}
+
+// createNodeClaims writes claims' items (recs, of sizes) in transactions
+// that fit DynamoDB's limits, halving the set until each part fits; each
+// part advances the versions for the next.
+func (s *Store) createNodeClaims(ctx context.Context, lease *Lease, claims []*NodeClaim, recs []types.TransactWriteItem, sizes []int, v *Versions) error {
+	touched := map[string]bool{}
+	for _, nc := range claims {
+		if _, ok := v.Pools[nc.NodePool]; ok {
+			touched[nc.NodePool] = true
+		}
+	}
+	poolNames := make([]string, 0, len(touched))
+	for p := range touched {
+		poolNames = append(poolNames, p)
+	}
+	sort.Strings(poolNames)
+	items := []types.TransactWriteItem{s.fence(lease), s.bumpVersion(KeyLaunchVersion, v.Cluster)}
+	for _, p := range poolNames {
+		items = append(items, s.bumpPool(p, v.Pools[p]))
+	}
+	size := 0
+	for _, w := range items {
+		size += writeSize(w)
+	}
+	for _, n := range sizes {
+		size += n
+	}
+	if len(items)+len(recs) > maxTransactItems || size > maxTransactBytes {
+		if len(claims) == 1 {
+			return fmt.Errorf("create nodeclaim %s: its record is %d bytes, more than a transaction takes", claims[0].Name, sizes[0])
+		}
+		half := len(claims) / 2
+		if err := s.createNodeClaims(ctx, lease, claims[:half], recs[:half], sizes[:half], v); err != nil {
+			return err
+		}
+		return s.createNodeClaims(ctx, lease, claims[half:], recs[half:], sizes[half:], v)
+	}
+	items = append(items, recs...)
 	if err := s.transact(ctx, fmt.Sprintf("create %d nodeclaims", len(claims)), items); err != nil {
 		return s.explainFence(ctx, lease, err)
 	}
 	for _, nc := range claims {
 		nc.Version = 1
 	}
+	v.Cluster++
 	for _, p := range poolNames {
-		pools[p]++
+		v.Pools[p]++
 	}
 	return nil
 }
@@ -307,9 +378,14 @@ func (s *Store) PoolVersions(ctx context.Context) (map[string]int64, error) {
 
 // bumpPool advances a pool's launch version from expect.
 func (s *Store) bumpPool(pool string, expect int64) types.TransactWriteItem {
+	return s.bumpVersion(Key(PrefixPool, pool), expect)
+}
+
+// bumpVersion advances the version of item sk from expect.
+func (s *Store) bumpVersion(sk string, expect int64) types.TransactWriteItem {
 	u := &types.Update{
 		TableName:                aws.String(s.table),
-		Key:                      s.key(Key(PrefixPool, pool)),
+		Key:                      s.key(sk),
 		UpdateExpression:         aws.String("SET #v = :next"),
 		ExpressionAttributeNames: map[string]string{"#v": attrVersion},
 		ExpressionAttributeValues: item{

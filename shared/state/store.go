@@ -242,7 +242,7 @@ func wrapConditional(err error, what string) error {
 	return fmt.Errorf("%s: %w", what, err)
 }
 
-// transact writes items atomically (at most 100 per call).
+// transact writes items atomically (at most 100 per call, and 4 MB).
 func (s *Store) transact(ctx context.Context, what string, items []types.TransactWriteItem) error {
 	if len(items) == 0 {
 		return nil
@@ -250,12 +250,65 @@ func (s *Store) transact(ctx context.Context, what string, items []types.Transac
 	if len(items) > maxTransactItems {
 		return fmt.Errorf("%s: %d items in one transaction (at most %d)", what, len(items), maxTransactItems)
 	}
+	size := 0
+	for _, w := range items {
+		size += writeSize(w)
+	}
+	if size > maxTransactBytes {
+		return fmt.Errorf("%s: %d bytes in one transaction (at most %d)", what, size, maxTransactBytes)
+	}
 	_, err := s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
 	return wrapConditional(err, what)
 }
 
 // maxTransactItems is DynamoDB's limit of items per transaction.
 const maxTransactItems = 100
+
+// maxTransactBytes keeps a transaction under DynamoDB's 4 MB (its items'
+// aggregate size), with room for what writeSize does not count
+// (expressions, per-attribute overhead).
+const maxTransactBytes = 4_000_000 - 96<<10
+
+// writeSize approximates a transaction item's size as DynamoDB counts it:
+// its item's (or key's) attribute names and values, and the expression
+// values.
+func writeSize(w types.TransactWriteItem) int {
+	switch {
+	case w.Put != nil:
+		return itemSize(w.Put.Item) + itemSize(w.Put.ExpressionAttributeValues)
+	case w.Update != nil:
+		return itemSize(w.Update.Key) + itemSize(w.Update.ExpressionAttributeValues)
+	case w.Delete != nil:
+		return itemSize(w.Delete.Key) + itemSize(w.Delete.ExpressionAttributeValues)
+	case w.ConditionCheck != nil:
+		return itemSize(w.ConditionCheck.Key) + itemSize(w.ConditionCheck.ExpressionAttributeValues)
+	}
+	return 0
+}
+
+// itemSize is the size of an item's names and values (strings and numbers
+// by their length, sets by their members', others a byte).
+func itemSize(it item) int {
+	n := 0
+	for k, v := range it {
+		n += len(k)
+		switch av := v.(type) {
+		case *types.AttributeValueMemberS:
+			n += len(av.Value)
+		case *types.AttributeValueMemberN:
+			n += len(av.Value)
+		case *types.AttributeValueMemberB:
+			n += len(av.Value)
+		case *types.AttributeValueMemberSS:
+			for _, s := range av.Value {
+				n += len(s)
+			}
+		default:
+			n++
+		}
+	}
+	return n
+}
 
 func (s *Store) putItem(it item, cond string, names map[string]string, values item) types.TransactWriteItem {
 	p := &types.Put{TableName: aws.String(s.table), Item: it}

@@ -13,7 +13,9 @@
 // registration (or the audit and API server logs that may record it; see the
 // README) can send reviews; what that buys is bounded: hints are coalesced to
 // one per cluster per window through a conditional write to the state table,
-// and the provision flow treats a hint as a hint and re-reads pending pods
+// in a partition of its own that is all the webhook's role may write (no
+// NodeClaim record, lease or action is within its reach), and the provision
+// flow treats a hint as a hint and re-reads pending pods
 // from the API server.
 //
 // The tokens are cached for a few minutes, so a retired token stops working

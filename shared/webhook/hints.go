@@ -26,6 +26,13 @@ const DefaultHintWindow = 10 * time.Second
 // granted, and the webhook may only put this one item.
 const HintSortKey = "hint"
 
+// HintPartition is the partition key of a cluster's hint item
+// (state.HintsPartition; a test keeps them equal): a partition of its own,
+// because IAM can pin the webhook role's writes to a partition key
+// (dynamodb:LeadingKeys) but not to a sort key, and the cluster's partition
+// holds the NodeClaim records the sweep acts on.
+func HintPartition(cluster string) string { return cluster + "#hints" }
+
 // Hint item attributes beyond the table's keys and TTL.
 const hintDataAttribute = "data"
 
@@ -48,7 +55,7 @@ type HintGate interface {
 }
 
 // DynamoDBHintGate keeps one hint item per cluster in the state table
-// (pk = the cluster, sk = HintSortKey) with its expiry in the TTL attribute
+// (pk = HintPartition(cluster), sk = HintSortKey) with its expiry in the TTL attribute
 // (epoch seconds). A conditional PutItem succeeds only when no item exists
 // or the one there has expired: DynamoDB deletes expired items lazily, so
 // the condition checks the expiry itself.
@@ -71,7 +78,7 @@ func (g DynamoDBHintGate) Admit(ctx context.Context, payload []byte) (bool, erro
 	_, err := g.Client.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName: aws.String(g.Table),
 		Item: map[string]ddbtypes.AttributeValue{
-			names.PartitionKey: &ddbtypes.AttributeValueMemberS{Value: g.Cluster},
+			names.PartitionKey: &ddbtypes.AttributeValueMemberS{Value: HintPartition(g.Cluster)},
 			names.SortKey:      &ddbtypes.AttributeValueMemberS{Value: HintSortKey},
 			names.TTLAttribute: &ddbtypes.AttributeValueMemberN{Value: strconv.FormatInt(expires.Unix(), 10)},
 			hintDataAttribute:  &ddbtypes.AttributeValueMemberS{Value: string(payload)},

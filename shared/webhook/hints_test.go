@@ -18,10 +18,14 @@ import (
 	"github.com/nodewright/nodewright/shared/trigger"
 )
 
-// The hint item is the state table's: the same sort key as shared/state's.
-func TestHintSortKeyIsTheStates(t *testing.T) {
+// The hint item is the state table's: the same keys as shared/state's, in
+// a partition of its own, never the cluster's.
+func TestHintKeysAreTheStates(t *testing.T) {
 	if HintSortKey != state.KeyHint {
 		t.Fatalf("HintSortKey %q, state.KeyHint %q", HintSortKey, state.KeyHint)
+	}
+	if HintPartition("demo") != state.HintsPartition("demo") || HintPartition("demo") == "demo" {
+		t.Fatalf("HintPartition %q, state.HintsPartition %q", HintPartition("demo"), state.HintsPartition("demo"))
 	}
 }
 
@@ -153,8 +157,9 @@ func (f *fakePut) PutItem(_ context.Context, in *dynamodb.PutItemInput, _ ...fun
 	return &dynamodb.PutItemOutput{}, f.err
 }
 
-// The gate's request: the cluster's hint item, its expiry in epoch seconds,
-// written only when absent or expired, and nothing but HintAttributes.
+// The gate's request: the cluster's hint item in its own partition, its
+// expiry in epoch seconds, written only when absent or expired, and
+// nothing but HintAttributes.
 func TestDynamoDBHintGateRequest(t *testing.T) {
 	clock := &fakeClock{t: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)}
 	put := &fakePut{}
@@ -167,7 +172,7 @@ func TestDynamoDBHintGateRequest(t *testing.T) {
 	if aws.ToString(in.TableName) != "state" || aws.ToString(in.ConditionExpression) != "attribute_not_exists(#pk) OR #exp <= :now" {
 		t.Fatalf("input %+v", in)
 	}
-	want := map[string]string{names.PartitionKey: "demo", names.SortKey: "hint", names.TTLAttribute: "1735787055", "data": `{"x":1}`}
+	want := map[string]string{names.PartitionKey: "demo#hints", names.SortKey: "hint", names.TTLAttribute: "1735787055", "data": `{"x":1}`}
 	for k, v := range want {
 		var got string
 		switch av := in.Item[k].(type) {

@@ -40,6 +40,7 @@ import (
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/disruption"
 	"github.com/nodewright/nodewright/shared/handlers"
+	"github.com/nodewright/nodewright/shared/interruption"
 	"github.com/nodewright/nodewright/shared/names"
 	"github.com/nodewright/nodewright/shared/provision"
 	"github.com/nodewright/nodewright/shared/setup"
@@ -103,7 +104,13 @@ func New(ctx context.Context, lc *localcloud.Cloud, opts Options) (*Harness, err
 	}
 	h.Interruption = &handlers.Interruption{
 		Env: env, Log: h.logger("interruption"), Now: opts.Clock.Now,
-		Setup: func(ctx context.Context) (*provision.Reconciler, error) { return h.Reconciler(ctx, "interruption") },
+		Setup: func(ctx context.Context) (*interruption.Deps, error) {
+			r, err := h.Reconciler(ctx, "interruption")
+			if err != nil {
+				return nil, err
+			}
+			return setup.InterruptionDeps(r), nil
+		},
 	}
 	h.Consolidation = &handlers.Consolidation{
 		Env: env, Log: h.logger("consolidation"),
@@ -112,16 +119,13 @@ func New(ctx context.Context, lc *localcloud.Cloud, opts Options) (*Harness, err
 			if err != nil {
 				return nil, err
 			}
-			run, err := setup.Consolidation(ctx, o)
+			r, err := h.Reconciler(ctx, "consolidation")
 			if err != nil {
 				return nil, err
 			}
+			run := setup.ConsolidationRun(r, o)
 			run.Exec.ValidationWait = opts.ValidationWait
 			run.MaxWait = opts.ConsolidationMaxWait
-			run.R.Options = opts.Provision
-			h.mu.Lock()
-			h.recs["consolidation"] = run.R
-			h.mu.Unlock()
 			return run, nil
 		},
 	}

@@ -234,7 +234,7 @@ func TestDrainHonoursPDB(t *testing.T) {
 
 // TestEvictBlockedAndDeadline: a budget that allows no disruption refuses
 // the eviction at once (typed, no 100 s of client-side retries); past the
-// drain's deadline the pod is deleted.
+// drain's deadline the pod is deleted with 1 s, not force-deleted.
 func TestEvictBlockedAndDeadline(t *testing.T) {
 	ctx := context.Background()
 	node := kwokNode(t, "deadline")
@@ -267,6 +267,20 @@ func TestEvictBlockedAndDeadline(t *testing.T) {
 	if took := time.Since(start); took > 4*time.Second {
 		t.Errorf("a refused eviction took %s: client-side retries", took)
 	}
+	// The deletion is watched: a force delete (0) would remove the pod at
+	// once, so a read after the drain could not tell it from a graceful one.
+	before, err := cloud.Kube.CoreV1().Pods("default").Get(ctx, "guarded", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, stop := context.WithTimeout(ctx, 30*time.Second)
+	defer stop()
+	w, err := cloud.Kube.CoreV1().Pods("default").Watch(wctx, metav1.ListOptions{
+		FieldSelector: "metadata.name=guarded", ResourceVersion: before.ResourceVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
 	res, err := drain.Drain(ctx, kc, node.Name, drain.Options{Deadline: time.Now().Add(-time.Second)})
 	if err != nil {
 		t.Fatal(err)
@@ -274,10 +288,16 @@ func TestEvictBlockedAndDeadline(t *testing.T) {
 	if len(res.Deleted) != 1 || res.Deleted[0].Reason != drain.ReasonForced || res.Done {
 		t.Fatalf("past the deadline: %+v", res)
 	}
-	p, err := cloud.Kube.CoreV1().Pods("default").Get(ctx, "guarded", metav1.GetOptions{})
-	if err == nil && (p.DeletionTimestamp == nil || p.DeletionGracePeriodSeconds == nil || *p.DeletionGracePeriodSeconds != 0) {
-		t.Errorf("the pod is not being deleted at once: %+v", p.ObjectMeta)
+	// 1 s, the shortest graceful delete: never 0, a force delete.
+	for ev := range w.ResultChan() {
+		if p, ok := ev.Object.(*corev1.Pod); ok && p.DeletionTimestamp != nil {
+			if g := p.DeletionGracePeriodSeconds; g == nil || *g != 1 || ev.Type != watch.Modified {
+				t.Errorf("first seen deleting (%s) with grace %s, want a graceful delete of 1 s", ev.Type, fmtSeconds(g))
+			}
+			return
+		}
 	}
+	t.Error("the pod was not seen deleting")
 }
 
 // TestNodeWrites: taints, cordon, labels and the termination finalizer
@@ -388,3 +408,10 @@ func TestEventsAggregate(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+func fmtSeconds(s *int64) string {
+	if s == nil {
+		return "unset"
+	}
+	return fmt.Sprintf("%d s", *s)
+}

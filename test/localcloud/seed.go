@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/nodewright/nodewright/shared/fleet"
+	"maps"
 	"sort"
 	"strings"
 	"sync"
@@ -18,14 +18,18 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/nodewright/nodewright/infra/queueattrs"
+	"github.com/nodewright/nodewright/shared/fleet"
 	"github.com/nodewright/nodewright/shared/names"
 )
 
 // Names are the physical names of the AWS resources Nodewright uses for
 // one cluster, as the deployed stack would create them. The schema (key,
-// TTL and index attribute names, the queue's receive limit) comes from
-// shared/names, where the stack and the functions read it too; the
-// functions find the physical names in the environment (Cloud.Env).
+// TTL and index attribute names) comes from shared/names, where the stack
+// and the functions read it too, and the queues' attributes (visibility,
+// retention, receive limit, encryption) from infra/queueattrs, the golden
+// file of the synthesized template; the functions find the physical names
+// in the environment (Cloud.Env).
 type Names struct {
 	Table             string // DynamoDB state table
 	InterruptionQueue string // SQS queue EventBridge rules send to
@@ -276,21 +280,26 @@ func (s *seeder) table(ctx context.Context, res *AWSResources) error {
 	return nil
 }
 
+// queues creates the interruption queue and its DLQ with the attributes
+// the stack synthesizes (infra/queueattrs' golden file, which a test of
+// the stack keeps equal to the template), the redrive policy pointing at
+// the DLQ created here.
 func (s *seeder) queues(ctx context.Context, res *AWSResources) error {
-	var err error
-	res.DLQURL, res.DLQARN, err = s.queue(ctx, s.physical.InterruptionDLQ, map[string]string{
-		"MessageRetentionPeriod": "1209600", "SqsManagedSseEnabled": "true",
-	})
+	golden, err := queueattrs.Golden()
 	if err != nil {
 		return err
 	}
-	redrive, err := json.Marshal(map[string]any{"deadLetterTargetArn": res.DLQARN, "maxReceiveCount": names.InterruptionMaxReceives})
+	res.DLQURL, res.DLQARN, err = s.queue(ctx, s.physical.InterruptionDLQ, maps.Clone(golden.DLQ))
 	if err != nil {
 		return err
 	}
-	res.QueueURL, res.QueueARN, err = s.queue(ctx, s.physical.InterruptionQueue, map[string]string{
-		"MessageRetentionPeriod": "300", "SqsManagedSseEnabled": "true", "RedrivePolicy": string(redrive),
-	})
+	redrive, err := json.Marshal(map[string]any{"deadLetterTargetArn": res.DLQARN, "maxReceiveCount": golden.MaxReceiveCount})
+	if err != nil {
+		return err
+	}
+	attrs := maps.Clone(golden.Queue)
+	attrs["RedrivePolicy"] = string(redrive)
+	res.QueueURL, res.QueueARN, err = s.queue(ctx, s.physical.InterruptionQueue, attrs)
 	return err
 }
 

@@ -440,7 +440,11 @@ func TestOrphansAndUnregisteredInstancesAreTerminated(t *testing.T) {
 		t.Fatal(err)
 	}
 	// An orphan: a fleet launched with our tags whose record never was.
-	insts, err := r.Fleet.LaunchGroup(c, orphanRequest(t))
+	plan, err := r.Fleet.Prepare(c, orphanRequest(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	insts, err := r.Fleet.LaunchPlan(c, plan)
 	if err != nil {
 		t.Fatal(err)
 	}

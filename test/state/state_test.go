@@ -120,13 +120,13 @@ func TestLeaseExpiryAndFencing(t *testing.T) {
 		t.Fatalf("renew a lost lease: %v, want ErrLeaseLost", err)
 	}
 	nc := &state.NodeClaim{Name: "default-aaaaa", NodePool: "default", CreatedAt: clk.Now()}
-	if err := s.CreateNodeClaims(c, a, []*state.NodeClaim{nc}, nil); !errors.Is(err, state.ErrLeaseLost) {
+	if err := s.CreateNodeClaims(c, a, []*state.NodeClaim{nc}, versionsNow(t, c, s)); !errors.Is(err, state.ErrLeaseLost) {
 		t.Fatalf("create with a lost lease: %v, want ErrLeaseLost", err)
 	}
 	if _, err := s.GetNodeClaim(c, nc.Name); !errors.Is(err, state.ErrNotFound) {
 		t.Fatalf("a fenced-out write left a record: %v", err)
 	}
-	if err := s.CreateNodeClaims(c, b, []*state.NodeClaim{nc}, nil); err != nil {
+	if err := s.CreateNodeClaims(c, b, []*state.NodeClaim{nc}, versionsNow(t, c, s)); err != nil {
 		t.Fatalf("create with the lease: %v", err)
 	}
 	if _, err := s.Release(c, a); !errors.Is(err, state.ErrLeaseLost) {
@@ -181,7 +181,7 @@ func TestNodeClaimRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	a, b := claim("default-bbbbb", "default", "default/p1"), claim("default-ccccc", "default", "default/p2")
-	if err := s.CreateNodeClaims(c, l, []*state.NodeClaim{a, b}, nil); err != nil {
+	if err := s.CreateNodeClaims(c, l, []*state.NodeClaim{a, b}, versionsNow(t, c, s)); err != nil {
 		t.Fatal(err)
 	}
 	if a.Version != 1 || a.Phase != state.Launching {
@@ -189,7 +189,7 @@ func TestNodeClaimRecords(t *testing.T) {
 	}
 	// The same name again (a retried launch must take a new name).
 	again := claim("default-bbbbb", "default")
-	if err := s.CreateNodeClaims(c, l, []*state.NodeClaim{again}, nil); !errors.Is(err, state.ErrConflict) {
+	if err := s.CreateNodeClaims(c, l, []*state.NodeClaim{again}, versionsNow(t, c, s)); !errors.Is(err, state.ErrConflict) {
 		t.Fatalf("create an existing name: %v, want ErrConflict", err)
 	}
 	stale := *a
@@ -241,24 +241,29 @@ func TestPoolVersionsSerializeLimitedLaunches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v1, err := s.PoolVersions(c)
+	read, err := s.Versions(c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	v2 := map[string]int64{"limited": v1["limited"]}
-	v1 = map[string]int64{"limited": v1["limited"]}
-	if err := s.CreateNodeClaims(c, l1, []*state.NodeClaim{claim("limited-ddddd", "limited")}, v1); err != nil {
+	v1 := state.Versions{Cluster: read.Cluster, Pools: map[string]int64{"limited": read.Pools["limited"]}}
+	v2 := state.Versions{Cluster: read.Cluster, Pools: map[string]int64{"limited": read.Pools["limited"]}}
+	if err := s.CreateNodeClaims(c, l1, []*state.NodeClaim{claim("limited-ddddd", "limited")}, &v1); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.CreateNodeClaims(c, l2, []*state.NodeClaim{claim("limited-fffff", "limited")}, v2); !errors.Is(err, state.ErrConflict) {
+	if err := s.CreateNodeClaims(c, l2, []*state.NodeClaim{claim("limited-fffff", "limited")}, &v2); !errors.Is(err, state.ErrConflict) {
 		t.Fatalf("second launcher on a stale pool version: %v, want ErrConflict", err)
 	}
 	fresh, err := s.PoolVersions(c)
-	if err != nil || fresh["limited"] != 1 || v1["limited"] != 1 {
-		t.Fatalf("pool version %d (caller's %d), %v; want 1", fresh["limited"], v1["limited"], err)
+	if err != nil || fresh["limited"] != 1 || v1.Pools["limited"] != 1 {
+		t.Fatalf("pool version %d (caller's %d), %v; want 1", fresh["limited"], v1.Pools["limited"], err)
 	}
-	// A pool without limits is not serialized.
-	if err := s.CreateNodeClaims(c, l2, []*state.NodeClaim{claim("free-ggggg", "free")}, map[string]int64{}); err != nil {
+	// A pool without limits is fenced by the cluster's launch version only.
+	stale := state.Versions{Cluster: read.Cluster, Pools: map[string]int64{}}
+	if err := s.CreateNodeClaims(c, l2, []*state.NodeClaim{claim("free-ggggg", "free")}, &stale); !errors.Is(err, state.ErrConflict) {
+		t.Fatalf("launcher on a stale launch version: %v, want ErrConflict", err)
+	}
+	now := versionsNow(t, c, s)
+	if err := s.CreateNodeClaims(c, l2, []*state.NodeClaim{claim("free-ggggg", "free")}, now); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -276,8 +281,10 @@ func TestCreateManyNodeClaimsSplitsTransactions(t *testing.T) {
 	for i := range 230 {
 		claims = append(claims, claim(fmt.Sprintf("big-%05d", i), "big"))
 	}
-	pools := map[string]int64{"big": 0}
-	if err := s.CreateNodeClaims(c, l, claims, pools); err != nil {
+	v := versionsNow(t, c, s)
+	v.Pools = map[string]int64{"big": 0}
+	pools := v.Pools
+	if err := s.CreateNodeClaims(c, l, claims, v); err != nil {
 		t.Fatal(err)
 	}
 	all, err := s.NodeClaims(c)
@@ -324,7 +331,7 @@ func TestActionsMarkNodesOnce(t *testing.T) {
 	c := ctx(t)
 	l, _ := s.Acquire(c, state.LeaseProvision, "a", time.Minute)
 	n1, n2 := claim("default-hhhhh", "default"), claim("default-jjjjj", "default")
-	if err := s.CreateNodeClaims(c, l, []*state.NodeClaim{n1, n2}, nil); err != nil {
+	if err := s.CreateNodeClaims(c, l, []*state.NodeClaim{n1, n2}, versionsNow(t, c, s)); err != nil {
 		t.Fatal(err)
 	}
 	// Two invocations read the same nodes and both decide to act.
@@ -446,4 +453,15 @@ func TestLeaseAsksReachTheHolder(t *testing.T) {
 	if err != nil || rerun || len(a.Asks) != 0 {
 		t.Fatalf("second release: rerun %v asks %v %v", rerun, a.Asks, err)
 	}
+}
+
+// versionsNow reads the launch versions (as a launcher does before it
+// reads the records).
+func versionsNow(t *testing.T, c context.Context, s *state.Store) *state.Versions {
+	t.Helper()
+	v, err := s.Versions(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &v
 }

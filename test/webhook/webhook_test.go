@@ -121,7 +121,7 @@ func TestHintBurstAgainstDynamoDB(t *testing.T) {
 		t.Fatalf("%d provision invocations for a burst of 200, want 1\n%s", len(inv.payloads), logs.String())
 	}
 	got, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(lc.Names.Table), Key: map[string]ddbtypes.AttributeValue{
-		names.PartitionKey: &ddbtypes.AttributeValueMemberS{Value: lc.Cluster.Name}, names.SortKey: &ddbtypes.AttributeValueMemberS{Value: state.KeyHint},
+		names.PartitionKey: &ddbtypes.AttributeValueMemberS{Value: state.HintsPartition(lc.Cluster.Name)}, names.SortKey: &ddbtypes.AttributeValueMemberS{Value: state.KeyHint},
 	}})
 	if err != nil || got.Item == nil {
 		t.Fatalf("hint item: %v", err)

@@ -1,10 +1,14 @@
 // Package statetest is an in-memory stand-in for the state table, for unit
 // tests of one package that drive a state.Store without the local cloud.
-// It keeps items by key and answers the reads the store makes; it does not
-// evaluate condition expressions (every conditional write succeeds) nor
-// update expressions (an update leaves the item as it is): the store's
-// conditions, leases and fencing are proven against the local cloud's
-// DynamoDB (test/state), not here.
+// It keeps items by key and answers the reads the store makes; by default it
+// does not evaluate condition expressions (every conditional write
+// succeeds) nor update expressions (an update leaves the item as it is): the
+// store's conditions, leases and fencing are proven against the local
+// cloud's DynamoDB (test/state), not here. NewChecked's table evaluates the
+// version conditions (attribute_not_exists(#a), #a = :v, joined by AND) and
+// applies SET #a = :v updates of transactions and updates, so tests of two
+// launchers racing see the conditional write that loses; other clauses,
+// and a transaction's condition checks (a lease's fence), pass.
 package statetest
 
 import (
@@ -29,10 +33,20 @@ type DB struct {
 	items map[string]item
 	// Calls counts calls by operation ("GetItem", "PutItem", ...).
 	calls map[string]int
+	// checked: conditions and simple updates are evaluated.
+	checked bool
 }
 
 // New returns an empty table.
 func New() *DB { return &DB{items: map[string]item{}, calls: map[string]int{}} }
+
+// NewChecked returns an empty table that evaluates version conditions
+// (see the package doc).
+func NewChecked() *DB {
+	d := New()
+	d.checked = true
+	return d
+}
 
 // Calls returns how many times op was called.
 func (d *DB) Calls(op string) int {
@@ -96,6 +110,9 @@ func (d *DB) PutItem(_ context.Context, in *dynamodb.PutItemInput, _ ...func(*dy
 	d.count("PutItem")
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if !d.holds(d.items[keyOf(in.Item)], in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues) {
+		return nil, &types.ConditionalCheckFailedException{Message: aws.String("The conditional request failed")}
+	}
 	d.items[keyOf(in.Item)] = clone(in.Item)
 	return &dynamodb.PutItemOutput{}, nil
 }
@@ -107,9 +124,13 @@ func (d *DB) UpdateItem(_ context.Context, in *dynamodb.UpdateItemInput, _ ...fu
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	k := keyOf(in.Key)
+	if !d.holds(d.items[k], in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues) {
+		return nil, &types.ConditionalCheckFailedException{Message: aws.String("The conditional request failed")}
+	}
 	if _, ok := d.items[k]; !ok {
 		d.items[k] = clone(in.Key)
 	}
+	d.set(d.items[k], in.UpdateExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues)
 	return &dynamodb.UpdateItemOutput{Attributes: clone(d.items[k])}, nil
 }
 
@@ -118,6 +139,9 @@ func (d *DB) DeleteItem(_ context.Context, in *dynamodb.DeleteItemInput, _ ...fu
 	d.count("DeleteItem")
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if !d.holds(d.items[keyOf(in.Key)], in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues) {
+		return nil, &types.ConditionalCheckFailedException{Message: aws.String("The conditional request failed")}
+	}
 	delete(d.items, keyOf(in.Key))
 	return &dynamodb.DeleteItemOutput{}, nil
 }
@@ -150,6 +174,29 @@ func (d *DB) TransactWriteItems(_ context.Context, in *dynamodb.TransactWriteIte
 	d.count("TransactWriteItems")
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if d.checked {
+		reasons := make([]types.CancellationReason, len(in.TransactItems))
+		failed := false
+		for i, w := range in.TransactItems {
+			ok := true
+			switch {
+			case w.Put != nil:
+				ok = d.holds(d.items[keyOf(w.Put.Item)], w.Put.ConditionExpression, w.Put.ExpressionAttributeNames, w.Put.ExpressionAttributeValues)
+			case w.Delete != nil:
+				ok = d.holds(d.items[keyOf(w.Delete.Key)], w.Delete.ConditionExpression, w.Delete.ExpressionAttributeNames, w.Delete.ExpressionAttributeValues)
+			case w.Update != nil:
+				ok = d.holds(d.items[keyOf(w.Update.Key)], w.Update.ConditionExpression, w.Update.ExpressionAttributeNames, w.Update.ExpressionAttributeValues)
+			}
+			reasons[i].Code = aws.String("None")
+			if !ok {
+				reasons[i].Code = aws.String("ConditionalCheckFailed")
+				failed = true
+			}
+		}
+		if failed {
+			return nil, &types.TransactionCanceledException{Message: aws.String("Transaction cancelled"), CancellationReasons: reasons}
+		}
+	}
 	for _, w := range in.TransactItems {
 		switch {
 		case w.Put != nil:
@@ -160,6 +207,7 @@ func (d *DB) TransactWriteItems(_ context.Context, in *dynamodb.TransactWriteIte
 			if _, ok := d.items[keyOf(w.Update.Key)]; !ok {
 				d.items[keyOf(w.Update.Key)] = clone(w.Update.Key)
 			}
+			d.set(d.items[keyOf(w.Update.Key)], w.Update.UpdateExpression, w.Update.ExpressionAttributeNames, w.Update.ExpressionAttributeValues)
 		}
 	}
 	return &dynamodb.TransactWriteItemsOutput{}, nil
@@ -181,4 +229,65 @@ func (d *DB) BatchWriteItem(_ context.Context, in *dynamodb.BatchWriteItemInput,
 		}
 	}
 	return &dynamodb.BatchWriteItemOutput{}, nil
+}
+
+// holds evaluates a condition on the stored item (nil: none) when the table
+// is checked: clauses joined by AND, each attribute_not_exists(#a),
+// attribute_exists(#a) or #a = :v; any other clause holds.
+func (d *DB) holds(it item, cond *string, names map[string]string, values item) bool {
+	if !d.checked || aws.ToString(cond) == "" {
+		return true
+	}
+	for _, clause := range strings.Split(aws.ToString(cond), " AND ") {
+		clause = strings.TrimSpace(clause)
+		if strings.Contains(clause, " OR ") {
+			continue
+		}
+		if a, ok := strings.CutPrefix(clause, "attribute_not_exists("); ok {
+			if _, present := it[names[strings.TrimSuffix(a, ")")]]; present {
+				return false
+			}
+			continue
+		}
+		if a, ok := strings.CutPrefix(clause, "attribute_exists("); ok {
+			if _, present := it[names[strings.TrimSuffix(a, ")")]]; !present {
+				return false
+			}
+			continue
+		}
+		l, r, ok := strings.Cut(clause, " = ")
+		if !ok || !strings.HasPrefix(l, "#") || !strings.HasPrefix(r, ":") {
+			continue
+		}
+		if !equal(it[names[l]], values[r]) {
+			return false
+		}
+	}
+	return true
+}
+
+// set applies "SET #a = :v, ..." to it when the table is checked.
+func (d *DB) set(it item, expr *string, names map[string]string, values item) {
+	e, ok := strings.CutPrefix(aws.ToString(expr), "SET ")
+	if !d.checked || !ok {
+		return
+	}
+	for _, a := range strings.Split(e, ",") {
+		l, r, ok := strings.Cut(strings.TrimSpace(a), " = ")
+		if ok && strings.HasPrefix(l, "#") && strings.HasPrefix(r, ":") && values[r] != nil {
+			it[names[l]] = values[r]
+		}
+	}
+}
+
+func equal(a, b types.AttributeValue) bool {
+	switch av := a.(type) {
+	case *types.AttributeValueMemberS:
+		bv, ok := b.(*types.AttributeValueMemberS)
+		return ok && av.Value == bv.Value
+	case *types.AttributeValueMemberN:
+		bv, ok := b.(*types.AttributeValueMemberN)
+		return ok && av.Value == bv.Value
+	}
+	return false
 }

@@ -1,7 +1,8 @@
-package provision
+package launch
 
 import (
 	"encoding/json"
+	"log/slog"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -9,6 +10,7 @@ import (
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/catalog"
 	"github.com/nodewright/nodewright/shared/scheduling"
+	"github.com/nodewright/nodewright/shared/state"
 )
 
 // Groups splits a plan's NodeClaims into groups of identical claims (same
@@ -67,6 +69,40 @@ func maxAmounts(a, b catalog.Amounts) catalog.Amounts {
 		NvidiaGPU: max(a.NvidiaGPU, b.NvidiaGPU), AMDGPU: max(a.AMDGPU, b.AMDGPU), Neuron: max(a.Neuron, b.Neuron),
 		NeuronCore: max(a.NeuronCore, b.NeuronCore), EFA: max(a.EFA, b.EFA),
 	}
+}
+
+// overLimit drops, pool by pool, the claims that would take a limited
+// pool's records past its limits (a safety net under the solver, which
+// already plans within them).
+func overLimit(pools []*apis.NodePool, records, recs []*state.NodeClaim, log *slog.Logger) (keep, dropped []*state.NodeClaim) {
+	limits := map[string]corev1.ResourceList{}
+	for _, p := range pools {
+		if len(p.Spec.Limits) > 0 {
+			limits[p.Name] = corev1.ResourceList(p.Spec.Limits)
+		}
+	}
+	used := map[string]corev1.ResourceList{}
+	for _, rec := range records {
+		if _, ok := limits[rec.NodePool]; ok && rec.Phase != state.Terminating {
+			used[rec.NodePool] = sumResources(used[rec.NodePool], rec.Capacity)
+		}
+	}
+	for _, rec := range recs {
+		lim, ok := limits[rec.NodePool]
+		if !ok {
+			keep = append(keep, rec)
+			continue
+		}
+		next := sumResources(used[rec.NodePool], rec.Capacity)
+		if res, over := exceeds(next, lim); over {
+			log.Warn("nodeclaim dropped: it would exceed its NodePool's limit", "nodeClaim", rec.Name, "nodePool", rec.NodePool, "resource", res)
+			dropped = append(dropped, rec)
+			continue
+		}
+		used[rec.NodePool] = next
+		keep = append(keep, rec)
+	}
+	return keep, dropped
 }
 
 // sumResources adds resource lists.

@@ -1,0 +1,166 @@
+package provision
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	testingclock "k8s.io/utils/clock/testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nodewright/nodewright/shared/scheduling"
+	"github.com/nodewright/nodewright/shared/state"
+	"github.com/nodewright/nodewright/shared/state/statetest"
+)
+
+// Two launchers never buy for the same pods: a provision round that read
+// the state after an interruption marked a node disrupting, and before
+// the replacement's records were written, solves for the node's six pods
+// too. Its commit then fails on the launch fence; it reads the records
+// again, finds the pods on the replacement's in-flight NodeClaims, and
+// launches nothing. One fleet, for one launcher.
+func TestRoundAndReplacementDoNotBuyForTheSamePods(t *testing.T) {
+	clock := testingclock.NewFakeClock(t0)
+	ctx := context.Background()
+	n := node("ip-old", "i-old")
+	var pods []*corev1.Pod
+	var keys []string
+	for i := range 6 {
+		p := bound(fmt.Sprintf("web-%d", i), n.Name)
+		pods = append(pods, p)
+		keys = append(keys, p.Namespace+"/"+p.Name)
+	}
+	view := func(time.Time) (*View, error) { return &View{Pods: pods, Nodes: []*corev1.Node{n}}, nil }
+	round, fl, _, _ := testReconciler(t, clock, view)
+	replace, _, _, _ := testReconciler(t, clock, view)
+	store, err := state.New(statetest.NewChecked(), "nodewright-state", "test-cluster", clock.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	round.Store, replace.Store, replace.Fleet = store, store, fl
+	replaced := 0
+	replace.Names = func(pool string) (string, error) {
+		replaced++
+		return fmt.Sprintf("%s-r%04d", pool, replaced), nil
+	}
+	// The interruption marked the node: its pods move in every solve.
+	old := record("default-old00", state.Initialized, "i-old")
+	old.Zone, old.NodeName = "us-east-1a", n.Name
+	old.Disruption = &state.Disruption{Action: "interruption-i-old", Reason: "SpotInterruption", Since: t0, Reschedule: true}
+	if err := store.PutNodeClaim(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	// The round has solved; before it records its NodeClaims, the
+	// replacement launches for the same pods.
+	fl.onPrepare = func(call int) {
+		if call != 1 {
+			return
+		}
+		nodeLease, err := store.Acquire(ctx, state.LeaseNode(old.Name), "interruption", time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := replace.Replace(ctx, nodeLease, keys, "replacement for default-old00: SpotInterruption")
+		if err != nil || len(rep.Launched()) == 0 {
+			t.Errorf("replacement: %v, launched %d", err, len(rep.Launched()))
+		}
+	}
+	lease, err := store.Acquire(ctx, state.LeaseProvision, "provision", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := round.Round(ctx, lease); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := store.NodeClaims(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bought := map[string][]string{} // pod -> NodeClaims launched for it
+	for _, rec := range recs {
+		if rec.Name == old.Name {
+			continue
+		}
+		for _, p := range rec.Claim.Pods {
+			bought[p] = append(bought[p], rec.Name)
+		}
+	}
+	for _, k := range keys {
+		if len(bought[k]) != 1 {
+			t.Errorf("pod %s: NodeClaims %v launched for it, want exactly one", k, bought[k])
+		}
+	}
+	fleets := map[string]bool{}
+	for _, c := range fl.Calls() {
+		fleets[c.Token] = true
+	}
+	if len(fleets) != 1 {
+		t.Errorf("%d fleets launched (%d calls), want one: the replacement's", len(fleets), len(fl.Calls()))
+	}
+}
+
+// A consolidation's replacements (LaunchClaims) whose commit lost the
+// launch fence to a round that launched for other pods are launched on
+// the next attempt; when the round took their pods, nothing is launched
+// and the caller is told (ErrConflict), so it decides again.
+func TestLaunchClaimsAfterAnotherLauncherCommitted(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		samePods   bool
+		wantErr    bool
+		wantFleets int
+	}{
+		{name: "other pods", wantFleets: 2},
+		{name: "the same pods", samePods: true, wantErr: true, wantFleets: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := testingclock.NewFakeClock(t0)
+			ctx := context.Background()
+			roundPod := unschedulableAt("web-0", t0.Add(-time.Minute), t0.Add(-time.Minute))
+			if tc.samePods {
+				roundPod = unschedulableAt("moved-0", t0.Add(-time.Minute), t0.Add(-time.Minute))
+			}
+			view := func(time.Time) (*View, error) { return &View{Pods: []*corev1.Pod{roundPod}}, nil }
+			consolidation, fl, _, _ := testReconciler(t, clock, view)
+			round, _, _, _ := testReconciler(t, clock, view)
+			store, err := state.New(statetest.NewChecked(), "nodewright-state", "test-cluster", clock.Now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			consolidation.Store, round.Store, round.Fleet = store, store, fl
+			consolidation.Names = func(pool string) (string, error) { return pool + "-c0001", nil }
+			// The replacement claim for the consolidated node's pod.
+			claim := scheduling.NodeClaim{NodePool: "default", NodeClass: "default", InstanceTypes: []string{"m6g.large"},
+				Zones: []string{"us-east-1a"}, CapacityType: "on-demand", CapacityTypes: []string{"on-demand"}, Pods: []string{"default/moved-0"}}
+			fl.onPrepare = func(call int) {
+				if call != 1 {
+					return
+				}
+				lease, err := store.Acquire(ctx, state.LeaseProvision, "provision", time.Minute)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := round.Round(ctx, lease); err != nil {
+					t.Errorf("round: %v", err)
+				}
+			}
+			lease, err := store.Acquire(ctx, state.LeaseNode("default-old00"), "consolidation", time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, launched, err := consolidation.LaunchClaims(ctx, lease, []scheduling.NodeClaim{claim}, "consolidation")
+			if tc.wantErr != (err != nil) || (err != nil && !errors.Is(err, state.ErrConflict)) {
+				t.Fatalf("LaunchClaims: %v (want an error: %v, a conflict)", err, tc.wantErr)
+			}
+			if !tc.wantErr && len(launched) != 1 {
+				t.Errorf("launched %d, want the replacement", len(launched))
+			}
+			if n := len(fl.Calls()); n != tc.wantFleets {
+				t.Errorf("%d fleets, want %d", n, tc.wantFleets)
+			}
+		})
+	}
+}
