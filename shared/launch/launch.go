@@ -176,39 +176,50 @@ func (l *Launcher) Launch(ctx context.Context, lease *state.Lease, in Input) (*R
 // group that cannot be planned carries its error (its records are not
 // written).
 func (l *Launcher) planGroups(ctx context.Context, groups []*group, exclude []state.Offering) {
-	sem := make(chan struct{}, l.Parallelism)
-	var wg sync.WaitGroup
+	var fns []func()
 	for _, g := range groups {
 		if len(g.recs) == 0 {
 			continue
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
+		fns = append(fns, func() {
 			if err := l.planGroup(ctx, g, exclude); err != nil {
 				g.err, g.unrecorded = err, true
 			}
-		}()
+		})
 	}
-	wg.Wait()
+	l.parallel(fns...)
 }
 
 // launchGroups calls CreateFleet for every group, Parallelism at a time.
 func (l *Launcher) launchGroups(ctx context.Context, groups []*group) {
+	fns := make([]func(), 0, len(groups))
+	for _, g := range groups {
+		fns = append(fns, func() {
+			g.insts, g.err = l.createFleet(ctx, g.plan)
+			if g.err == nil && l.AfterCreateFleet != nil {
+				g.crashed = l.AfterCreateFleet(g.token)
+			}
+		})
+	}
+	l.parallel(fns...)
+}
+
+// parallel runs fns through l.Parallel, else a goroutine each,
+// Parallelism at a time, and returns when all have returned.
+func (l *Launcher) parallel(fns ...func()) {
+	if l.Parallel != nil {
+		l.Parallel(fns...)
+		return
+	}
 	sem := make(chan struct{}, l.Parallelism)
 	var wg sync.WaitGroup
-	for _, g := range groups {
+	for _, fn := range fns {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			g.insts, g.err = l.createFleet(ctx, g.plan)
-			if g.err == nil && l.AfterCreateFleet != nil {
-				g.crashed = l.AfterCreateFleet(g.token)
-			}
+			fn()
 		}()
 	}
 	wg.Wait()

@@ -41,7 +41,7 @@ type offering struct{ Type, Zone, CapacityType string }
 type EC2 struct {
 	w         *World
 	subnets   []ec2types.Subnet
-	templates map[string]*ec2.CreateLaunchTemplateInput
+	templates map[string]*template
 	instances map[string]*instance
 	tokens    map[string]fleetCall
 	// noCapacity are offerings EC2 has no capacity in.
@@ -50,8 +50,29 @@ type EC2 struct {
 	// catalog's).
 	price func(o offering) float64
 	next  int
+	// nextTemplate numbers launch templates' IDs.
+	nextTemplate int
 	// onLaunch sees every instance launched, and the token's request.
 	onLaunch func(in *instance, token string)
+}
+
+// template is a launch template: its request, when it was made, its ID.
+type template struct {
+	in      *ec2.CreateLaunchTemplateInput
+	created time.Time
+	id      string
+}
+
+// tags are the template's own tags (its launch-template tag
+// specification).
+func (t *template) tags() []ec2types.Tag {
+	var out []ec2types.Tag
+	for _, ts := range t.in.TagSpecifications {
+		if ts.ResourceType == ec2types.ResourceTypeLaunchTemplate {
+			out = append(out, ts.Tags...)
+		}
+	}
+	return out
 }
 
 type fleetCall struct {
@@ -62,7 +83,7 @@ type fleetCall struct {
 var _ fleet.EC2API = (*EC2)(nil)
 
 func newEC2(w *World, zones []string) *EC2 {
-	e := &EC2{w: w, templates: map[string]*ec2.CreateLaunchTemplateInput{}, instances: map[string]*instance{},
+	e := &EC2{w: w, templates: map[string]*template{}, instances: map[string]*instance{},
 		tokens: map[string]fleetCall{}, noCapacity: map[offering]bool{}}
 	for i, z := range zones {
 		e.subnets = append(e.subnets, ec2types.Subnet{
@@ -156,16 +177,44 @@ func (e *EC2) DescribeImages(ctx context.Context, in *ec2.DescribeImagesInput, _
 	return out, err
 }
 
+// DescribeLaunchTemplates answers templates by name (NotFound when one is
+// missing), else those its tag filters match, sorted by name, with their
+// creation time; MaxResults pages them.
 func (e *EC2) DescribeLaunchTemplates(ctx context.Context, in *ec2.DescribeLaunchTemplatesInput, _ ...func(*ec2.Options)) (*ec2.DescribeLaunchTemplatesOutput, error) {
 	var out *ec2.DescribeLaunchTemplatesOutput
 	err := e.w.call(ctx, "EC2", "DescribeLaunchTemplates", []fault{ec2Throttled}, func() error {
 		out = &ec2.DescribeLaunchTemplatesOutput{}
-		for _, n := range in.LaunchTemplateNames {
-			if _, ok := e.templates[n]; !ok {
-				return apiErr("InvalidLaunchTemplateName.NotFoundException", "At least one of the launch templates specified in the request does not exist.")
-			}
-			out.LaunchTemplates = append(out.LaunchTemplates, ec2types.LaunchTemplate{LaunchTemplateName: aws.String(n)})
+		describe := func(n string) ec2types.LaunchTemplate {
+			t := e.templates[n]
+			return ec2types.LaunchTemplate{LaunchTemplateName: aws.String(n), LaunchTemplateId: aws.String(t.id), CreateTime: aws.Time(t.created), Tags: t.tags()}
 		}
+		if len(in.LaunchTemplateNames) > 0 {
+			for _, n := range in.LaunchTemplateNames {
+				if _, ok := e.templates[n]; !ok {
+					return apiErr("InvalidLaunchTemplateName.NotFoundException", "At least one of the launch templates specified in the request does not exist.")
+				}
+				out.LaunchTemplates = append(out.LaunchTemplates, describe(n))
+			}
+			return nil
+		}
+		var all []ec2types.LaunchTemplate
+		for _, n := range sortedKeys(e.templates) {
+			if tagMatch(e.templates[n].tags(), in.Filters) {
+				all = append(all, describe(n))
+			}
+		}
+		start := 0
+		if tok := aws.ToString(in.NextToken); tok != "" {
+			if _, err := fmt.Sscan(tok, &start); err != nil || start > len(all) {
+				return apiErr("InvalidNextToken", "The specified token is invalid.")
+			}
+		}
+		end := len(all)
+		if m := int(aws.ToInt32(in.MaxResults)); m > 0 && start+m < end {
+			end = start + m
+			out.NextToken = aws.String(fmt.Sprint(end))
+		}
+		out.LaunchTemplates = all[start:end]
 		return nil
 	})
 	return out, err
@@ -177,7 +226,8 @@ func (e *EC2) CreateLaunchTemplate(ctx context.Context, in *ec2.CreateLaunchTemp
 		if _, ok := e.templates[n]; ok {
 			return apiErr("InvalidLaunchTemplateName.AlreadyExistsException", "Launch template name already in use.")
 		}
-		e.templates[n] = in
+		e.nextTemplate++
+		e.templates[n] = &template{in: in, created: e.w.clock.Now(), id: fmt.Sprintf("lt-%017x", e.nextTemplate)}
 		e.w.changed = true
 		return nil
 	})
@@ -185,6 +235,35 @@ func (e *EC2) CreateLaunchTemplate(ctx context.Context, in *ec2.CreateLaunchTemp
 		return nil, err
 	}
 	return &ec2.CreateLaunchTemplateOutput{}, nil
+}
+
+// DeleteLaunchTemplate deletes a template by name or ID; one that does
+// not exist is InvalidLaunchTemplateName.NotFoundException (by name) or
+// InvalidLaunchTemplateId.NotFound (by ID), as EC2 answers.
+func (e *EC2) DeleteLaunchTemplate(ctx context.Context, in *ec2.DeleteLaunchTemplateInput, _ ...func(*ec2.Options)) (*ec2.DeleteLaunchTemplateOutput, error) {
+	err := e.w.call(ctx, "EC2", "DeleteLaunchTemplate", []fault{ec2Throttled, ec2Ambiguous}, func() error {
+		if id := aws.ToString(in.LaunchTemplateId); id != "" {
+			for n, t := range e.templates {
+				if t.id == id {
+					delete(e.templates, n)
+					e.w.changed = true
+					return nil
+				}
+			}
+			return apiErr("InvalidLaunchTemplateId.NotFound", "The specified launch template, with template ID "+id+", does not exist.")
+		}
+		n := aws.ToString(in.LaunchTemplateName)
+		if _, ok := e.templates[n]; !ok {
+			return apiErr("InvalidLaunchTemplateName.NotFoundException", "The specified launch template, with template name "+n+", does not exist.")
+		}
+		delete(e.templates, n)
+		e.w.changed = true
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &ec2.DeleteLaunchTemplateOutput{}, nil
 }
 
 // fingerprint is a CreateFleet request without its token: what EC2
@@ -277,7 +356,7 @@ func (e *EC2) launch(in *ec2.CreateFleetInput, token string) *ec2.CreateFleetOut
 					LaunchTemplateAndOverrides: &ec2types.LaunchTemplateAndOverridesResponse{Overrides: &ec2types.FleetLaunchTemplateOverrides{InstanceType: ov.InstanceType, SubnetId: ov.SubnetId, AvailabilityZone: ov.AvailabilityZone}}})
 				continue
 			}
-			choices = append(choices, choice{o: o, subnet: aws.ToString(ov.SubnetId), template: name, image: aws.ToString(lt.LaunchTemplateData.ImageId), ov: ov, price: e.price(o)})
+			choices = append(choices, choice{o: o, subnet: aws.ToString(ov.SubnetId), template: name, image: aws.ToString(lt.in.LaunchTemplateData.ImageId), ov: ov, price: e.price(o)})
 		}
 	}
 	sort.SliceStable(choices, func(i, j int) bool { return choices[i].price < choices[j].price })

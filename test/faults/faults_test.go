@@ -16,6 +16,7 @@ var (
 	crashFlag     = flag.String("crash", "", "with -seed: the targeted crashes and faults, flow@site#occurrence:before|after|<fault>, comma-separated")
 	schedulesFlag = flag.Int("schedules", 0, "run this many random schedules (make chaos) instead of the bounded set")
 	verboseFlag   = flag.Bool("schedule", false, "with -seed: print the whole schedule")
+	followUpFlag  = flag.Bool("followup", false, "with -seed: print the follow-up's calls too (its invocations run without faults)")
 	strictFlag    = flag.Bool("strict", false, "fail on the known defects too (knownDefects ignored): the run before the fixes")
 )
 

@@ -42,14 +42,13 @@ import (
 
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/catalog"
-	"github.com/nodewright/nodewright/shared/consolidation"
-	"github.com/nodewright/nodewright/shared/disruption"
 	"github.com/nodewright/nodewright/shared/drain"
 	"github.com/nodewright/nodewright/shared/fleet"
 	"github.com/nodewright/nodewright/shared/interruption"
 	"github.com/nodewright/nodewright/shared/names"
 	"github.com/nodewright/nodewright/shared/provision"
 	st "github.com/nodewright/nodewright/shared/scheduling/schedtest"
+	"github.com/nodewright/nodewright/shared/setup"
 	"github.com/nodewright/nodewright/shared/state"
 	"github.com/nodewright/nodewright/shared/trigger"
 )
@@ -188,7 +187,16 @@ func newFlows(w *World, cfg config, seed uint64) (*flows, error) {
 	return &flows{w: w, cfg: cfg, store: store, names: rand.NewChaCha8(key), msgOf: map[*invocation]events.SQSMessage{}}, nil
 }
 
-// sequential runs fns one after another (provision.Reconciler.Parallel).
+// nonce is a launch's nonce (provision.Reconciler.Nonce), from the
+// seed's stream: ClientTokens replay with the seed.
+func (f *flows) nonce() (string, error) {
+	var b [16]byte
+	_, _ = f.names.Read(b[:])
+	return fmt.Sprintf("%x", b), nil
+}
+
+// sequential runs fns one after another (provision.Reconciler.Parallel,
+// which the launches take too).
 func sequential(fns ...func()) {
 	for _, fn := range fns {
 		fn()
@@ -234,6 +242,7 @@ func (f *flows) reconciler() (*provision.Reconciler, error) {
 		Cluster: clusterName, Store: f.store, Source: w.kube, Fleet: l, Nodes: w.kube, Drainer: drainer{f}, Events: w.kube,
 		Catalog: f.cfg.cat, Spot: sp, NodePools: f.cfg.pools, NodeClasses: f.cfg.classes, Now: w.clock.Now, Log: quiet,
 		Names:    func(pool string) (string, error) { return fleet.NodeClaimName(pool, f.names) },
+		Nonce:    f.nonce,
 		Parallel: sequential,
 	}, nil
 }
@@ -299,7 +308,7 @@ func (f *flows) interruption(msg events.SQSMessage) func(ctx context.Context) er
 		if err != nil {
 			return err
 		}
-		h := interruption.New(r, f.w.clock.Now, quiet, inv.name)
+		h := interruption.New(setup.InterruptionDeps(r), f.w.clock.Now, quiet, inv.name)
 		h.Poll = time.Nanosecond
 		_, err = h.Message(ctx, msg)
 		return err
@@ -317,11 +326,8 @@ func (f *flows) consolidation() func(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		run := &disruption.Run{R: r, Exec: disruption.NewExecutor(r, f.w.clock.Now, quiet), Decide: consolidation.Decide,
-			SpotToSpot: true, Holder: inv.name, MaxWait: time.Nanosecond}
-		if l, ok := r.Fleet.(*fleet.Launcher); ok {
-			run.Images = l.CurrentImages
-		}
+		run := setup.ConsolidationRun(r, setup.Options{Now: f.w.clock.Now, Log: quiet})
+		run.Holder, run.MaxWait = inv.name, time.Nanosecond
 		_, err = run.Tick(ctx)
 		return err
 	}

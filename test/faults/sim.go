@@ -313,7 +313,7 @@ func (s *Sim) decide(inv *invocation, c *call) decision {
 		s.faults++
 		label = "ERROR " + d.fault.name
 	}
-	if inv.faulty || label != "" {
+	if inv.faulty || label != "" || *followUpFlag {
 		s.steps = append(s.steps, fmt.Sprintf("%8s %-24s %s #%d %s", s.world.elapsed(), inv.name, c.site, occ, label))
 	}
 	return d

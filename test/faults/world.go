@@ -3,7 +3,6 @@ package faults
 import (
 	"encoding/json"
 	"fmt"
-	"math"
 	"sort"
 	"strings"
 	"sync"
@@ -14,6 +13,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/nodewright/nodewright/shared/catalog"
+	"github.com/nodewright/nodewright/shared/drain"
 	"github.com/nodewright/nodewright/shared/names"
 	"github.com/nodewright/nodewright/shared/provision"
 	"github.com/nodewright/nodewright/shared/state"
@@ -172,26 +172,33 @@ func (w *World) pastDeadline(instanceID string) bool {
 }
 
 // removal checks an eviction or deletion: invariants 4 (budgets) and 6
-// (grace).
+// (grace), against the pod's own deadline as shared/drain states it (as
+// Karpenter's terminator does): a pod under a deadline may be deleted,
+// its budget notwithstanding, from drain.DeleteAt (the deadline less its
+// grace period, so that it gets all of it), and every deletion carries at
+// least drain.MinGrace: its own grace period, or the time left before the
+// deadline rounded up to whole seconds if shorter, never under 1 s (a
+// force delete, defect 6).
 func (w *World) removal(p *corev1.Pod, viaDelete bool, grace *time.Duration) {
 	in := w.ec2.byDNS(p.Spec.NodeName)
 	id := ""
 	if in != nil {
 		id = in.ID
 	}
-	if viaDelete && w.kube.protected(p) && !w.pastDeadline(id) {
-		w.violate("4", "pod %s/%s, which a PodDisruptionBudget protects, was deleted before its deadline", p.Namespace, p.Name)
+	now := w.clock.Now()
+	dl := w.deadlineOf(id)
+	if viaDelete && w.kube.protected(p) && (dl.IsZero() || now.Before(drain.DeleteAt(p, dl, nil))) {
+		at := "with no deadline"
+		if !dl.IsZero() {
+			at = fmt.Sprintf("%s before its time to be deleted (the deadline less its grace period)", drain.DeleteAt(p, dl, nil).Sub(now))
+		}
+		w.violate("4", "pod %s/%s, which a PodDisruptionBudget protects, was deleted %s", p.Namespace, p.Name, at)
 	}
 	if grace == nil || p.DeletionTimestamp != nil {
 		return
 	}
-	want := ownGrace(p)
-	if dl := w.deadlineOf(id); !dl.IsZero() {
-		left := time.Duration(math.Ceil(dl.Sub(w.clock.Now()).Seconds())) * time.Second
-		want = min(want, max(left, 0))
-	}
-	if *grace < want {
-		w.violate("6", "pod %s/%s was given %s of grace, less than min(its own %s, the time left before the deadline) = %s", p.Namespace, p.Name, *grace, ownGrace(p), want)
+	if want := drain.MinGrace(p, dl, now); *grace < want {
+		w.violate("6", "pod %s/%s was given %s of grace, less than min(its own %s, the time left before the deadline rounded up, at least 1 s) = %s", p.Namespace, p.Name, *grace, ownGrace(p), want)
 	}
 }
 
