@@ -4,23 +4,24 @@ package faults
 // knows how the product is put together (reconciler, provision,
 // interruption, consolidation, drainer, the interfaces the fakes stand
 // behind), with the scenarios and the cluster they start from. After the
-// launch and termination branches of issue 18 are merged (shared/launch
-// and shared/termination appear; interruption and disruption stop taking
-// *provision.Reconciler), re-point only this file.
+// launch and termination branches of issue 18 were merged it was
+// re-pointed (shared/setup's InterruptionDeps and ConsolidationRun, as
+// Lambda wires them; the launches' Parallel hook): when the wiring
+// changes, re-point only this file.
 //
 // KNOWN DEFECTS. knownDefects lists the invariant checks that fail on
-// today's code, keyed by the defect of issue 18 that makes them fail. The
-// bounded set treats a violation of a listed check as expected (logged,
-// not failed), and FAILS if a listed defect is no longer found, so the
-// list cannot go stale: after merging a fix, delete its entries (then
-// `go test ./test/faults` must pass with the list empty). -strict ignores
-// the list. The run that found them on the code before the fixes, with
-// its seeds, is recorded in /work/notes/faults-before.txt.
+// today's code, keyed by the defect that makes them fail. The bounded set
+// treats a violation of a listed check as expected (logged, not failed),
+// and FAILS if a listed defect is no longer found, so the list cannot go
+// stale. -strict ignores the list. It is empty: every fix of issue 18 is
+// merged. The run that found defects 1, 4, 5, 7 and 8 on the code before
+// the fixes, with its seeds, is recorded in /work/notes/faults-before.txt,
+// the run after them in /work/notes/faults-after.txt.
 //
 // Defect 5's race window is a few calls wide: the corpus
 // (faults_test.go) keeps seeds 136 and 271, which found it, in the bounded
-// set; after the fixes change the flows' calls they are two more random
-// schedules.
+// set; now that the fixes changed the flows' calls they are two more
+// random schedules.
 
 import (
 	"context"
@@ -53,18 +54,12 @@ import (
 	"github.com/nodewright/nodewright/shared/trigger"
 )
 
-// knownDefects: invariant check -> the defect of issue 18 that breaks it
-// on today's code. Delete an entry once its fix is merged.
-var knownDefects = map[string]string{
-	"1.leak":   "1",                          // a launch stuck forever: its instance leaks, shielded by its launching record
-	"2":        "1",                          // ... and the record without an instance never goes
-	"1.orphan": "7 (orphan)",                 // an orphan that runs pods is terminated without a drain
-	"3":        "5",                          // a round and an interruption's replacement buy for the same pods
-	"5":        "4",                          // a spot warning dropped while another invocation holds the node's lease
-	"9":        "8",                          // a replacement on the offering being reclaimed
-	"8":        "7 (deleted Karpenter node)", // drained and terminated though it has no record
-	"7":        "7 (orphan)",                 // the orphan's pool no longer counts it: a limited pool goes over its limit (chaos seed 280)
-}
+// knownDefects: invariant check -> the defect that breaks it on today's
+// code (expected failures). Every defect of issue 18 is fixed: the list is
+// empty, and the bounded set passes with -strict too. A defect found later
+// and not fixed at once is listed here with its issue, and deleted with
+// its fix.
+var knownDefects = map[string]string{}
 
 const (
 	clusterName = "test-cluster"
@@ -559,12 +554,28 @@ func (f *flows) followUp(rng *rand.Rand) {
 		if w.changed {
 			idle = 0
 		} else {
+			// The sweep runs every minute: while a warned instance still
+			// runs (its deadline is due), the next one comes a minute on;
+			// otherwise the follow-up skips ahead.
 			step = 5 * time.Minute
+			if f.warnedLive() {
+				step = time.Minute
+			}
 			idle += step
 		}
 		w.clock.Step(step)
 		w.tick()
 	}
+}
+
+// warnedLive reports whether an instance EC2 warned still runs.
+func (f *flows) warnedLive() bool {
+	for _, id := range sortedKeys(f.w.warned) {
+		if in := f.w.ec2.instances[id]; in != nil && in.live() {
+			return true
+		}
+	}
+	return false
 }
 
 // requeue puts back the messages of the schedule's interruption

@@ -91,9 +91,14 @@ func fakeName(iface string) string {
 	return "Kube"
 }
 
-// A seed replays exactly: the same steps, the same violations, however
-// the Go runtime schedules the goroutines.
+// A seed replays exactly: the same steps (the schedule's and the
+// follow-up's), the same violations, however the Go runtime schedules the
+// goroutines.
 func TestSeedReplaysExactly(t *testing.T) {
+	// The follow-up's calls too: the whole run replays.
+	was := *followUpFlag
+	*followUpFlag = true
+	t.Cleanup(func() { *followUpFlag = was })
 	for _, seed := range []uint64{2, 7, 41} {
 		a, b := runOne(seed, nil), runOne(seed, nil)
 		if a.err != nil || b.err != nil {
