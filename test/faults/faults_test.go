@@ -310,6 +310,20 @@ func TestFaults(t *testing.T) {
 		if len(missing) > 0 {
 			t.Errorf("call sites never crashed before and after: %v", missing)
 		}
+		// ... the launch path's and the terminator's among them (their
+		// steps are crash points of their own: siteOf).
+		for _, pkg := range []string{"shared/launch/", "shared/termination/"} {
+			n := 0
+			for k := range s.reached {
+				if strings.Contains(k, pkg) {
+					n++
+				}
+			}
+			if n < 3 {
+				t.Errorf("only %d call sites reached through %s: its calls are not crash points", n, pkg)
+			}
+			t.Logf("%d call sites reached through %s, each crashed before and after", n, pkg)
+		}
 		if len(s.reached) < 20 {
 			t.Errorf("only %d call sites reached: the flows are not wired to the fakes", len(s.reached))
 		}

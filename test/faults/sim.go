@@ -183,23 +183,48 @@ func newSim(seed uint64, clock *testingclock.FakeClock, pol policy) *Sim {
 
 // siteOf is the call site of a fake's method: the first frame outside
 // this package and the AWS SDK (the product line that made the call).
+// When that line is reached through the launch path or the terminator
+// (shared/launch, shared/termination) from outside them, the line there
+// that led to it is part of the site: the same store or fleet call made by
+// two steps of a launch or of a termination is two crash points.
 func siteOf() string {
-	pcs := make([]uintptr, 32)
+	pcs := make([]uintptr, 64)
 	n := runtime.Callers(3, pcs)
 	frames := runtime.CallersFrames(pcs[:n])
+	short := func(f runtime.Frame) string {
+		file := f.File
+		if i := strings.Index(file, "/shared/"); i >= 0 {
+			file = file[i+1:]
+		}
+		return fmt.Sprintf("%s:%d", file, f.Line)
+	}
+	site := ""
 	for {
 		f, more := frames.Next()
-		if !strings.Contains(f.File, "/test/faults/") && !strings.Contains(f.File, "aws-sdk-go-v2") && !strings.Contains(f.Function, "runtime.") {
-			file := f.File
-			if i := strings.Index(file, "/shared/"); i >= 0 {
-				file = file[i+1:]
+		switch {
+		case site == "":
+			if !strings.Contains(f.File, "/test/faults/") && !strings.Contains(f.File, "aws-sdk-go-v2") && !strings.Contains(f.Function, "runtime.") {
+				site = short(f)
+				if lifecycle(f.File) {
+					return site
+				}
 			}
-			return fmt.Sprintf("%s:%d", file, f.Line)
+		case lifecycle(f.File):
+			return site + " via " + short(f)
 		}
 		if !more {
-			return "?"
+			break
 		}
 	}
+	if site == "" {
+		return "?"
+	}
+	return site
+}
+
+// lifecycle reports whether file is in the launch path or the terminator.
+func lifecycle(file string) bool {
+	return strings.Contains(file, "/shared/launch/") || strings.Contains(file, "/shared/termination/")
 }
 
 // gate parks the calling invocation at a call until the scheduler
