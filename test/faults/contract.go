@@ -189,6 +189,8 @@ var EC2Expected = []string{
 	"find the instance by its tag: ok 1",
 	"terminate it: ok",
 	"it is no longer running: ok 0",
+	"list the cluster's launch templates by tag: ok 1",
+	"delete the launch template: ok",
 }
 
 // EC2Contract launches one instance by CreateFleet in the cluster's
@@ -208,7 +210,9 @@ func EC2Contract(ctx context.Context, api fleet.EC2API, cluster, image, token st
 	}
 	subnet, zone := aws.ToString(sn.Subnets[0].SubnetId), aws.ToString(sn.Subnets[0].AvailabilityZone)
 	lt := "contract-" + token
-	_, err = api.CreateLaunchTemplate(ctx, &ec2.CreateLaunchTemplateInput{LaunchTemplateName: &lt, LaunchTemplateData: &ec2types.RequestLaunchTemplateData{ImageId: &image}})
+	ltTag := "contract-" + token
+	_, err = api.CreateLaunchTemplate(ctx, &ec2.CreateLaunchTemplateInput{LaunchTemplateName: &lt, LaunchTemplateData: &ec2types.RequestLaunchTemplateData{ImageId: &image},
+		TagSpecifications: []ec2types.TagSpecification{{ResourceType: ec2types.ResourceTypeLaunchTemplate, Tags: []ec2types.Tag{{Key: aws.String(names.TagKeyCluster(ltTag)), Value: aws.String(names.TagValueOwned)}}}}})
 	note("create a launch template", err)
 	fleetIn := func(typ string) *ec2.CreateFleetInput {
 		return &ec2.CreateFleetInput{
@@ -249,6 +253,20 @@ func EC2Contract(ctx context.Context, api fleet.EC2API, cluster, image, token st
 	d, err = api.DescribeInstances(ctx, &ec2.DescribeInstancesInput{Filters: []ec2types.Filter{
 		{Name: aws.String("tag:" + names.TagKeyNodeClaim), Values: []string{token}}, {Name: aws.String("instance-state-name"), Values: []string{"pending", "running"}}}})
 	note("it is no longer running", err, fmt.Sprint(countInstances(d)))
+	lts, err := api.DescribeLaunchTemplates(ctx, &ec2.DescribeLaunchTemplatesInput{Filters: []ec2types.Filter{{Name: aws.String("tag:" + names.TagKeyCluster(ltTag)), Values: []string{names.TagValueOwned}}}})
+	listed := 0
+	if err == nil {
+		for _, t := range lts.LaunchTemplates {
+			if aws.ToString(t.LaunchTemplateName) == lt && t.CreateTime != nil {
+				listed++
+			}
+		}
+	}
+	note("list the cluster's launch templates by tag", err, fmt.Sprint(listed))
+	_, err = api.DeleteLaunchTemplate(ctx, &ec2.DeleteLaunchTemplateInput{LaunchTemplateName: &lt})
+	note("delete the launch template", err)
+	// Deleting it again is InvalidLaunchTemplateName.NotFoundException in
+	// EC2 (and the fake); moto answers MissingParameter: not held here.
 	return out
 }
 

@@ -62,6 +62,9 @@ func (r result) command() string {
 // scenario's invocations interleaved with faults, the follow-up until
 // nothing changes, the invariants.
 func runOne(seed uint64, tgts []target) result {
+	if *followUpFlag {
+		traceAll = true
+	}
 	cfgOnce.Do(func() { cfg = newConfig() })
 	pol := policyFor(seed)
 	pol.targets = tgts

@@ -96,9 +96,9 @@ func fakeName(iface string) string {
 // goroutines.
 func TestSeedReplaysExactly(t *testing.T) {
 	// The follow-up's calls too: the whole run replays.
-	was := *followUpFlag
-	*followUpFlag = true
-	t.Cleanup(func() { *followUpFlag = was })
+	was := traceAll
+	traceAll = true
+	t.Cleanup(func() { traceAll = was })
 	for _, seed := range []uint64{2, 7, 41} {
 		a, b := runOne(seed, nil), runOne(seed, nil)
 		if a.err != nil || b.err != nil {

@@ -262,6 +262,10 @@ func (s *Sim) kill(inv *invocation, why string) {
 	inv.cancel()
 }
 
+// traceAll: the schedule's steps list the calls of clean invocations too
+// (the follow-up's; -followup).
+var traceAll bool
+
 // decide decides a parked call.
 func (s *Sim) decide(inv *invocation, c *call) decision {
 	key := inv.flow + "|" + c.site
@@ -338,7 +342,7 @@ func (s *Sim) decide(inv *invocation, c *call) decision {
 		s.faults++
 		label = "ERROR " + d.fault.name
 	}
-	if inv.faulty || label != "" || *followUpFlag {
+	if inv.faulty || label != "" || traceAll {
 		s.steps = append(s.steps, fmt.Sprintf("%8s %-24s %s #%d %s", s.world.elapsed(), inv.name, c.site, occ, label))
 	}
 	return d
