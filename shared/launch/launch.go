@@ -341,6 +341,26 @@ func throttled(err error) bool {
 	return false
 }
 
+// mayHaveLaunched reports whether a failed launch may have been carried
+// out: a server error, or no answer at all (a timeout, a dead connection),
+// says nothing of what EC2 did. A fleet's own errors (fleet.LaunchError),
+// throttling and the other refusals of the request launched nothing.
+func mayHaveLaunched(err error) bool {
+	var le *fleet.LaunchError
+	if errors.As(err, &le) {
+		return false
+	}
+	var ae smithy.APIError
+	if !errors.As(err, &ae) {
+		return true
+	}
+	switch ae.ErrorCode() {
+	case "InternalError", "InternalFailure", "ServiceUnavailable", "Unavailable", "RequestTimeout":
+		return true
+	}
+	return ae.ErrorFault() == smithy.FaultServer
+}
+
 // ErrFewerInstances is the error of the NodeClaims of a group EC2 launched
 // only part of.
 const ErrFewerInstances = "EC2 launched fewer instances than asked for"
@@ -361,9 +381,16 @@ func (l *Launcher) settle(ctx context.Context, g *group, res *Result) ([]*state.
 		reason := failureReason(g.err)
 		l.Log.Warn("launch failed", "nodeClaims", len(g.recs), "token", g.token, "nodePool", g.claim.NodePool, "reason", reason, "error", g.err.Error())
 		_ = l.Metrics.Emit(metrics.LaunchFailures, float64(len(g.recs)), metrics.Dims{metrics.DimReason: reason})
+		keep := mayHaveLaunched(g.err)
+		if keep && !g.unrecorded {
+			l.Log.Warn("CreateFleet may have launched: records kept for the re-drive", "token", g.token, "error", g.err.Error())
+		}
 		for i, rec := range g.recs {
 			res.Launches = append(res.Launches, Launch{NodeClaim: rec.Name, Claim: rec.Claim, Error: g.err.Error(), FleetCall: i == 0})
-			if g.unrecorded {
+			if g.unrecorded || keep {
+				// Not written; or EC2 may have launched the group's
+				// instances: the records stay launching, and the re-drive
+				// (the same ClientToken) adopts what EC2 launched.
 				continue
 			}
 			if err := l.Store.DeleteNodeClaim(ctx, rec); err != nil {

@@ -540,10 +540,18 @@ func (f *flows) followUp(rng *rand.Rand) {
 	end := w.clock.Now().Add(90 * time.Minute)
 	for idle < 45*time.Minute && w.clock.Now().Before(end) {
 		w.changed = false
+		// SQS hands the messages to invocations that run at once (one
+		// message's long drain never holds another back): they are
+		// interleaved, without faults.
 		queue := f.queue
 		f.queue = nil
-		for _, q := range queue {
-			if err := f.clean("interruption", f.interruption(q.msg)); err != nil && q.receives < 3 {
+		invs := make([]*invocation, len(queue))
+		for i, q := range queue {
+			invs[i] = f.w.sim.newInvocation("interruption", false, invocationTimeout, f.interruption(q.msg))
+		}
+		f.w.sim.run(invs...)
+		for i, q := range queue {
+			if (invs[i].dead || invs[i].err != nil) && q.receives < 3 {
 				f.queue = append(f.queue, queued{q.msg, q.receives + 1})
 			}
 		}
