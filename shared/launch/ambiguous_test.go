@@ -7,6 +7,7 @@ import (
 
 	testingclock "k8s.io/utils/clock/testing"
 
+	"github.com/nodewright/nodewright/shared/fleet"
 	"github.com/nodewright/nodewright/shared/state"
 )
 
@@ -57,5 +58,35 @@ func TestAFailureThatMayHaveLaunchedKeepsTheRecords(t *testing.T) {
 				t.Errorf("%v: records removed %v, want kept=%v", tc.err, store.removed, tc.kept)
 			}
 		})
+	}
+}
+
+// failingPuts refuses every record write.
+type failingPuts struct{ nopStore }
+
+func (failingPuts) PutNodeClaim(context.Context, *state.NodeClaim) error {
+	return errors.New("InternalServerError (test)")
+}
+
+// An instance EC2 launched is the launch's even when its record could not
+// be written (the write may have taken effect; the re-drive adopts it
+// otherwise): it counts, for the solves after it, against its pool's
+// limits and for its pods. Found by the fault suite (test/faults, chaos
+// seed 635, invariant 7: the record write failed after it took effect,
+// the round solved again without the instance and a limited pool went
+// over its limit).
+func TestAnInstanceWhoseRecordFailedStillCounts(t *testing.T) {
+	l, _ := testLauncher(testingclock.NewFakeClock(t0))
+	l.Store = failingPuts{}
+	_ = l.check()
+	rec := &state.NodeClaim{Name: "batch-abcde", Group: "batch-abcde", NodePool: "batch", Phase: state.Launching}
+	g := &group{token: rec.Name, recs: []*state.NodeClaim{rec}, insts: []*fleet.Instance{{InstanceID: "i-1", InstanceType: "c6a.large", Zone: "us-east-1a", CapacityType: "on-demand"}}}
+	res := &Result{}
+	launched, _ := l.settle(context.Background(), g, res)
+	if len(launched) != 1 || launched[0].InstanceID != "i-1" {
+		t.Errorf("launched %v, want the record of i-1 (its instance runs)", launched)
+	}
+	if len(res.Launches) != 1 || res.Launches[0].Error == "" {
+		t.Errorf("launches %+v, want one with the record's error", res.Launches)
 	}
 }

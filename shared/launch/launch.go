@@ -416,9 +416,11 @@ func (l *Launcher) settle(ctx context.Context, g *group, res *Result) ([]*state.
 		out.Instance = &in
 		if err := l.adopt(ctx, rec, &in, g.class); err != nil {
 			out.Error = err.Error()
-		} else {
-			launched = append(launched, rec)
 		}
+		// Its instance runs whether or not the record could be written
+		// (the write may have taken effect; else the re-drive adopts the
+		// instance): it counts for its pods and against its pool's limits.
+		launched = append(launched, rec)
 		res.Launches = append(res.Launches, out)
 	}
 	if len(g.insts) > 0 {
