@@ -8,7 +8,7 @@ export NODEWRIGHT_TOOLS := $(TOOLS)
 # The CDK's jsii kernel runs on Node 20 here; its end-of-life banner is noise.
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: all test lint unit fuzz bench bench-karpenter bench-read bench-e2e generate run tools cloud synth
+.PHONY: all test lint unit fuzz chaos bench bench-karpenter bench-read bench-e2e generate run tools cloud synth
 
 all: test
 
@@ -36,6 +36,14 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzRead -fuzztime=15s ./shared/snapshot
 	$(GO) test -run='^$$' -fuzz=FuzzSolveQuantities -fuzztime=10s ./shared/scheduling
 	$(GO) test -run='^$$' -fuzz=FuzzParse -fuzztime=5s ./test/scenario
+
+## chaos: the fault suite (test/faults) beyond the bounded set `make test` runs: SCHEDULES random schedules (default
+## 300, seeds 1..N) of the flows interleaved call by call with crashes and the services' errors, each checked against
+## the invariants; ends with "N schedules, C crash points, I interleavings: every invariant held" (or the violations,
+## each with the command that replays it)
+SCHEDULES ?= 300
+chaos:
+	@cd test/faults && $(GO) test -count=1 -timeout=0 -run '^TestFaults$$' -schedules=$(SCHEDULES)
 
 ## synth: the CDK app's cloud assembly in cdk.out, offline (no AWS credentials, no npm);
 ## CLUSTER and CONFIG choose the cluster name and the configuration directory

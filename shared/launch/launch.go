@@ -177,39 +177,50 @@ func (l *Launcher) Launch(ctx context.Context, lease *state.Lease, in Input) (*R
 // group that cannot be planned carries its error (its records are not
 // written).
 func (l *Launcher) planGroups(ctx context.Context, groups []*group, exclude []state.Offering) {
-	sem := make(chan struct{}, l.Parallelism)
-	var wg sync.WaitGroup
+	var fns []func()
 	for _, g := range groups {
 		if len(g.recs) == 0 {
 			continue
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
+		fns = append(fns, func() {
 			if err := l.planGroup(ctx, g, exclude); err != nil {
 				g.err, g.unrecorded = err, true
 			}
-		}()
+		})
 	}
-	wg.Wait()
+	l.parallel(fns...)
 }
 
 // launchGroups calls CreateFleet for every group, Parallelism at a time.
 func (l *Launcher) launchGroups(ctx context.Context, groups []*group) {
+	fns := make([]func(), 0, len(groups))
+	for _, g := range groups {
+		fns = append(fns, func() {
+			g.insts, g.err = l.createFleet(ctx, g.plan)
+			if g.err == nil && l.AfterCreateFleet != nil {
+				g.crashed = l.AfterCreateFleet(g.token)
+			}
+		})
+	}
+	l.parallel(fns...)
+}
+
+// parallel runs fns through l.Parallel, else a goroutine each,
+// Parallelism at a time, and returns when all have returned.
+func (l *Launcher) parallel(fns ...func()) {
+	if l.Parallel != nil {
+		l.Parallel(fns...)
+		return
+	}
 	sem := make(chan struct{}, l.Parallelism)
 	var wg sync.WaitGroup
-	for _, g := range groups {
+	for _, fn := range fns {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			g.insts, g.err = l.createFleet(ctx, g.plan)
-			if g.err == nil && l.AfterCreateFleet != nil {
-				g.crashed = l.AfterCreateFleet(g.token)
-			}
+			fn()
 		}()
 	}
 	wg.Wait()
@@ -322,6 +333,26 @@ func throttled(err error) bool {
 	return false
 }
 
+// mayHaveLaunched reports whether a failed launch may have been carried
+// out: a server error, or no answer at all (a timeout, a dead connection),
+// says nothing of what EC2 did. A fleet's own errors (fleet.LaunchError),
+// throttling and the other refusals of the request launched nothing.
+func mayHaveLaunched(err error) bool {
+	var le *fleet.LaunchError
+	if errors.As(err, &le) {
+		return false
+	}
+	var ae smithy.APIError
+	if !errors.As(err, &ae) {
+		return true
+	}
+	switch ae.ErrorCode() {
+	case "InternalError", "InternalFailure", "ServiceUnavailable", "Unavailable", "RequestTimeout":
+		return true
+	}
+	return ae.ErrorFault() == smithy.FaultServer
+}
+
 // ErrFewerInstances is the error of the NodeClaims of a group EC2 launched
 // only part of.
 const ErrFewerInstances = "EC2 launched fewer instances than asked for"
@@ -342,9 +373,16 @@ func (l *Launcher) settle(ctx context.Context, g *group, res *Result) ([]*state.
 		reason := failureReason(g.err)
 		l.Log.Warn("launch failed", "nodeClaims", len(g.recs), "token", g.token, "nodePool", g.claim.NodePool, "reason", reason, "error", g.err.Error())
 		_ = l.Metrics.Emit(metrics.LaunchFailures, float64(len(g.recs)), metrics.Dims{metrics.DimReason: reason})
+		keep := mayHaveLaunched(g.err)
+		if keep && !g.unrecorded {
+			l.Log.Warn("CreateFleet may have launched: records kept for the re-drive", "token", g.token, "error", g.err.Error())
+		}
 		for i, rec := range g.recs {
 			res.Launches = append(res.Launches, Launch{NodeClaim: rec.Name, Claim: rec.Claim, Error: g.err.Error(), FleetCall: i == 0})
-			if g.unrecorded {
+			if g.unrecorded || keep {
+				// Not written; or EC2 may have launched the group's
+				// instances: the records stay launching, and the re-drive
+				// (the same ClientToken) adopts what EC2 launched.
 				continue
 			}
 			if err := l.Store.DeleteNodeClaim(ctx, rec); err != nil {
@@ -370,9 +408,11 @@ func (l *Launcher) settle(ctx context.Context, g *group, res *Result) ([]*state.
 		out.Instance = &in
 		if err := l.adopt(ctx, rec, &in, g.class); err != nil {
 			out.Error = err.Error()
-		} else {
-			launched = append(launched, rec)
 		}
+		// Its instance runs whether or not the record could be written
+		// (the write may have taken effect; else the re-drive adopts the
+		// instance): it counts for its pods and against its pool's limits.
+		launched = append(launched, rec)
 		res.Launches = append(res.Launches, out)
 	}
 	if len(g.insts) > 0 {

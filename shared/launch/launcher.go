@@ -75,6 +75,11 @@ type Launcher struct {
 	// (nil: math/rand).
 	Wait   func(ctx context.Context, d time.Duration) error
 	Jitter func(n int64) int64
+	// Parallel runs fns at once and returns when all have returned (nil:
+	// a goroutine each, Parallelism at a time). The fault suite
+	// (test/faults) runs them one after another, in order, so that a seed
+	// replays exactly.
+	Parallel func(fns ...func())
 }
 
 func (l *Launcher) check() error {

@@ -20,7 +20,7 @@ func (r *Reconciler) launcher() *launch.Launcher {
 		Cluster: r.Cluster, Store: r.Store, Fleet: r.Fleet, Catalog: r.Catalog, Spot: r.Spot, Metrics: r.Metrics,
 		Log: r.Log, Now: r.Now, Names: r.Names, Nonce: r.Nonce, Parallelism: r.Options.Parallelism,
 		Timeout: r.Options.RegistrationTimeout, RedriveAfter: r.Options.RedriveAfter,
-		OnLaunched: r.launchedEvent, AfterCreateFleet: r.AfterCreateFleet, Wait: r.sleep, Jitter: r.jitter,
+		OnLaunched: r.launchedEvent, AfterCreateFleet: r.AfterCreateFleet, Wait: r.sleep, Jitter: r.jitter, Parallel: r.Parallel,
 	}
 }
 

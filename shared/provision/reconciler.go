@@ -146,6 +146,10 @@ type Reconciler struct {
 	// dying there (no record is updated and the round fails), the fault
 	// tests inject.
 	AfterCreateFleet func(token string) error
+	// Parallel runs fns at once and returns when all have returned (nil:
+	// a goroutine each). The fault suite (test/faults) runs them one after
+	// another, in order, so that a seed replays exactly.
+	Parallel func(fns ...func())
 
 	// wait sleeps d (nil: a timer); jitter draws a duration in [0, n) (nil:
 	// math/rand). Unit tests replace them.
@@ -277,12 +281,9 @@ type world struct {
 // spot prices, at once where they do not depend on one another.
 func (r *Reconciler) read(ctx context.Context, rep *Report) (*world, error) {
 	w := &world{}
-	var wg sync.WaitGroup
 	errs := make([]error, 4)
 	took := make([]time.Duration, 3) // cluster, state, spot prices
-	wg.Add(3)
-	go func() {
-		defer wg.Done()
+	r.parallel(func() {
 		start := r.Now()
 		defer func() { took[0] = r.Now().Sub(start) }()
 		w.view, errs[0] = r.Source.View(ctx)
@@ -293,9 +294,7 @@ func (r *Reconciler) read(ctx context.Context, rep *Report) (*world, error) {
 			rep.Warnings = append(rep.Warnings, warns...)
 			w.resolved = r.Fleet.ResolveAll(ctx, w.classes)
 		}
-	}()
-	go func() {
-		defer wg.Done()
+	}, func() {
 		start := r.Now()
 		defer func() { took[1] = r.Now().Sub(start) }()
 		// Versions before records: a launch between the two reads shows in
@@ -306,9 +305,7 @@ func (r *Reconciler) read(ctx context.Context, rep *Report) (*world, error) {
 		if errs[1] == nil {
 			w.unavailable, errs[1] = r.Store.Unavailable(ctx)
 		}
-	}()
-	go func() {
-		defer wg.Done()
+	}, func() {
 		start := r.Now()
 		defer func() { took[2] = r.Now().Sub(start) }()
 		if r.Spot != nil {
@@ -316,8 +313,7 @@ func (r *Reconciler) read(ctx context.Context, rep *Report) (*world, error) {
 				errs[2] = err
 			}
 		}
-	}()
-	wg.Wait()
+	})
 	if errs[0] == nil {
 		errs[3] = r.poolReadiness(ctx, w, rep)
 	}
@@ -332,6 +328,23 @@ func (r *Reconciler) read(ctx context.Context, rep *Report) (*world, error) {
 	rep.Zones = w.zones
 	rep.Nodes = len(w.view.Nodes)
 	return w, nil
+}
+
+// parallel runs fns through r.Parallel, else a goroutine each.
+func (r *Reconciler) parallel(fns ...func()) {
+	if r.Parallel != nil {
+		r.Parallel(fns...)
+		return
+	}
+	var wg sync.WaitGroup
+	for _, fn := range fns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fn()
+		}()
+	}
+	wg.Wait()
 }
 
 func (r *Reconciler) spot(rep *Report) catalog.SpotPricer {

@@ -200,8 +200,16 @@ func (f *Front) createFleet(w http.ResponseWriter, r *http.Request, req request)
 		writeEC2Error(w, http.StatusBadRequest, "InvalidParameterValue", err.Error())
 		return
 	}
-	if b, ok := f.cachedFleet(fr.clientToken); ok {
-		writeXML(w, b)
+	request := fleetFingerprint(req.form)
+	if prev, ok := f.cachedFleet(fr.clientToken); ok {
+		if prev.request != request {
+			// EC2 compares the request a token comes back with to the
+			// first one's.
+			writeEC2Error(w, http.StatusBadRequest, "IdempotentParameterMismatch",
+				"The client token you have provided is associated with a request that has different parameters.")
+			return
+		}
+		writeXML(w, prev.response)
 		return
 	}
 	resp := createFleetResponse{Xmlns: ec2Namespace, RequestID: requestID()}
@@ -246,7 +254,7 @@ func (f *Front) createFleet(w http.ResponseWriter, r *http.Request, req request)
 		return
 	}
 	b = append([]byte(xml.Header), b...)
-	f.cacheFleet(fr.clientToken, b)
+	f.cacheFleet(fr.clientToken, fleetCall{request: request, response: b})
 	f.log.Info("CreateFleet", "capacityType", fr.capacityType, "target", fr.total, "launched", fr.total-remaining, "errors", len(resp.Errors))
 	writeXML(w, b)
 }
@@ -350,23 +358,43 @@ func (f *Front) orderOverrides(ctx context.Context, fr fleetRequest) []override 
 	return all
 }
 
-func (f *Front) cachedFleet(token string) ([]byte, bool) {
+// fleetCall is a CreateFleet a ClientToken made: its request (without the
+// token) and the answer.
+type fleetCall struct {
+	request  string
+	response []byte
+}
+
+// fleetFingerprint is a CreateFleet request as EC2 compares it when its
+// ClientToken comes again: every parameter but the token (Encode sorts
+// them).
+func fleetFingerprint(form url.Values) string {
+	c := url.Values{}
+	for k, v := range form {
+		if k != "ClientToken" {
+			c[k] = v
+		}
+	}
+	return c.Encode()
+}
+
+func (f *Front) cachedFleet(token string) (fleetCall, bool) {
 	if token == "" {
-		return nil, false
+		return fleetCall{}, false
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	b, ok := f.tokens[token]
-	return b, ok
+	c, ok := f.tokens[token]
+	return c, ok
 }
 
-func (f *Front) cacheFleet(token string, b []byte) {
+func (f *Front) cacheFleet(token string, c fleetCall) {
 	if token == "" {
 		return
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.tokens[token] = b
+	f.tokens[token] = c
 }
 
 func writeXML(w http.ResponseWriter, b []byte) {

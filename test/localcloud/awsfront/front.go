@@ -75,7 +75,7 @@ type Front struct {
 	throttles map[string]int         // action -> requests still to throttle
 	throttled map[string]int         // action -> requests throttled so far
 	params    map[string]string      // public SSM parameters
-	tokens    map[string][]byte      // CreateFleet ClientToken -> response
+	tokens    map[string]fleetCall   // CreateFleet ClientToken -> request and response
 	zoneOf    map[string]string      // subnet id -> zone
 	timers    map[*time.Timer]string // pending interruption actions
 	eks       *EKSCluster            // DescribeCluster's answer
@@ -111,7 +111,7 @@ func New(cfg Config) (*Front, error) {
 		throttles: map[string]int{},
 		throttled: map[string]int{},
 		params:    map[string]string{},
-		tokens:    map[string][]byte{},
+		tokens:    map[string]fleetCall{},
 		zoneOf:    map[string]string{},
 		timers:    map[*time.Timer]string{},
 		secrets:   map[string]string{},

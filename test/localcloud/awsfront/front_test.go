@@ -134,6 +134,20 @@ func TestCreateFleetTriesCheapestPoolsAndReportsICE(t *testing.T) {
 	}
 }
 
+// A ClientToken that comes back with another request is
+// IdempotentParameterMismatch, as EC2 answers it; nothing is launched.
+func TestCreateFleetTokenWithAnotherRequest(t *testing.T) {
+	f, stub := newTestFront(t)
+	if _, err := f.ec2Client().CreateFleet(context.Background(), spotFleet(1, "m5.large")); err != nil {
+		t.Fatal(err)
+	}
+	_, err := f.ec2Client(func(o *ec2.Options) { o.RetryMaxAttempts = 1 }).CreateFleet(context.Background(), spotFleet(1, "c5.large"))
+	var ae smithy.APIError
+	if !errors.As(err, &ae) || ae.ErrorCode() != "IdempotentParameterMismatch" || len(stub.forms) != 1 {
+		t.Errorf("the same token, another request: err = %v, %d forwarded; want IdempotentParameterMismatch, 1 forwarded", err, len(stub.forms))
+	}
+}
+
 func TestCreateFleetAllPoolsEmpty(t *testing.T) {
 	f, stub := newTestFront(t)
 	for _, typ := range []string{"m5.large", "c5.large"} {
