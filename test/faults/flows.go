@@ -304,16 +304,21 @@ func (f *flows) interruption(msg events.SQSMessage) func(ctx context.Context) er
 			return err
 		}
 		h := interruption.New(setup.InterruptionDeps(r), f.w.clock.Now, quiet, inv.name)
-		h.Poll = time.Nanosecond
+		h.Poll, h.Wait = time.Nanosecond, noWait
 		_, err = h.Message(ctx, msg)
 		return err
 	}
 }
 
+// noWait is the flows' pause between drain passes: none. Time is the
+// virtual clock's, which the scheduler moves call by call; a flow that
+// would wait makes its next pass at once, and what it would wait for is
+// left to the invocations that follow.
+func noWait(ctx context.Context, _ time.Duration) error { return ctx.Err() }
+
 // consolidation is one consolidation tick (setup.Consolidation's run).
-// MaxWait is a nanosecond: carry waits on the wall clock
-// (shared/disruption/run.go), so the suite leaves every wait to the next
-// tick, whose time is the virtual clock's.
+// MaxWait is a nanosecond and the wait none: the suite leaves every wait
+// to the next tick, whose time is the virtual clock's.
 func (f *flows) consolidation() func(ctx context.Context) error {
 	return func(ctx context.Context) error {
 		inv := ctx.Value(invKey{}).(*invocation)
@@ -322,7 +327,7 @@ func (f *flows) consolidation() func(ctx context.Context) error {
 			return err
 		}
 		run := setup.ConsolidationRun(r, setup.Options{Now: f.w.clock.Now, Log: quiet})
-		run.Holder, run.MaxWait = inv.name, time.Nanosecond
+		run.Holder, run.MaxWait, run.Wait = inv.name, time.Nanosecond, noWait
 		_, err = run.Tick(ctx)
 		return err
 	}
