@@ -40,10 +40,11 @@ fuzz:
 ## chaos: the fault suite (test/faults) beyond the bounded set `make test` runs: SCHEDULES random schedules (default
 ## 300, seeds 1..N) of the flows interleaved call by call with crashes and the services' errors, each checked against
 ## the invariants; ends with "N schedules, C crash points, I interleavings: every invariant held" (or the violations,
-## each with the command that replays it)
+## each with the command that replays it); FROM is the first seed (default 1), to split a long run over processes
 SCHEDULES ?= 300
+FROM ?= 1
 chaos:
-	@cd test/faults && $(GO) test -count=1 -timeout=0 -run '^TestFaults$$' -schedules=$(SCHEDULES)
+	@cd test/faults && $(GO) test -count=1 -timeout=0 -run '^TestFaults$$' -schedules=$(SCHEDULES) -from=$(FROM)
 
 ## synth: the CDK app's cloud assembly in cdk.out, offline (no AWS credentials, no npm);
 ## CLUSTER and CONFIG choose the cluster name and the configuration directory

@@ -15,6 +15,7 @@ var (
 	seedFlag      = flag.Uint64("seed", 0, "replay one schedule (its scenario is seed mod the number of scenarios)")
 	crashFlag     = flag.String("crash", "", "with -seed: the targeted crashes and faults, flow@site#occurrence:before|after|<fault>, comma-separated")
 	schedulesFlag = flag.Int("schedules", 0, "run this many random schedules (make chaos) instead of the bounded set")
+	fromFlag      = flag.Uint64("from", 1, "with -schedules: the first seed (a long run split over processes)")
 	verboseFlag   = flag.Bool("schedule", false, "with -seed: print the whole schedule")
 	followUpFlag  = flag.Bool("followup", false, "with -seed: print the follow-up's calls too (its invocations run without faults)")
 	strictFlag    = flag.Bool("strict", false, "fail on the known defects too (knownDefects ignored): the run before the fixes")
@@ -288,11 +289,11 @@ func TestFaults(t *testing.T) {
 	}
 	s := newSuite()
 	start := time.Now()
-	n := boundedSeeds
+	n, from := boundedSeeds, uint64(1)
 	if *schedulesFlag > 0 {
-		n = *schedulesFlag
+		n, from = *schedulesFlag, max(*fromFlag, 1)
 	}
-	for seed := uint64(1); seed <= uint64(n); seed++ {
+	for seed := from; seed < from+uint64(n); seed++ {
 		s.add(runOne(seed, nil))
 	}
 	if *schedulesFlag == 0 {
