@@ -182,11 +182,12 @@ type reader struct {
 	volumeKeys   map[string]origin
 	pendingPods  int // pending pods read (not made for workloads)
 	maxPending   int // MaxPendingPods
+	maxWorkload  int // MaxWorkloadPods
 }
 
 func newReader() *reader {
 	return &reader{podKeys: map[string]origin{}, nodes: map[string]nodeEntry{}, dsKeys: map[string]origin{}, workloadKeys: map[string]origin{},
-		volumeKeys: map[string]origin{}, maxPending: MaxPendingPods}
+		volumeKeys: map[string]origin{}, maxPending: MaxPendingPods, maxWorkload: MaxWorkloadPods}
 }
 
 func (r *reader) fail(err error) { r.errs = append(r.errs, err) }

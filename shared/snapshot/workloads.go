@@ -130,9 +130,9 @@ func (r *reader) expandWorkloads() {
 	total := 0
 	for _, w := range r.workloads {
 		total += int(w.replicas)
-		if total > MaxWorkloadPods {
+		if total > r.maxWorkload {
 			r.fail(w.at.errorf(w.kind, w.namespace, w.name, w.replicasField,
-				"%d: the snapshot's workloads would add more than %d pods", w.replicas, MaxWorkloadPods))
+				"%d: the snapshot's workloads would add more than %d pods", w.replicas, r.maxWorkload))
 			return
 		}
 	}
