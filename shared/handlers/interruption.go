@@ -21,12 +21,18 @@ type Interruption struct {
 	Now   func() time.Time
 	// AfterMessage, when set, sees what each message did (tests).
 	AfterMessage func(events.SQSMessage, []interruption.Outcome, error)
-	// Queue, when set, brings each failed message back after
-	// RetryVisibility (nil: after the queue's visibility timeout).
-	Queue Redelivery
+	// Queue, when set, keeps each message out of sight while it is worked
+	// on (names.InterruptionHeartbeat at a time, so a message whose
+	// invocation dies comes back within one) and brings each failed
+	// message back after RetryVisibility (nil: after the queue's
+	// visibility timeout).
+	Queue interruption.Visibility
 	// RetryVisibility is how soon a failed message comes back (0:
 	// names.InterruptionRetryVisibility).
 	RetryVisibility time.Duration
+	// Heartbeat is how long a message being worked on stays out of sight
+	// at a time (0: names.InterruptionHeartbeat).
+	Heartbeat time.Duration
 
 	mu   sync.Mutex
 	deps *interruption.Deps
@@ -36,15 +42,20 @@ type Interruption struct {
 // cannot be decoded or whose handling fails (or panics) is reported as a
 // batch item failure, so SQS retries it alone (within RetryVisibility) and,
 // after the queue's receive limit, moves it to the DLQ; the rest of the
-// batch succeeds.
+// batch succeeds. A cold container holds the whole batch a heartbeat at a
+// time while it sets up, and a failed set-up brings it back after
+// RetryVisibility.
 func (h *Interruption) Handle(ctx context.Context, ev events.SQSEvent) (resp events.SQSEventResponse, err error) {
 	defer recovered(h.Log, &err)
 	h.mu.Lock()
 	if h.deps == nil && h.Setup != nil {
+		heartbeat, retry := interruption.Settings(h.Heartbeat, h.RetryVisibility)
+		interruption.HoldBatch(ctx, h.Queue, ev.Records, heartbeat, h.Log)
 		d, serr := h.Setup(ctx)
 		if serr != nil {
 			h.mu.Unlock()
-			h.Log.Error("interruption set-up failed", "error", serr)
+			h.Log.Error("interruption set-up failed: the batch comes back after the retry visibility", "error", serr)
+			interruption.HoldBatch(ctx, h.Queue, ev.Records, retry, h.Log)
 			return resp, serr
 		}
 		h.deps = d
@@ -58,7 +69,7 @@ func (h *Interruption) Handle(ctx context.Context, ev events.SQSEvent) (resp eve
 	log := h.Log.With("requestId", requestID(ctx))
 	ih := interruption.New(d, now, log, requestID(ctx))
 	ih.After = h.AfterMessage
+	ih.Queue, ih.Heartbeat, ih.RetryVisibility = h.Queue, h.Heartbeat, h.RetryVisibility
 	resp = ih.HandleBatch(ctx, ev)
-	h.retrySoon(ctx, log, ev, resp)
 	return resp, nil
 }

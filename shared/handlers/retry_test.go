@@ -12,6 +12,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/nodewright/nodewright/shared/interruption"
 	"github.com/nodewright/nodewright/shared/names"
 )
 
@@ -98,5 +99,40 @@ func TestInterruptionRetryOnlyWhenFailedAndQueued(t *testing.T) {
 	}
 	if strings.Contains(buf.String(), "retried soon") || strings.Contains(buf.String(), "visibility") {
 		t.Errorf("log %s", buf.String())
+	}
+}
+
+// A cold container holds its batch a heartbeat at a time before it sets up
+// (seconds, before any message's own heartbeat): if it dies there the
+// batch comes back within one. If the set-up fails, every message comes
+// back after the retry visibility, not the queue's visibility timeout.
+func TestInterruptionColdStartHoldsTheBatch(t *testing.T) {
+	ev := events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m1", ReceiptHandle: "rh1", Body: "{}"}, {MessageId: "m2", ReceiptHandle: "rh2", Body: "{}"}}}
+	for _, tc := range []struct {
+		name      string
+		setupErr  error
+		wantCalls []string
+	}{
+		{"set-up fails", errors.New("assume role: throttled"), []string{"rh1 10s", "rh2 10s", "rh1 30s", "rh2 30s"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			buf, env := logger()
+			q := &fakeQueue{}
+			var calls []string
+			h := Interruption{Env: env, Log: NewLogger(buf, "interruption", "debug"), Queue: q,
+				Setup: func(context.Context) (*interruption.Deps, error) {
+					calls = append([]string(nil), q.calls...) // what was set before the set-up ran
+					return nil, tc.setupErr
+				}}
+			if _, err := h.Handle(context.Background(), ev); !errors.Is(err, tc.setupErr) {
+				t.Fatalf("Handle: %v, want the set-up's error", err)
+			}
+			if want := tc.wantCalls[:2]; !reflect.DeepEqual(calls, want) {
+				t.Errorf("visibility before the set-up %q, want %q", calls, want)
+			}
+			if !reflect.DeepEqual(q.calls, tc.wantCalls) {
+				t.Errorf("visibility changes %q, want %q", q.calls, tc.wantCalls)
+			}
+		})
 	}
 }

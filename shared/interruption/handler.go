@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/logging"
@@ -25,9 +25,11 @@ import (
 
 // Handler defaults.
 const (
-	// DefaultLeaseTTL is the node lease's lifetime, renewed while a node is
-	// handled.
-	DefaultLeaseTTL = time.Minute
+	// DefaultLeaseTTL is the node lease's lifetime, renewed at every drain
+	// pass (a second or two apart): if the holder dies, another invocation
+	// takes the node over within it (names.InterruptionHeartbeat brings the
+	// message back as soon), inside deadlineMargin of the deadline.
+	DefaultLeaseTTL = 10 * time.Second
 	// messageMemory is how long a handled message's ID is remembered.
 	messageMemory = 24 * time.Hour
 	// drainPoll is the pause between drain passes of one node.
@@ -129,6 +131,13 @@ type Handler struct {
 	Holder string
 	// After, when set, sees what each message did (tests).
 	After func(events.SQSMessage, []Outcome, error)
+	// Queue, when set, keeps each message out of sight while it is worked
+	// on, a Heartbeat at a time (0: names.InterruptionHeartbeat), and
+	// brings a failed one back after RetryVisibility (0:
+	// names.InterruptionRetryVisibility) rather than the queue's
+	// visibility timeout.
+	Queue                      Visibility
+	Heartbeat, RetryVisibility time.Duration
 }
 
 // New is a handler over d for the invocation holder (nil: a handler that
@@ -222,8 +231,11 @@ func (h *Handler) HandleBatch(ctx context.Context, ev events.SQSEvent) events.SQ
 }
 
 // Message handles one queue message. It never panics: a panic becomes the
-// message's error.
+// message's error. With a Queue, the message stays out of sight while it
+// is worked on, and comes back after RetryVisibility if it fails.
 func (h *Handler) Message(ctx context.Context, msg events.SQSMessage) (outs []Outcome, err error) {
+	hb := h.heartbeat(msg, h.Log.With("messageId", msg.MessageId))
+	defer func() { hb.settle(ctx, err != nil) }() // after the recovery below: a panic fails the message
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("panic: %v", r)
@@ -246,15 +258,23 @@ func (h *Handler) Message(ctx context.Context, msg events.SQSMessage) (outs []Ou
 	if h.Store == nil || h.Capacity == nil || h.Terminator == nil || h.Source == nil {
 		return nil, errors.New("interruption handler has no reconciler")
 	}
-	var errs []error
-	for _, id := range in.InstanceIDs {
-		out, err := h.instance(ctx, in, id, arrived, log.With("instance", id))
-		outs = append(outs, out)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("instance %s: %w", id, err))
+	hb.beat(ctx)
+	for attempt := 1; ; attempt++ {
+		outs, err = h.instances(ctx, in, arrived, hb, log)
+		if err == nil || attempt == messageAttempts || !transient(err) {
+			break
+		}
+		wait := time.Duration(attempt) * time.Second
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait+invocationReserve {
+			break
+		}
+		log.Warn("transient failure: handling the message again", "attempt", attempt, "error", err)
+		hb.beat(ctx)
+		if h.sleep(ctx, wait) != nil {
+			break
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
+	if err != nil {
 		return outs, err
 	}
 	first, err := h.Store.FirstSeen(ctx, in.EventID, messageMemory)
@@ -267,8 +287,22 @@ func (h *Handler) Message(ctx context.Context, msg events.SQSMessage) (outs []Ou
 	return outs, nil
 }
 
+// instances handles each instance of an event.
+func (h *Handler) instances(ctx context.Context, in trigger.Interruption, arrived time.Time, hb *heartbeat, log *slog.Logger) ([]Outcome, error) {
+	var outs []Outcome
+	var errs []error
+	for _, id := range in.InstanceIDs {
+		out, err := h.instance(ctx, in, id, arrived, hb, log.With("instance", id))
+		outs = append(outs, out)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("instance %s: %w", id, err))
+		}
+	}
+	return outs, errors.Join(errs...)
+}
+
 // instance handles one instance of an event.
-func (h *Handler) instance(ctx context.Context, in trigger.Interruption, id string, arrived time.Time, log *slog.Logger) (Outcome, error) {
+func (h *Handler) instance(ctx context.Context, in trigger.Interruption, id string, arrived time.Time, hb *heartbeat, log *slog.Logger) (Outcome, error) {
 	out := Outcome{Instance: id}
 	rec, err := h.Store.NodeClaimByInstance(ctx, id)
 	if errors.Is(err, state.ErrNotFound) {
@@ -280,20 +314,11 @@ func (h *Handler) instance(ctx context.Context, in trigger.Interruption, id stri
 		return out, err
 	}
 	out.Ours, out.NodeClaim = true, rec.Name
-	view, err := h.Source.View(ctx)
+	view, node, err := h.locate(ctx, rec, id, log)
 	if err != nil {
 		return out, err
 	}
 	pool := h.poolOf(view, rec.NodePool)
-	node := nodeOf(view, id)
-	if node == nil {
-		// The Node is gone before its pods (the instance went first and
-		// the Node with it): the pods are still bound to its name, and
-		// they move now rather than when the pod GC finds them.
-		if name := h.goneNodeName(ctx, rec, log); name != "" {
-			node = &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
-		}
-	}
 	d := Decide(in, rec, pool, h.Now())
 	if !d.Act {
 		out.Note = d.Note
@@ -309,26 +334,39 @@ func (h *Handler) instance(ctx context.Context, in trigger.Interruption, id stri
 			log.Warn("mark the interrupted offering unavailable", "error", err)
 		}
 	}
-	ttl := h.LeaseTTL
-	if ttl <= 0 {
-		ttl = DefaultLeaseTTL
-	}
-	lease, err := h.Store.Acquire(ctx, state.LeaseNode(rec.Name), h.Holder, ttl)
-	if errors.Is(err, state.ErrHeld) {
+	lease, err := h.Store.Acquire(ctx, state.LeaseNode(rec.Name), h.Holder, h.leaseTTL())
+	if held := heldBy(err, h.Now()); held != nil {
 		// Another invocation drains the node (a rebalance replacement, a
-		// scheduled change, the sweep): this event's deadline reaches it
-		// through the record, which it reads between passes. Recording
-		// needs no lease; the message is acknowledged only once the intent
-		// is stored.
+		// scheduled change, the sweep, or this message's invocation that
+		// died): this event's deadline reaches it through the record, which
+		// it reads between passes. Recording needs no lease; the message is
+		// acknowledged only once the intent is stored.
 		intent := state.IntentFor(state.CauseInterruption, ActionPrefix+rec.InstanceID, d.Reason, h.Now(), drainDeadline(in, d))
 		if _, err := h.Terminator.Intend(ctx, rec, intent); err != nil {
 			return out, fmt.Errorf("record the interruption while another invocation handles the node: %w", err)
 		}
-		out.Note = "another invocation is handling this node: its deadline is recorded for it"
-		log.Info("another invocation is handling this node: intent recorded, acknowledged", "nodeClaim", rec.Name, "deadline", intent.Deadline)
-		return out, nil
+		if !urgent(intent.Deadline, h.Now()) {
+			out.Note = "another invocation is handling this node: its deadline is recorded for it"
+			log.Info("another invocation is handling this node: intent recorded, acknowledged", "nodeClaim", rec.Name, "deadline", intent.Deadline)
+			return out, nil
+		}
+		// The deadline is near: if the holder died, nothing else would
+		// resume the drain in time. Wait for it to finish or lapse.
+		log.Info("another invocation is handling this node: intent recorded, waiting for it to finish or lapse", "nodeClaim", rec.Name,
+			"holder", held.Holder, "until", held.Until, "deadline", intent.Deadline)
+		if lease, err = h.awaitLease(ctx, rec.Name, held, hb, log); err != nil || lease == nil {
+			out.Note = "another invocation handled this node: its deadline was recorded for it"
+			return out, err
+		}
+		// What the holder left: the record and the cluster as they are now.
+		if rec, err = h.Store.GetNodeClaim(ctx, rec.Name); err == nil {
+			view, node, err = h.locate(ctx, rec, id, log)
+		}
 	}
 	if err != nil {
+		if lease != nil {
+			_, _ = h.Store.Release(context.WithoutCancel(ctx), lease)
+		}
 		return out, err
 	}
 	defer func() {
@@ -340,12 +378,12 @@ func (h *Handler) instance(ctx context.Context, in trigger.Interruption, id stri
 		}
 	}()
 	out.Acted = true
-	return h.act(ctx, lease, in, d, rec, node, view, arrived, out, log)
+	return h.act(ctx, lease, in, d, rec, node, view, arrived, hb, out, log)
 }
 
 // act marks, taints, replaces and drains the node, then terminates it.
 func (h *Handler) act(ctx context.Context, lease *state.Lease, in trigger.Interruption, d Decision, rec *state.NodeClaim, node *corev1.Node,
-	view *provision.View, arrived time.Time, out Outcome, log *slog.Logger) (Outcome, error) {
+	view *provision.View, arrived time.Time, hb *heartbeat, out Outcome, log *slog.Logger) (Outcome, error) {
 	actionID := ActionPrefix + rec.InstanceID
 	deadline := drainDeadline(in, d)
 	a, err := h.Store.GetAction(ctx, actionID)
@@ -364,7 +402,7 @@ func (h *Handler) act(ctx context.Context, lease *state.Lease, in trigger.Interr
 		return out, err
 	default:
 		log.Info("interruption already recorded: carrying it on", "step", a.Step)
-		if !contains(a.Messages, in.EventID) {
+		if !slices.Contains(a.Messages, in.EventID) {
 			a.Messages = append(a.Messages, in.EventID)
 		}
 		if !deadline.IsZero() && (a.Deadline.IsZero() || deadline.Before(a.Deadline)) {
@@ -391,6 +429,7 @@ func (h *Handler) act(ctx context.Context, lease *state.Lease, in trigger.Interr
 	if a.Step == state.StepReplacing {
 		pods := reschedulablePods(view, node)
 		if len(pods) > 0 {
+			hb.beat(ctx)
 			rep, err := h.Capacity.Replace(ctx, lease, pods, fmt.Sprintf("replacement for %s: %s", rec.Name, d.Reason), reclaimed(in.Kind, d, rec)...)
 			if err != nil {
 				return out, fmt.Errorf("replace: %w", err)
@@ -444,6 +483,7 @@ func (h *Handler) act(ctx context.Context, lease *state.Lease, in trigger.Interr
 		if err := h.Store.Renew(ctx, lease, h.leaseTTL()); err != nil {
 			return out, err
 		}
+		hb.beat(ctx)
 		// The next pass comes by the drain's DeleteBy: a pod a budget holds
 		// is deleted then with its whole grace before the deadline.
 		if err := h.sleep(ctx, termination.NextPass(h.Now(), h.poll(), res.Drain.DeleteBy)); err != nil {
@@ -494,68 +534,4 @@ func (h *Handler) leaseTTL() time.Duration {
 		return DefaultLeaseTTL
 	}
 	return h.LeaseTTL
-}
-
-// goneNodeName is the name of a Node that is no longer in the cluster:
-// the record's, once registered; else the instance's private DNS name from
-// EC2 (an instance that ran pods and ended before a sweep registered it).
-func (h *Handler) goneNodeName(ctx context.Context, rec *state.NodeClaim, log *slog.Logger) string {
-	if rec.NodeName != "" {
-		return rec.NodeName
-	}
-	if h.Names == nil || rec.InstanceID == "" {
-		return ""
-	}
-	name, err := h.Names.NodeName(ctx, rec.InstanceID)
-	if err != nil {
-		log.Warn("find the node name of an instance whose Node is gone", "error", err)
-		return ""
-	}
-	return name
-}
-
-// reschedulablePods are the pods of node that need a new home (not a
-// DaemonSet's or a static pod, not finished or being deleted).
-func reschedulablePods(v *provision.View, node *corev1.Node) []string {
-	if node == nil {
-		return nil
-	}
-	var out []string
-	for _, p := range v.Pods {
-		if p.Spec.NodeName != node.Name || p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-			continue
-		}
-		if provision.Reschedulable(p) {
-			out = append(out, p.Namespace+"/"+p.Name)
-		}
-	}
-	return out
-}
-
-func nodeOf(v *provision.View, instanceID string) *corev1.Node {
-	for _, n := range v.Nodes {
-		if provision.InstanceIDOf(n.Spec.ProviderID) == instanceID {
-			return n
-		}
-	}
-	return nil
-}
-
-func (h *Handler) poolOf(v *provision.View, name string) *apis.NodePool {
-	pools, _, _ := provision.MergeConfig(h.NodePools, h.NodeClasses, v)
-	for _, p := range pools {
-		if p.Name == name {
-			return p
-		}
-	}
-	return nil
-}
-
-func contains(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

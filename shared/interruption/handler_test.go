@@ -14,6 +14,10 @@ import (
 
 	testingclock "k8s.io/utils/clock/testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	dynamotypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
 	"github.com/aws/aws-lambda-go/events"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,6 +25,7 @@ import (
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/fleet"
 	"github.com/nodewright/nodewright/shared/metrics"
+	"github.com/nodewright/nodewright/shared/names"
 	"github.com/nodewright/nodewright/shared/provision"
 	"github.com/nodewright/nodewright/shared/state"
 	"github.com/nodewright/nodewright/shared/termination"
@@ -36,16 +41,25 @@ type fakeStore struct {
 	mu       sync.Mutex
 	recs     map[string]*state.NodeClaim
 	actions  map[string]*state.Action
-	leases   map[string]string
+	leases   map[string]fakeLease
 	seen     map[string]bool
 	unavail  []state.Offering
 	progress []state.Action // every action write, in order
 	// putErr, when set, fails every record write (the table unreachable).
 	putErr error
+	// lookupErrs fail the next record lookups, one each.
+	lookupErrs []error
+	now        func() time.Time
 }
 
 func newStore() *fakeStore {
-	return &fakeStore{recs: map[string]*state.NodeClaim{}, actions: map[string]*state.Action{}, leases: map[string]string{}, seen: map[string]bool{}}
+	return &fakeStore{recs: map[string]*state.NodeClaim{}, actions: map[string]*state.Action{}, leases: map[string]fakeLease{}, seen: map[string]bool{}}
+}
+
+// fakeLease is a held lease: its holder, and until when (zero: for ever).
+type fakeLease struct {
+	holder string
+	until  time.Time
 }
 
 func copyOf[T any](v *T) *T {
@@ -58,6 +72,11 @@ func copyOf[T any](v *T) *T {
 func (s *fakeStore) NodeClaimByInstance(_ context.Context, id string) (*state.NodeClaim, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if len(s.lookupErrs) > 0 {
+		err := s.lookupErrs[0]
+		s.lookupErrs = s.lookupErrs[1:]
+		return nil, err
+	}
 	for _, r := range s.recs {
 		if r.InstanceID == id {
 			c := copyOf(r)
@@ -144,17 +163,34 @@ func (s *fakeStore) MarkUnavailable(_ context.Context, offs []state.Offering, _ 
 	return nil
 }
 
-func (s *fakeStore) Acquire(_ context.Context, name, holder string, _ time.Duration, _ ...string) (*state.Lease, error) {
+func (s *fakeStore) Acquire(_ context.Context, name, holder string, ttl time.Duration, _ ...string) (*state.Lease, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if h, ok := s.leases[name]; ok && h != holder {
-		return nil, state.ErrHeld
+	now := s.clock()
+	if l, ok := s.leases[name]; ok && l.holder != holder && (l.until.IsZero() || !now.After(l.until)) {
+		return nil, &state.HeldError{Name: name, Holder: l.holder, Until: l.until}
 	}
-	s.leases[name] = holder
-	return &state.Lease{Name: name, Holder: holder}, nil
+	s.leases[name] = fakeLease{holder: holder, until: now.Add(ttl)}
+	return &state.Lease{Name: name, Holder: holder, Until: now.Add(ttl)}, nil
 }
 
-func (s *fakeStore) Renew(context.Context, *state.Lease, time.Duration) error { return nil }
+func (s *fakeStore) Renew(_ context.Context, l *state.Lease, ttl time.Duration) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cur, ok := s.leases[l.Name]; !ok || cur.holder != l.Holder {
+		return state.ErrLeaseLost
+	}
+	s.leases[l.Name] = fakeLease{holder: l.Holder, until: s.clock().Add(ttl)}
+	return nil
+}
+
+// clock is the store's time (the rig's fake clock; the zero time without one).
+func (s *fakeStore) clock() time.Time {
+	if s.now == nil {
+		return time.Time{}
+	}
+	return s.now()
+}
 
 func (s *fakeStore) Release(_ context.Context, l *state.Lease) (bool, error) {
 	s.mu.Lock()
@@ -279,6 +315,7 @@ func newRig(t *testing.T, drain func(opts termination.DrainOptions, n int) termi
 	r := &rig{t: t, clock: testingclock.NewFakeClock(warned.Add(time.Second)), store: newStore(), nodes: &fakeNodes{tainted: map[string]bool{}},
 		metrics: &fakeMetrics{points: map[string][]metrics.Dims{}}}
 	r.cap, r.drainer, r.fleet = &fakeCapacity{}, &fakeDrainer{drain: drain}, &fakeFleet{}
+	r.store.now = r.clock.Now
 	r.store.recs["nc-a"] = &state.NodeClaim{Name: "nc-a", NodePool: "default", Phase: state.Initialized, InstanceID: instanceA,
 		InstanceType: "c6g.large", Zone: "us-east-1a", CapacityType: apis.CapacityTypeSpot}
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "ip-a"}}
@@ -617,7 +654,7 @@ func TestSpotWarningOnANodeBeingConsolidated(t *testing.T) {
 // again, rather than the deadline being lost.
 func TestWarningWhoseIntentCannotBeRecordedComesBack(t *testing.T) {
 	r := newRig(t, nil)
-	r.store.leases[state.LeaseNode("nc-a")] = "rebalance"
+	r.store.leases[state.LeaseNode("nc-a")] = fakeLease{holder: "rebalance"}
 	r.store.putErr = errors.New("ProvisionedThroughputExceededException")
 	resp := r.deliver(5*time.Second, spotWarning("evt-s"))
 	if len(resp.BatchItemFailures) != 1 || resp.BatchItemFailures[0].ItemIdentifier != "msg-evt-s" {
@@ -696,5 +733,170 @@ func TestDrainPassComesByDeleteBy(t *testing.T) {
 	}
 	if a := r.store.action(ActionPrefix + instanceA); a.Step != state.StepDone {
 		t.Errorf("action %+v: want done", a)
+	}
+}
+
+// TestSpotWarningTakesOverFromADeadHolder (fault suite seed 2201): the
+// invocation that held the node's lease died mid-drain (its lease runs
+// out 40 s after the warning, unrenewed). The warning comes back (its
+// visibility lapsed with the dead invocation's heartbeat): the new
+// invocation records the intent, waits for the lease to lapse rather than
+// acknowledging, takes the node over and drains it to the deadline, so the
+// pods a budget holds are deleted before the instance goes.
+func TestSpotWarningTakesOverFromADeadHolder(t *testing.T) {
+	var r *rig
+	var firstPass time.Time
+	r = newRig(t, func(opts termination.DrainOptions, n int) termination.DrainResult {
+		if firstPass.IsZero() {
+			firstPass = r.clock.Now()
+		}
+		return r.blockedByPDB(opts, n)
+	})
+	lapses := warned.Add(40 * time.Second)
+	r.store.leases[state.LeaseNode("nc-a")] = fakeLease{holder: "dead", until: lapses}
+	var waits []time.Duration
+	h := r.pausing(time.Second, &waits)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if resp := h.HandleBatch(ctx, events.SQSEvent{Records: []events.SQSMessage{spotWarning("evt-1")}}); len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("failures %+v", resp.BatchItemFailures)
+	}
+	passes := r.drainer.passes()
+	if len(passes) == 0 {
+		t.Fatal("no drain pass: the warning was acknowledged while a dead invocation held the node")
+	}
+	dl := warned.Add(2*time.Minute - deadlineMargin)
+	a := r.store.action(ActionPrefix + instanceA)
+	if a == nil || a.Step != state.StepDone || len(a.Stranded) != 3 {
+		t.Fatalf("action %+v: want done, the 3 pods a budget held deleted at the deadline", a)
+	}
+	if now := r.clock.Now(); now.Before(dl) || !now.Before(dl.Add(2*time.Second)) {
+		t.Errorf("done at %s: want at the deadline %s (within a poll)", now, dl)
+	}
+	if first := r.store.progress[0]; first.Step != state.StepReplacing {
+		t.Errorf("first action write %+v: want the replacement step", first)
+	}
+	if r.cap.replaces != 1 {
+		t.Errorf("%d replacements: want one", r.cap.replaces)
+	}
+	if firstPass.Before(lapses) || !firstPass.Before(lapses.Add(time.Second)) {
+		t.Errorf("first drain pass at %s: want it once the dead holder's lease lapsed (%s), within a second", firstPass, lapses)
+	}
+}
+
+// fakeVisibility records each visibility change, at the rig's time.
+type fakeVisibility struct {
+	mu      sync.Mutex
+	now     func() time.Time
+	changes []visibilityChange
+}
+
+type visibilityChange struct {
+	at      time.Time
+	receipt string
+	after   time.Duration
+}
+
+func (f *fakeVisibility) RetryIn(_ context.Context, receipt string, after time.Duration) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.changes = append(f.changes, visibilityChange{f.now(), receipt, after})
+	return nil
+}
+
+// TestMessageStaysOutOfSightWhileWorkedOn: the message a handler works on
+// is kept out of sight a heartbeat at a time, never lapsing while the
+// drain goes on (so only a dead invocation's message comes back, within a
+// heartbeat); once handled it stays out of sight until the invocation
+// ends, and a failed one comes back after the retry visibility.
+func TestMessageStaysOutOfSightWhileWorkedOn(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		putErr    error
+		wantLast  func(time.Duration) bool
+		wantDrain bool
+	}{
+		{"drained to the deadline", nil, func(d time.Duration) bool { return d > time.Minute }, true},
+		{"failed", errors.New("ProvisionedThroughputExceededException"), func(d time.Duration) bool { return d == 30*time.Second }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var r *rig
+			r = newRig(t, func(opts termination.DrainOptions, n int) termination.DrainResult { return r.blockedByPDB(opts, n) })
+			r.store.putErr = tc.putErr
+			var waits []time.Duration
+			h := r.pausing(time.Second, &waits)
+			q := &fakeVisibility{now: r.clock.Now}
+			h.Queue = q
+			msg := spotWarning("evt-1")
+			msg.ReceiptHandle = "rh-1"
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			resp := h.HandleBatch(ctx, events.SQSEvent{Records: []events.SQSMessage{msg}})
+			if failed := len(resp.BatchItemFailures) == 1; failed != (tc.putErr != nil) {
+				t.Fatalf("failures %+v", resp.BatchItemFailures)
+			}
+			if len(q.changes) < 2 {
+				t.Fatalf("visibility changes %+v: want a heartbeat and a settlement", q.changes)
+			}
+			start := warned.Add(time.Second)
+			if first := q.changes[0]; !first.at.Equal(start) || first.after != names.InterruptionHeartbeat || first.receipt != "rh-1" {
+				t.Errorf("first change %+v: want the heartbeat (%v) on rh-1 as the message is taken", first, names.InterruptionHeartbeat)
+			}
+			beats := q.changes[:len(q.changes)-1]
+			for i := 1; i < len(beats); i++ {
+				if gap := beats[i].at.Sub(beats[i-1].at); gap >= names.InterruptionHeartbeat || beats[i].after != names.InterruptionHeartbeat {
+					t.Fatalf("heartbeat %d after %v (%+v): the message came back into sight while the drain went on", i, gap, beats[i])
+				}
+			}
+			if tc.wantDrain && beats[len(beats)-1].at.Before(warned.Add(2*time.Minute-deadlineMargin-names.InterruptionHeartbeat)) {
+				t.Errorf("last heartbeat at %s: want heartbeats until the drain's end at its deadline", beats[len(beats)-1].at)
+			}
+			if last := q.changes[len(q.changes)-1]; !tc.wantLast(last.after) {
+				t.Errorf("settlement %+v: wrong visibility", last)
+			}
+		})
+	}
+}
+
+// TestTransientFailureIsHandledAgainInTheInvocation: a spot warning whose
+// handling fails with a transient error (the table throttles past the
+// SDK's own retries, the API server is unavailable) is handled again
+// within the invocation, a second, then two, then three apart, rather than
+// left to the queue; a lasting one, or one that is not transient, fails
+// the message.
+func TestTransientFailureIsHandledAgainInTheInvocation(t *testing.T) {
+	throttled := &dynamotypes.ProvisionedThroughputExceededException{Message: aws.String("Rate of requests exceeds the allowed throughput.")}
+	unavailable := apierrors.NewServiceUnavailable("etcd leader changed")
+	for _, tc := range []struct {
+		name      string
+		errs      []error
+		wantFail  bool
+		wantWaits []time.Duration
+	}{
+		{"throttled once", []error{throttled}, false, []time.Duration{time.Second}},
+		{"API server unavailable twice", []error{unavailable, unavailable}, false, []time.Duration{time.Second, 2 * time.Second}},
+		{"throttled throughout", []error{throttled, throttled, throttled, throttled}, true, []time.Duration{time.Second, 2 * time.Second, 3 * time.Second}},
+		{"not transient", []error{errors.New("AccessDeniedException: not authorized")}, true, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t, func(termination.DrainOptions, int) termination.DrainResult {
+				return termination.DrainResult{Done: true}
+			})
+			r.store.lookupErrs = tc.errs
+			var waits []time.Duration
+			h := r.pausing(time.Second, &waits)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			resp := h.HandleBatch(ctx, events.SQSEvent{Records: []events.SQSMessage{spotWarning("evt-1")}})
+			if failed := len(resp.BatchItemFailures) == 1; failed != tc.wantFail {
+				t.Fatalf("failures %+v: want failed %v", resp.BatchItemFailures, tc.wantFail)
+			}
+			if !slices.Equal(waits, tc.wantWaits) {
+				t.Errorf("pauses %v: want %v", waits, tc.wantWaits)
+			}
+			if a := r.store.action(ActionPrefix + instanceA); !tc.wantFail && (a == nil || a.Step != state.StepDone) {
+				t.Errorf("action %+v: want the node handled", a)
+			}
+		})
 	}
 }

@@ -91,6 +91,15 @@ const InterruptionMaxReceives = 3
 // reaches the DLQ; a test of the stack holds the template to it.
 const InterruptionRetryVisibility = 30 * time.Second
 
+// InterruptionHeartbeat is how long a message the interruption handler is
+// working on stays out of sight: the handler extends it while it works
+// (ChangeMessageVisibility), so a message whose invocation died comes back
+// within this, not after the queue's visibility timeout (minutes: it must
+// exceed the function's timeout). The redelivered message's invocation
+// takes the node over once the dead one's lease, as short, has lapsed: a
+// spot drain resumes within it, inside the warning's two minutes.
+const InterruptionHeartbeat = 10 * time.Second
+
 // Tags Nodewright puts on the EC2 resources it creates (instances, volumes,
 // network interfaces, fleets, launch templates). The IAM policy the stack
 // grants allows creating resources only with these tags in the request and

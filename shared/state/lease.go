@@ -38,11 +38,27 @@ type Lease struct {
 	Asks []string
 }
 
+// HeldError is the ErrHeld Acquire returns: who holds the lease and until
+// when, unless the holder renews it. A caller that must act once the
+// holder is gone (a spot drain whose holder died) waits until Until and
+// tries again.
+type HeldError struct {
+	Name, Holder string
+	Until        time.Time
+}
+
+func (e *HeldError) Error() string {
+	return fmt.Sprintf("lease %s: held by %s until %s: %v", e.Name, e.Holder, e.Until.UTC().Format(time.RFC3339Nano), ErrHeld)
+}
+
+// Unwrap makes errors.Is(err, ErrHeld) true.
+func (e *HeldError) Unwrap() error { return ErrHeld }
+
 // Acquire takes the lease for holder for ttl. If another invocation holds
 // it (and it has not expired), Acquire marks it "run again" (its holder
 // runs another round before it releases the lease, so the caller's trigger
 // is not lost), adds asks (what the caller wanted done: "sweep") for the
-// holder to do, and returns ErrHeld.
+// holder to do, and returns a *HeldError (errors.Is ErrHeld).
 func (s *Store) Acquire(ctx context.Context, name, holder string, ttl time.Duration, asks ...string) (*Lease, error) {
 	for attempt := 0; attempt < 3; attempt++ {
 		now := s.now()
@@ -82,9 +98,10 @@ func (s *Store) Acquire(ctx context.Context, name, holder string, ttl time.Durat
 			mark.ExpressionAttributeNames["#a"] = attrAsks
 			mark.ExpressionAttributeValues[":a"] = &types.AttributeValueMemberSS{Value: asks}
 		}
-		_, err = s.db.UpdateItem(ctx, mark)
+		mark.ReturnValues = types.ReturnValueAllNew
+		marked, err := s.db.UpdateItem(ctx, mark)
 		if err == nil {
-			return nil, fmt.Errorf("lease %s: %w", name, ErrHeld)
+			return nil, &HeldError{Name: name, Holder: getStr(marked.Attributes, attrHolder), Until: time.UnixMilli(getNum(marked.Attributes, attrUntil))}
 		}
 		if err = wrapConditional(err, "mark lease "+name); !errors.Is(err, ErrConflict) {
 			return nil, err

@@ -28,8 +28,9 @@ type Actions interface {
 }
 
 // sweepLeaseTTL is the node lease a sweep holds while it carries a node
-// one pass on.
-const sweepLeaseTTL = time.Minute
+// one pass on (seconds): short, as an interruption that finds it held by
+// a sweep that died waits it out before it drains to a spot deadline.
+const sweepLeaseTTL = 20 * time.Second
 
 // Cluster is what a sweep read: the Nodes, the records, the instances
 // carrying the cluster's tag, and the NodePools (merged configuration).

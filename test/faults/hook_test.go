@@ -28,6 +28,8 @@ func TestEveryMethodGoesThroughTheHook(t *testing.T) {
 			impls[name] = w.ec2
 		case strings.HasPrefix(name, "SSM"):
 			impls[name] = w.ssm
+		case name == "SQS":
+			impls[name] = w.sqs
 		default:
 			impls[name] = w.kube
 		}
@@ -87,6 +89,8 @@ func fakeName(iface string) string {
 		return "EC2"
 	case strings.HasPrefix(iface, "SSM"):
 		return "SSM"
+	case iface == "SQS":
+		return "SQS"
 	}
 	return "Kube"
 }

@@ -71,6 +71,10 @@ type invocation struct {
 	faulty bool
 	occ    map[string]int
 	err    error
+	// calls counts the calls decided; diedAtStart: it died before its
+	// first call took effect (a Lambda that dies as it starts).
+	calls       int
+	diedAtStart bool
 }
 
 type invKey struct{}
@@ -79,6 +83,10 @@ type invKey struct{}
 type call struct {
 	iface, method, site string
 	faults              []fault
+	// wake, for a pause (Sim.sleep), is when it ends: the invocation is
+	// not scheduled before then, and the clock moves to it when every live
+	// invocation pauses.
+	wake time.Time
 }
 
 type simEvent struct {
@@ -172,6 +180,12 @@ type Sim struct {
 	conditionFailures int
 	targetHit         map[int]bool
 	nextID            int
+	// arrive, when set, is asked before every turn for the invocations
+	// that start now (messages the queue hands out again while others
+	// run) and when the next one will; finished sees every invocation
+	// that ends.
+	arrive   func() ([]*invocation, time.Time)
+	finished func(*invocation)
 }
 
 func newSim(seed uint64, clock *testingclock.FakeClock, pol policy) *Sim {
@@ -247,8 +261,6 @@ func cost(iface, method string) time.Duration {
 	switch {
 	case method == "CreateFleet":
 		return time.Second
-	case method == "PodsOnNode":
-		return time.Second // a drain pass: the poll between passes is real time in the product
 	case iface == "EC2" || iface == "SSM":
 		return 100 * time.Millisecond
 	case iface == "DynamoDB":
@@ -269,6 +281,7 @@ var traceAll bool
 // decide decides a parked call.
 func (s *Sim) decide(inv *invocation, c *call) decision {
 	key := inv.flow + "|" + c.site
+	inv.calls++
 	inv.occ[c.site]++
 	occ := inv.occ[c.site]
 	if inv.faulty && !s.reached[key] {
@@ -323,6 +336,7 @@ func (s *Sim) decide(inv *invocation, c *call) decision {
 	label := ""
 	switch d.kind {
 	case crashBefore:
+		inv.diedAtStart = inv.calls == 1
 		if inv.why == "" {
 			s.kill(inv, "crash")
 		}
@@ -358,11 +372,58 @@ func (s *Sim) aimed(inv *invocation, c *call, occ int) int {
 	return -1
 }
 
-// run runs invocations to their end, one call at a time, in the seeded
-// order, and returns their errors.
-func (s *Sim) run(invs ...*invocation) {
-	live := append([]*invocation(nil), invs...)
-	parked := map[*invocation]*call{}
+// sleep pauses the calling invocation for d of virtual time (a flow's
+// Wait): the others run meanwhile, and when all pause the clock moves to
+// the first wake. A pause is no call: nothing fails there, but an
+// invocation whose timeout passes while it pauses dies.
+func (s *Sim) sleep(ctx context.Context, d time.Duration) error {
+	inv, _ := ctx.Value(invKey{}).(*invocation)
+	if inv == nil {
+		panic("faults: a pause outside an invocation")
+	}
+	if inv.dead {
+		return errDead
+	}
+	s.events <- simEvent{inv: inv, call: &call{iface: "Clock", method: "Sleep", wake: s.clock.Now().Add(d)}}
+	if dec := <-inv.resume; dec.kind != goOn {
+		return errDead
+	}
+	return ctx.Err()
+}
+
+// eligible are the live invocations that may take the next turn: those
+// not pausing past now, with the invocations that arrive by then (Sim.
+// arrive) started and added to live. If all pause, the clock moves to the
+// first wake or arrival.
+func (s *Sim) eligible(live *[]*invocation, parked map[*invocation]*call) []int {
+	for {
+		var next time.Time
+		if s.arrive != nil {
+			var arrived []*invocation
+			arrived, next = s.arrive()
+			s.start(arrived)
+			*live = append(*live, arrived...)
+		}
+		var out []int
+		first := next
+		now := s.clock.Now()
+		for i, inv := range *live {
+			c := parked[inv]
+			if c == nil || c.wake.IsZero() || !c.wake.After(now) {
+				out = append(out, i)
+			} else if first.IsZero() || c.wake.Before(first) {
+				first = c.wake
+			}
+		}
+		if len(out) > 0 {
+			return out
+		}
+		s.clock.SetTime(first)
+	}
+}
+
+// start starts invocations: each waits for its first turn.
+func (s *Sim) start(invs []*invocation) {
 	for _, inv := range invs {
 		inv.start = s.clock.Now()
 		go func() {
@@ -371,14 +432,23 @@ func (s *Sim) run(invs ...*invocation) {
 			s.events <- simEvent{inv: inv, finished: true}
 		}()
 	}
+}
+
+// run runs invocations to their end, one call at a time, in the seeded
+// order, and returns their errors.
+func (s *Sim) run(invs ...*invocation) {
+	live := append([]*invocation(nil), invs...)
+	parked := map[*invocation]*call{}
+	s.start(invs)
 	var last *invocation
 	for len(live) > 0 {
-		i := 0
-		if len(live) > 1 {
-			i = s.rng.IntN(len(live))
+		ready := s.eligible(&live, parked)
+		i := ready[0]
+		if len(ready) > 1 {
+			i = ready[s.rng.IntN(len(ready))]
 			if r := s.pol.switchRate; r > 0 && r < 1 && last != nil && s.rng.Float64() >= r {
-				for j, l := range live {
-					if l == last {
+				for _, j := range ready {
+					if live[j] == last {
 						i = j
 					}
 				}
@@ -390,7 +460,12 @@ func (s *Sim) run(invs ...*invocation) {
 		}
 		last = inv
 		d := decision{}
-		if c := parked[inv]; c != nil {
+		if c := parked[inv]; c != nil && !c.wake.IsZero() {
+			if s.clock.Since(inv.start) > inv.timeout {
+				s.kill(inv, "timeout")
+				d.kind = deadAlready
+			}
+		} else if c != nil {
 			d = s.decide(inv, c)
 		}
 		s.world.tick()
@@ -402,6 +477,9 @@ func (s *Sim) run(invs ...*invocation) {
 		if ev.finished {
 			live = append(live[:i], live[i+1:]...)
 			delete(parked, inv)
+			if s.finished != nil {
+				s.finished(inv)
+			}
 			continue
 		}
 		parked[inv] = ev.call

@@ -30,6 +30,7 @@ type World struct {
 	dynamo   *Dynamo
 	ec2      *EC2
 	ssm      *SSM
+	sqs      *SQS
 	kube     *Kube
 	catalog  *catalog.Catalog
 	settings catalog.NodeSettings

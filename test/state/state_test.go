@@ -78,8 +78,20 @@ func TestLeaseSingleFlightAndRerun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Acquire(c, state.LeaseProvision, "b", time.Minute); !errors.Is(err, state.ErrHeld) {
-		t.Fatalf("second acquire: %v, want ErrHeld", err)
+	_, err = s.Acquire(c, state.LeaseProvision, "b", time.Minute)
+	var held *state.HeldError
+	if !errors.Is(err, state.ErrHeld) || !errors.As(err, &held) {
+		t.Fatalf("second acquire: %v, want a *HeldError (ErrHeld)", err)
+	}
+	if held.Holder != "a" || !held.Until.Equal(a.Until.Truncate(time.Millisecond)) {
+		t.Fatalf("held %+v: want holder a until %v (what a waiter sleeps to)", held, a.Until)
+	}
+	clk.Add(10 * time.Second)
+	if err := s.Renew(c, a, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if _, err = s.Acquire(c, state.LeaseProvision, "b", time.Minute); !errors.As(err, &held) || !held.Until.Equal(a.Until.Truncate(time.Millisecond)) {
+		t.Fatalf("acquire after a renewal: %v, want held until the renewed %v", err, a.Until)
 	}
 	st, err := s.ReadLease(c, state.LeaseProvision)
 	if err != nil || !st.Rerun || st.Holder != "a" {
