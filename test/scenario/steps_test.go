@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"gopkg.in/yaml.v3"
 )
 
 // recorder is a Player that records the methods called.
@@ -58,5 +60,37 @@ func TestStepKindsTable(t *testing.T) {
 	}
 	if err := (Step{Kind: "bogus"}).Play(context.Background(), r); err == nil || !strings.Contains(err.Error(), `unknown step "bogus" (known: scale, apply`) {
 		t.Errorf("unknown kind: %v", err)
+	}
+}
+
+// TestCheckTags: every check tag of the file's types names known rules
+// (parseRules panics on a typo), and every default decodes.
+func TestCheckTags(t *testing.T) {
+	seen := map[reflect.Type]bool{}
+	var walk func(reflect.Type)
+	walk = func(typ reflect.Type) {
+		for typ.Kind() == reflect.Pointer || typ.Kind() == reflect.Slice {
+			typ = typ.Elem()
+		}
+		if typ.Kind() != reflect.Struct || seen[typ] || typ.PkgPath() != reflect.TypeOf(Step{}).PkgPath() {
+			return
+		}
+		seen[typ] = true
+		for i := range typ.NumField() {
+			f := typ.Field(i)
+			r := parseRules(f.Tag.Get("check"))
+			if r.def != "" {
+				v := reflect.New(f.Type).Elem()
+				d := &decoder{file: "s.yaml", dir: "/"}
+				if err := d.value(&yaml.Node{Kind: yaml.ScalarNode, Value: r.def}, f.Name, v, r); err != nil {
+					t.Errorf("%s.%s: default %q: %v", typ.Name(), f.Name, r.def, err)
+				}
+			}
+			walk(f.Type)
+		}
+	}
+	walk(reflect.TypeOf(Scenario{}))
+	if len(seen) < 10 {
+		t.Errorf("walked %d types", len(seen))
 	}
 }
