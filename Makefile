@@ -104,4 +104,4 @@ cloud: tools
 SCENARIO ?= test/scenarios/default.yaml
 ARGS ?=
 run: tools
-	$(GO) run ./test/run/cmd/run -scenario $(SCENARIO) $(ARGS)
+	$(GO) run ./test/cmd/run -scenario $(SCENARIO) $(ARGS)

@@ -28,6 +28,7 @@ import (
 	"github.com/nodewright/nodewright/shared/pricing"
 	"github.com/nodewright/nodewright/test/localcloud"
 	"github.com/nodewright/nodewright/test/localcloud/awsfront"
+	"github.com/nodewright/nodewright/test/localcloud/cloudfault"
 )
 
 // TestAWS runs the AWS side of the local cloud through the real SDK at the
@@ -247,7 +248,7 @@ func testSpotInterruption(t *testing.T, lc *localcloud.Cloud, ec2c *ec2.Client, 
 	if node.Labels["karpenter.sh/capacity-type"] != "spot" {
 		t.Errorf("capacity-type label = %q, want spot", node.Labels["karpenter.sh/capacity-type"])
 	}
-	if err := lc.AWS.Interrupt(ctx, id, awsfront.SpotInterruption, 3*time.Second); err != nil {
+	if err := cloudfault.Inject(ctx, lc.AWS, cloudfault.Spot, id, 3*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	ev := q.waitFor(t, "EC2 Spot Instance Interruption Warning", id)
@@ -292,18 +293,18 @@ func testOtherInterruptions(t *testing.T, lc *localcloud.Cloud, ec2c *ec2.Client
 	ctx := context.Background()
 	sn := lc.Seeded.Subnets[2]
 	id := launchOne(t, lc, ec2c, lt, "on-demand", "m5.large", sn)
-	if err := lc.AWS.Interrupt(ctx, id, awsfront.Rebalance, 0); err != nil {
+	if err := cloudfault.Inject(ctx, lc.AWS, cloudfault.Rebalance, id, 0); err != nil {
 		t.Fatal(err)
 	}
 	q.waitFor(t, "EC2 Instance Rebalance Recommendation", id)
-	if err := lc.AWS.Interrupt(ctx, id, awsfront.CapacityReservationInterruption, time.Hour); err != nil {
+	if err := cloudfault.Inject(ctx, lc.AWS, cloudfault.CapacityReservation, id, time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	cr := q.waitFor(t, "EC2 Capacity Reservation Instance Interruption Warning", id)
 	if !strings.Contains(string(cr.Detail), "instance-termination-time") {
 		t.Errorf("capacity reservation detail = %s", cr.Detail)
 	}
-	if err := lc.AWS.Interrupt(ctx, id, awsfront.ScheduledChange, time.Second); err != nil {
+	if err := cloudfault.Inject(ctx, lc.AWS, cloudfault.ScheduledChange, id, time.Second); err != nil {
 		t.Fatal(err)
 	}
 	h := q.waitFor(t, "AWS Health Event", id)
@@ -320,7 +321,7 @@ func testOtherInterruptions(t *testing.T, lc *localcloud.Cloud, ec2c *ec2.Client
 		st, err := instanceState(ctx, ec2c, id)
 		return st == ec2types.InstanceStateNameStopped, err
 	})
-	if err := lc.AWS.Interrupt(ctx, "i-0000000000000000", awsfront.SpotInterruption, 0); err == nil {
+	if err := cloudfault.Inject(ctx, lc.AWS, cloudfault.Spot, "i-0000000000000000", 0); err == nil {
 		t.Error("interrupting an unknown instance: no error")
 	}
 }

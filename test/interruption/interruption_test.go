@@ -27,7 +27,7 @@ import (
 	"github.com/nodewright/nodewright/shared/state"
 	"github.com/nodewright/nodewright/test/harness"
 	"github.com/nodewright/nodewright/test/localcloud"
-	"github.com/nodewright/nodewright/test/localcloud/awsfront"
+	"github.com/nodewright/nodewright/test/localcloud/cloudfault"
 )
 
 var suite *harness.Suite
@@ -105,7 +105,7 @@ func TestSpotInterruptionWithPDB(t *testing.T) {
 	disrupted := watchDisrupted(t, node.Name)
 	instance := harness.InstanceOf(node)
 	start := time.Now()
-	if err := suite.LC.AWS.Interrupt(c, instance, awsfront.SpotInterruption, 2*time.Minute); err != nil {
+	if err := cloudfault.Inject(c, suite.LC.AWS, cloudfault.Spot, instance, 2*time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	handled, failed, err := h.DrainQueue(c, 30*time.Second)
@@ -396,7 +396,7 @@ func TestDrainOutlivesItsInvocation(t *testing.T) {
 	}
 	defer watch.Stop()
 	instance := harness.InstanceOf(node)
-	if err := suite.LC.AWS.Interrupt(c, instance, awsfront.Rebalance, 0); err != nil {
+	if err := cloudfault.Inject(c, suite.LC.AWS, cloudfault.Rebalance, instance, 0); err != nil {
 		t.Fatal(err)
 	}
 	// An invocation of 75 s: the drain stops 10 s before its end.
@@ -610,7 +610,7 @@ func TestReplacementDoesNotWaitForProvision(t *testing.T) {
 	t.Cleanup(func() { _, _ = st.Release(context.WithoutCancel(c), lease) })
 	instance := harness.InstanceOf(node)
 	start := time.Now()
-	if err := suite.LC.AWS.Interrupt(c, instance, awsfront.SpotInterruption, 2*time.Minute); err != nil {
+	if err := cloudfault.Inject(c, suite.LC.AWS, cloudfault.Spot, instance, 2*time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	if handled, failed, err := h.DrainQueue(c, 30*time.Second); err != nil || handled == 0 || failed != 0 {
@@ -653,7 +653,7 @@ func TestRebalanceRecommendation(t *testing.T) {
 	kept := running(t, h, "rebal", "rebalapp", 2)
 	replaced := running(t, h, "rebalrepl", "rebalreplapp", 2)
 	for _, n := range []*corev1.Node{kept, replaced} {
-		if err := suite.LC.AWS.Interrupt(c, harness.InstanceOf(n), awsfront.Rebalance, 0); err != nil {
+		if err := cloudfault.Inject(c, suite.LC.AWS, cloudfault.Rebalance, harness.InstanceOf(n), 0); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -32,6 +32,7 @@ import (
 	"github.com/nodewright/nodewright/shared/webhookconfig"
 	"github.com/nodewright/nodewright/test/harness"
 	"github.com/nodewright/nodewright/test/localcloud"
+	"github.com/nodewright/nodewright/test/localcloud/cloudfault"
 	"github.com/nodewright/nodewright/test/report"
 	"github.com/nodewright/nodewright/test/run"
 	"github.com/nodewright/nodewright/test/scenario"
@@ -133,14 +134,16 @@ func CloudOptions(sc *scenario.Scenario, cfg *Config) localcloud.Options {
 
 // player is one scenario being played.
 type player struct {
-	sc   *scenario.Scenario
-	cfg  *Config
-	lc   *localcloud.Cloud
-	h    *harness.Harness
-	obs  *observer
-	app  *applier
-	opts Options
-	p    *run.Progress
+	sc  *scenario.Scenario
+	cfg *Config
+	lc  *localcloud.Cloud
+	// faults takes interrupt steps' faults: the local cloud's AWS front.
+	faults cloudfault.Cloud
+	h      *harness.Harness
+	obs    *observer
+	app    *applier
+	opts   Options
+	p      *run.Progress
 
 	kick      chan struct{} // consolidation: tick now
 	invoked   chan struct{} // the webhook invoked provision
@@ -159,7 +162,7 @@ type player struct {
 // Failed expectations are not an error: the report's Passed says.
 func Play(ctx context.Context, lc *localcloud.Cloud, sc *scenario.Scenario, cfg *Config, opts Options) (*report.Report, error) {
 	opts.defaults()
-	pl := &player{sc: sc, cfg: cfg, lc: lc, opts: opts, p: opts.Progress,
+	pl := &player{sc: sc, cfg: cfg, lc: lc, faults: lc.AWS, opts: opts, p: opts.Progress,
 		kick: make(chan struct{}, 1), hints: make(chan struct{}, 1), invoked: make(chan struct{}, 1),
 		pending: map[string]map[string]bool{}, hinted: map[string]bool{}, exhausted: map[[3]string]bool{}}
 	rep := &report.Report{Scenario: sc.Name, File: sc.File, Started: time.Now().UTC()}
@@ -264,7 +267,7 @@ func (pl *player) steps(ctx context.Context) error {
 	}
 	for i, st := range pl.sc.Steps {
 		pl.obs.event(report.KindStep, fmt.Sprintf("step %d", i+1), "%s (line %d)", st.String(), st.Line)
-		if err := pl.step(ctx, st); err != nil {
+		if err := st.Play(ctx, pl); err != nil {
 			return fmt.Errorf("%s:%d: step %d (%s): %w", pl.sc.File, st.Line, i+1, st.Kind, err)
 		}
 	}

@@ -16,46 +16,55 @@ import (
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/test/harness"
 	"github.com/nodewright/nodewright/test/localcloud/awsfront"
+	"github.com/nodewright/nodewright/test/localcloud/cloudfault"
 	"github.com/nodewright/nodewright/test/report"
 	"github.com/nodewright/nodewright/test/scenario"
 )
 
-// step plays one step.
-func (pl *player) step(ctx context.Context, st scenario.Step) error {
-	switch st.Kind {
-	case scenario.KindScale:
-		return harness.Scale(ctx, pl.lc, st.Scale.Namespace, st.Scale.Name, st.Scale.Replicas)
-	case scenario.KindApply:
-		done, err := pl.app.Apply(ctx, st.Apply)
-		if err == nil {
-			pl.obs.event(report.KindStep, "apply", "%v", done)
-		}
-		return err
-	case scenario.KindDelete:
-		return pl.app.Delete(ctx, st.Delete.Kind, st.Delete.Namespace, st.Delete.Name)
-	case scenario.KindWaitFor:
-		return pl.waitFor(ctx, st.WaitFor)
-	case scenario.KindInterrupt:
-		return pl.interrupt(ctx, st.Interrupt)
-	case scenario.KindCapacity:
-		pl.capacity(st.Capacity)
-		return nil
-	case scenario.KindAdvance:
-		pl.h.Clock.Advance(st.Advance)
-		select {
-		case pl.kick <- struct{}{}:
-		default:
-		}
-		return nil
-	case scenario.KindSleep:
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(st.Sleep):
-			return nil
-		}
+// The player plays every step kind of the scenario format (its table
+// calls these methods), and the AWS front takes every local-cloud fault.
+var (
+	_ scenario.Player  = (*player)(nil)
+	_ cloudfault.Cloud = (*awsfront.Front)(nil)
+)
+
+// Scale sets a Deployment's replicas.
+func (pl *player) Scale(ctx context.Context, s *scenario.Scale) error {
+	return harness.Scale(ctx, pl.lc, s.Namespace, s.Name, s.Replicas)
+}
+
+// Apply applies a manifest file.
+func (pl *player) Apply(ctx context.Context, file string) error {
+	done, err := pl.app.Apply(ctx, file)
+	if err == nil {
+		pl.obs.event(report.KindStep, "apply", "%v", done)
 	}
-	return fmt.Errorf("unknown step %q", st.Kind)
+	return err
+}
+
+// Delete deletes one object.
+func (pl *player) Delete(ctx context.Context, d *scenario.Delete) error {
+	return pl.app.Delete(ctx, d.Kind, d.Namespace, d.Name)
+}
+
+// Advance moves the functions' clock on and has consolidation tick.
+func (pl *player) Advance(_ context.Context, d time.Duration) error {
+	pl.h.Clock.Advance(d)
+	select {
+	case pl.kick <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// Sleep waits in real time.
+func (pl *player) Sleep(ctx context.Context, d time.Duration) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
+	}
 }
 
 // podCount is the pods a selector matches.
@@ -82,7 +91,8 @@ func (pl *player) countPods(_ context.Context, selector string) (podCount, error
 	return c, nil
 }
 
-func (pl *player) waitFor(ctx context.Context, w *scenario.WaitFor) error {
+// WaitFor waits until the condition holds, at most its timeout.
+func (pl *player) WaitFor(ctx context.Context, w *scenario.WaitFor) error {
 	if w.Pods != nil {
 		c := w.Pods
 		return harness.Poll(ctx, w.Timeout, "pods "+c.String(), func() (bool, string, error) {
@@ -116,11 +126,11 @@ func (pl *player) waitFor(ctx context.Context, w *scenario.WaitFor) error {
 	})
 }
 
-// interrupt delivers an interruption for a node's instance through the AWS
-// front, as EC2 and AWS Health do: the event goes to the interruption
-// queue (EventBridge) and, for kinds that end the instance, the instance
-// ends after the notice.
-func (pl *player) interrupt(ctx context.Context, in *scenario.Interrupt) error {
+// Interrupt delivers a local-cloud fault (package cloudfault) to a node's
+// instance through the AWS front, as EC2 and AWS Health do: the event goes
+// to the interruption queue (EventBridge) and, for faults that end the
+// instance, the instance ends after the notice.
+func (pl *player) Interrupt(ctx context.Context, in *scenario.Interrupt) error {
 	// "any" is the eligible node running the most pods (then the first by
 	// name): the interruption that moves the most.
 	pods := map[string]int{}
@@ -143,26 +153,10 @@ func (pl *player) interrupt(ctx context.Context, in *scenario.Interrupt) error {
 		return fmt.Errorf("no node %q to interrupt (nodes: %d)", in.Node, len(pl.obs.ourNodes()))
 	}
 	id := harness.InstanceOf(node)
-	detail := fmt.Sprintf("%s on node %s (%s %s)", in.Kind, node.Name, node.Labels[apis.LabelInstanceType], node.Labels[apis.LabelCapacityType])
-	var err error
-	switch in.Kind {
-	case scenario.InterruptSpot:
-		err = pl.lc.AWS.Interrupt(ctx, id, awsfront.SpotInterruption, in.Notice)
-	case scenario.InterruptRebalance:
-		err = pl.lc.AWS.Interrupt(ctx, id, awsfront.Rebalance, in.Notice)
-	case scenario.InterruptScheduledChange:
-		err = pl.lc.AWS.Interrupt(ctx, id, awsfront.ScheduledChange, in.Notice)
-	case scenario.InterruptStateChange:
-		// The instance is terminated outside Nodewright; the front sends the
-		// state-change notifications.
-		_, err = ec2.NewFromConfig(pl.lc.AWSConfig()).TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{id}})
-	default:
-		err = fmt.Errorf("unknown interruption %q", in.Kind)
-	}
-	if err != nil {
+	if err := cloudfault.Inject(ctx, pl.faults, in.Kind, id, in.Notice); err != nil {
 		return err
 	}
-	pl.obs.event(report.KindInterruption, id, "delivered: %s", detail)
+	pl.obs.event(report.KindInterruption, id, "delivered: %s on node %s (%s %s)", in.Kind, node.Name, node.Labels[apis.LabelInstanceType], node.Labels[apis.LabelCapacityType])
 	return nil
 }
 
@@ -175,22 +169,23 @@ func tainted(n *corev1.Node) bool {
 	return false
 }
 
-// capacity exhausts pools in the AWS front, or restores every pool this
+// Capacity exhausts pools in the AWS front, or restores every pool this
 // scenario exhausted.
-func (pl *player) capacity(c *scenario.Capacity) {
+func (pl *player) Capacity(_ context.Context, c *scenario.Capacity) error {
 	if c.Restore {
 		for k := range pl.exhausted {
 			pl.lc.AWS.SetCapacity(k[0], k[1], k[2], -1)
 		}
 		pl.obs.event(report.KindCapacity, "pools", "restored %d pools", len(pl.exhausted))
 		pl.exhausted = map[[3]string]bool{}
-		return
+		return nil
 	}
 	for _, p := range c.Exhaust {
 		pl.lc.AWS.SetCapacity(p.InstanceType, p.Zone, p.CapacityType, 0)
 		pl.exhausted[[3]string{p.InstanceType, p.Zone, p.CapacityType}] = true
 		pl.obs.event(report.KindCapacity, p.String(), "exhausted: CreateFleet answers InsufficientInstanceCapacity")
 	}
+	return nil
 }
 
 // launches joins every instance that carries a NodeClaim tag (in any

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nodewright/nodewright/test/localcloud/cloudfault"
 )
 
 const full = `name: spot-interruption-with-pdb
@@ -77,7 +79,7 @@ func TestParseFull(t *testing.T) {
 	if w := st[4].WaitFor; w.Nodes == nil || w.Nodes.NodePool != "default" || *w.Nodes.Max != 2 || w.Nodes.Min != nil || w.Timeout != 10*time.Minute {
 		t.Errorf("waitFor nodes %+v", w)
 	}
-	if in := st[5].Interrupt; in.Kind != InterruptSpot || in.Node != "any" || in.Notice != 2*time.Minute {
+	if in := st[5].Interrupt; in.Kind != cloudfault.Spot || in.Node != "any" || in.Notice != 2*time.Minute {
 		t.Errorf("interrupt %+v", in)
 	}
 	if w := st[6].WaitFor; !w.InterruptionsHandled.Holds(1) || w.InterruptionsHandled.Holds(2) || w.Pods != nil {
@@ -145,7 +147,7 @@ func TestParseErrors(t *testing.T) {
 		{"zero timeout inside", "name: x\nsteps:\n  - waitFor: {nodes: {max: 2}, timeout: 0s}\n", `s.yaml:3: steps[0].waitFor.timeout: must be more than 0`},
 		{"timeout alone", "name: x\nsteps:\n  - waitFor: {timeout: 1m}\n", `steps[0].waitFor: want exactly one of pods`},
 		{"zero timeout", "name: x\nsteps:\n  - waitFor: {nodes: {max: 2}}\n    timeout: 0s\n", `s.yaml:4: steps[0].timeout: must be more than 0`},
-		{"unknown interruption", "name: x\nsteps:\n  - interrupt: {kind: meteor}\n", `s.yaml:3: steps[0].interrupt.kind: unknown interruption "meteor" (known: spot, rebalance, scheduled-change, state-change)`},
+		{"unknown interruption", "name: x\nsteps:\n  - interrupt: {kind: meteor}\n", `s.yaml:3: steps[0].interrupt.kind: unknown interruption "meteor" (known: spot, rebalance, scheduled-change, state-change, capacity-reservation)`},
 		{"interrupt without kind", "name: x\nsteps:\n  - interrupt: {node: any}\n", `steps[0].interrupt: missing field "kind"`},
 		{"capacity type choice on a named node", "name: x\nsteps:\n  - interrupt: {kind: spot, node: n1, capacityType: spot}\n", `steps[0].interrupt: capacityType chooses among nodes: only with node: any`},
 		{"bad capacity type", "name: x\nsteps:\n  - capacity: {exhaust: [{capacityType: reserved}]}\n", `steps[0].capacity.exhaust[0].capacityType: capacity type "reserved": want spot or on-demand`},

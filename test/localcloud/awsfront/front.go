@@ -4,8 +4,10 @@
 // EC2 capacity pools that run out (CreateFleet answers
 // InsufficientInstanceCapacity in its Errors), throttling
 // (RequestLimitExceeded), spot prices that differ by type and zone, the
-// public /aws/service/... SSM parameters, and instance interruptions
-// delivered to the interruption queue the way EventBridge delivers them.
+// public /aws/service/... SSM parameters, and events delivered to the
+// interruption queue the way EventBridge delivers them, with the instance
+// terminated or stopped after a notice (the primitives the faults of
+// package cloudfault are made of).
 package awsfront
 
 import (

@@ -241,12 +241,6 @@ func TestPublicSSMParameters(t *testing.T) {
 	}
 }
 
-func TestZoneID(t *testing.T) {
-	if got := zoneID("us-west-2d"); got != "usw2-az4" {
-		t.Errorf("zoneID = %q", got)
-	}
-}
-
 // FuzzParseFleetRequest: any Query string gives a request or an error, never a panic.
 func FuzzParseFleetRequest(f *testing.F) {
 	f.Add("Action=CreateFleet&Type=instant&TargetCapacitySpecification.TotalTargetCapacity=2&LaunchTemplateConfigs.1.Overrides.1.InstanceType=m5.large&LaunchTemplateConfigs.1.Overrides.1.Priority=1")

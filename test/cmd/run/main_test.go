@@ -68,7 +68,7 @@ func TestInterruptStopsEverything(t *testing.T) {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	out := t.TempDir()
-	cmd := exec.Command(bin, "-scenario", "../../../scenarios/default.yaml", "-out", out)
+	cmd := exec.Command(bin, "-scenario", "../../scenarios/default.yaml", "-out", out)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

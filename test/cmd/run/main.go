@@ -60,7 +60,7 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `Usage: make run [SCENARIO=file.yaml] [ARGS="flags"]   (or go run ./test/run/cmd/run [flags])
+		fmt.Fprint(fs.Output(), `Usage: make run [SCENARIO=file.yaml] [ARGS="flags"]   (or go run ./test/cmd/run [flags])
 
 Plays a scenario on the local cloud with Nodewright's three functions run as
 AWS runs them: pods pending, nodes launched with EC2 CreateFleet, spot

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strings"
 	"time"
 
 	lambdaevents "github.com/aws/aws-lambda-go/events"
@@ -16,73 +15,37 @@ import (
 	"github.com/nodewright/nodewright/events"
 )
 
-// Kind is a kind of interruption.
-type Kind string
-
-// Interruption kinds, each delivered as the EventBridge event AWS sends.
-const (
-	// SpotInterruption: "EC2 Spot Instance Interruption Warning", then the
-	// instance is terminated after the notice.
-	SpotInterruption Kind = "spot-interruption"
-	// Rebalance: "EC2 Instance Rebalance Recommendation"; nothing follows.
-	Rebalance Kind = "rebalance-recommendation"
-	// ScheduledChange: "AWS Health Event" (scheduledChange,
-	// AWS_EC2_INSTANCE_RETIREMENT_SCHEDULED), then the instance is stopped
-	// at the event's start time (now + notice).
-	ScheduledChange Kind = "scheduled-change"
-	// CapacityReservationInterruption: "EC2 Capacity Reservation Instance
-	// Interruption Warning", then the instance is terminated.
-	CapacityReservationInterruption Kind = "capacity-reservation-interruption"
-)
-
-// Interrupt sends the event of kind for instanceID to the interruption
-// queue now and, for kinds that end the instance, terminates (or stops) it
-// after notice, sending the state-change notifications as it goes.
-func (f *Front) Interrupt(ctx context.Context, instanceID string, kind Kind, notice time.Duration) error {
-	zone, err := f.instanceZone(ctx, instanceID)
+// SendEvent sends the EventBridge event of sample (one of package
+// events' samples) about instanceID to the interruption queue, as
+// EventBridge delivers it: a new id, the time, region, account, the
+// instance's resource, and detail's fields set over the sample's. It fails
+// when the instance does not exist. The faults a scenario names
+// (package cloudfault) are made of it, After, Terminate and Stop.
+func (f *Front) SendEvent(ctx context.Context, sample, instanceID string, detail map[string]any) error {
+	zone, err := f.InstanceZone(ctx, instanceID)
 	if err != nil {
-		return fmt.Errorf("interrupt %s: %w", instanceID, err)
+		return fmt.Errorf("event %s for %s: %w", sample, instanceID, err)
 	}
-	now := f.cfg.Now().UTC().Truncate(time.Second)
-	var (
-		body   []byte
-		action func(context.Context) error
-	)
-	switch kind {
-	case SpotInterruption:
-		body, err = f.eventJSON(events.SpotInterruptionWarning, instanceID, zone, map[string]any{"instance-action": "terminate"})
-		action = func(ctx context.Context) error { return f.terminate(ctx, instanceID) }
-	case Rebalance:
-		body, err = f.eventJSON(events.RebalanceRecommendation, instanceID, zone, nil)
-	case ScheduledChange:
-		start := now.Add(notice)
-		body, err = f.eventJSON(events.HealthScheduledChange, instanceID, zone, healthDetail(f.cfg.Region, instanceID, now, start))
-		action = func(ctx context.Context) error { return f.stop(ctx, instanceID) }
-	case CapacityReservationInterruption:
-		body, err = f.eventJSON(events.CapacityReservationInterrupted, instanceID, zone, map[string]any{
-			"instance-action":           "terminate",
-			"instance-termination-time": now.Add(notice).Format(time.RFC3339),
-			"azId":                      zoneID(zone),
-		})
-		action = func(ctx context.Context) error { return f.terminate(ctx, instanceID) }
-	default:
-		return fmt.Errorf("interrupt %s: unknown kind %q", instanceID, kind)
-	}
+	body, err := f.eventJSON(sample, instanceID, zone, detail)
 	if err != nil {
-		return fmt.Errorf("interrupt %s: %w", instanceID, err)
+		return fmt.Errorf("event %s for %s: %w", sample, instanceID, err)
 	}
 	if err := f.send(ctx, body); err != nil {
-		return fmt.Errorf("interrupt %s: %w", instanceID, err)
+		return fmt.Errorf("event %s for %s: %w", sample, instanceID, err)
 	}
-	f.log.Info("interruption sent", "instance", instanceID, "kind", kind, "notice", notice)
-	if action != nil {
-		f.after(notice, string(kind)+" "+instanceID, action)
-	}
+	f.log.Info("event sent", "instance", instanceID, "sample", sample)
 	return nil
 }
 
-// after runs fn after d unless the front is closed first.
-func (f *Front) after(d time.Duration, what string, fn func(context.Context) error) {
+// Now is the front's clock (the time its events carry).
+func (f *Front) Now() time.Time { return f.cfg.Now() }
+
+// Region is the front's region.
+func (f *Front) Region() string { return f.cfg.Region }
+
+// After runs fn after d unless the front is closed first; what names it in
+// the log when it fails.
+func (f *Front) After(d time.Duration, what string, fn func(context.Context) error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.closed {
@@ -98,20 +61,24 @@ func (f *Front) after(d time.Duration, what string, fn func(context.Context) err
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		if err := fn(ctx); err != nil {
-			f.log.Error("interruption action failed", "action", what, "err", err)
+			f.log.Error("delayed action failed", "action", what, "err", err)
 		}
 	})
 	f.timers[t] = what
 }
 
-func (f *Front) terminate(ctx context.Context, id string) error {
+// Terminate terminates the instance, bypassing faults, and sends the
+// state-change notifications EventBridge would deliver.
+func (f *Front) Terminate(ctx context.Context, id string) error {
 	if _, err := f.ec2.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{id}}); err != nil {
 		return fmt.Errorf("terminate %s: %w", id, err)
 	}
 	return f.sendStateChanges(ctx, []string{id}, "shutting-down", "terminated")
 }
 
-func (f *Front) stop(ctx context.Context, id string) error {
+// Stop stops the instance, bypassing faults, and sends the state-change
+// notifications EventBridge would deliver.
+func (f *Front) Stop(ctx context.Context, id string) error {
 	if _, err := f.ec2.StopInstances(ctx, &ec2.StopInstancesInput{InstanceIds: []string{id}}); err != nil {
 		return fmt.Errorf("stop %s: %w", id, err)
 	}
@@ -202,34 +169,6 @@ func (f *Front) resource(sample, id, zone string) string {
 	return "arn:aws:ec2:" + f.cfg.Region + ":" + f.cfg.Account + ":instance/" + id
 }
 
-func healthDetail(region, id string, now, start time.Time) map[string]any {
-	const code = "AWS_EC2_INSTANCE_RETIREMENT_SCHEDULED"
-	const rfc1123GMT = "Mon, 02 Jan 2006 15:04:05 GMT"
-	return map[string]any{
-		"eventArn":        "arn:aws:health:" + region + "::event/EC2/" + code + "/" + code + "_" + strings.ReplaceAll(requestID(), "-", "")[:8],
-		"eventTypeCode":   code,
-		"startTime":       start.Format(rfc1123GMT),
-		"endTime":         start.Add(2 * time.Hour).Format(rfc1123GMT),
-		"lastUpdatedTime": now.Format(rfc1123GMT),
-		"eventRegion":     region,
-		"affectedEntities": []map[string]string{
-			{"entityValue": id},
-		},
-	}
-}
-
-// zoneID maps a zone name to an AZ id in the style of use1-az1.
-func zoneID(zone string) string {
-	if len(zone) < 2 {
-		return ""
-	}
-	parts := strings.Split(zone[:len(zone)-1], "-") // us, east, 1
-	if len(parts) != 3 || len(parts[1]) == 0 {
-		return ""
-	}
-	return fmt.Sprintf("%s%c%s-az%d", parts[0], parts[1][0], parts[2], int(zone[len(zone)-1]-'a')+1)
-}
-
 func (f *Front) send(ctx context.Context, body []byte) error {
 	if f.cfg.QueueURL == "" {
 		return fmt.Errorf("no interruption queue configured")
@@ -241,7 +180,8 @@ func (f *Front) send(ctx context.Context, body []byte) error {
 	return nil
 }
 
-func (f *Front) instanceZone(ctx context.Context, id string) (string, error) {
+// InstanceZone is the instance's availability zone.
+func (f *Front) InstanceZone(ctx context.Context, id string) (string, error) {
 	out, err := f.ec2.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{id}})
 	if err != nil {
 		return "", fmt.Errorf("describe instance: %w", err)
