@@ -18,7 +18,7 @@ const root = "../.."
 type page struct {
 	path  string
 	lines []string
-	code  []bool // lines[i] is inside a fenced code block (or is its fence)
+	code  []bool // lines[i] is code: inside a fenced block (or its fence), or indented
 }
 
 func readPage(t *testing.T, rel string) page {
@@ -28,10 +28,15 @@ func readPage(t *testing.T, rel string) page {
 		t.Fatal(err)
 	}
 	p := page{path: rel, lines: strings.Split(string(data), "\n")}
-	in := false
-	for _, l := range p.lines {
+	in, indented := false, false
+	for i, l := range p.lines {
 		fence := strings.HasPrefix(strings.TrimSpace(l), "```")
-		p.code = append(p.code, in || fence)
+		// An indented code block: lines indented by four spaces or a tab,
+		// after a blank line (or more of the block).
+		ind := !in && !fence && (strings.HasPrefix(l, "    ") || strings.HasPrefix(l, "\t")) &&
+			(i == 0 || strings.TrimSpace(p.lines[i-1]) == "" || indented)
+		indented = ind || (indented && strings.TrimSpace(l) == "")
+		p.code = append(p.code, in || fence || ind)
 		if fence {
 			in = !in
 		}
