@@ -9,11 +9,13 @@ package docs
 //     product records, i.e. of every call to a function or method named
 //     Event, Eventf, NodeEvent or event with five or more arguments, or
 //     whose third argument is corev1.EventTypeNormal or EventTypeWarning
-//     (ctx, object, type, reason, message). A string literal is a reason; a
-//     parameter of the enclosing function is a wrapper forwarding its
-//     caller's reason (the caller is a call found the same way); a
-//     conversion string(x.F) stands for every constant of F's named string
-//     type declared in the package; anything else fails the test;
+//     (ctx, object, type, reason, message). A string literal is a reason, and
+//     so is a string constant (of the package, or pkg.Name of another
+//     package of the module, or a conversion of one); a parameter of the
+//     enclosing function is a wrapper forwarding its caller's reason (the
+//     caller is a call found the same way); a conversion string(x.F) of a
+//     struct field stands for every constant of F's named string type
+//     declared in the package; anything else fails the test;
 //   - environment variables: the string constants named Env* or env* and the
 //     literal (or constant) arguments of calls to Getenv, getenv or
 //     LookupEnv, in the product's trees (cmd, functions, infra, shared);
@@ -38,6 +40,9 @@ import (
 	"testing"
 )
 
+// fileNames maps each parsed file to its path from the root, for messages.
+var fileNames = map[*ast.File]string{}
+
 // pkgFiles parses the non-test Go files of one directory (relative to root).
 func pkgFiles(t *testing.T, dir string) []*ast.File {
 	t.Helper()
@@ -55,6 +60,7 @@ func pkgFiles(t *testing.T, dir string) []*ast.File {
 		if err != nil {
 			t.Fatal(err)
 		}
+		fileNames[f] = filepath.Join(dir, filepath.Base(m))
 		out = append(out, f)
 	}
 	if len(out) == 0 {
@@ -154,40 +160,42 @@ func metricNames(t *testing.T) []string {
 func eventReasons(t *testing.T) []string {
 	set := map[string]bool{}
 	for _, dir := range productDirs(t, "shared", "functions", "cmd") {
-		files := pkgFiles(t, dir)
-		for _, f := range files {
-			for _, d := range f.Decls {
-				fn, ok := d.(*ast.FuncDecl)
-				if !ok || fn.Body == nil {
-					continue
+		reasonsIn(t, pkgFiles(t, dir), set)
+	}
+	return sortedSet(set)
+}
+
+// reasonsIn adds the event reasons of one package's files to set.
+func reasonsIn(t *testing.T, files []*ast.File, set map[string]bool) {
+	t.Helper()
+	for _, f := range files {
+		for _, d := range f.Decls {
+			fn, ok := d.(*ast.FuncDecl)
+			if !ok || fn.Body == nil {
+				continue
+			}
+			params := map[string]bool{}
+			for _, fl := range fn.Type.Params.List {
+				for _, n := range fl.Names {
+					params[n.Name] = true
 				}
-				params := map[string]bool{}
-				for _, fl := range fn.Type.Params.List {
-					for _, n := range fl.Names {
-						params[n.Name] = true
-					}
+			}
+			ast.Inspect(fn.Body, func(n ast.Node) bool {
+				call, ok := n.(*ast.CallExpr)
+				if !ok || !isEventCall(call) {
+					return true
 				}
-				ast.Inspect(fn.Body, func(n ast.Node) bool {
-					call, ok := n.(*ast.CallExpr)
-					if !ok || !isEventCall(call) {
-						return true
-					}
-					reason := call.Args[3]
-					pos := dir + "/" + filepath.Base(fileName(f)) + ": " + fn.Name.Name
-					switch r := reason.(type) {
-					case *ast.BasicLit:
-						v, _ := unquote(r)
-						set[v] = true
-					case *ast.Ident:
-						if !params[r.Name] {
-							t.Errorf("%s: an event reason %s that is neither a literal nor a forwarded parameter", pos, r.Name)
-						}
-					case *ast.CallExpr:
-						typ := conversionFieldType(files, r)
-						if typ == "" {
-							t.Errorf("%s: an event reason the extraction cannot read", pos)
-							return true
-						}
+				pos := fileNames[f] + ": " + fn.Name.Name
+				reason := call.Args[3]
+				if id, ok := reason.(*ast.Ident); ok && params[id.Name] {
+					return true // a wrapper forwarding its caller's reason
+				}
+				if v, ok := constValue(t, files, f, reason); ok {
+					set[v] = true
+					return true
+				}
+				if conv, ok := reason.(*ast.CallExpr); ok {
+					if typ := conversionFieldType(files, conv); typ != "" {
 						found := false
 						for _, c := range stringConsts(files, nil) {
 							if c.typ == typ {
@@ -197,18 +205,53 @@ func eventReasons(t *testing.T) []string {
 						if !found {
 							t.Errorf("%s: no constants of type %s for an event reason", pos, typ)
 						}
-					default:
-						t.Errorf("%s: an event reason the extraction cannot read", pos)
+						return true
 					}
-					return true
-				})
-			}
+				}
+				t.Errorf("%s: an event reason the extraction cannot read (a literal, a constant, a forwarded parameter or string(x.Field) of a typed field)", pos)
+				return true
+			})
 		}
 	}
-	return sortedSet(set)
 }
 
-func fileName(f *ast.File) string { return f.Name.Name }
+// module is the repository's Go module path.
+const module = "github.com/nodewright/nodewright/"
+
+// constValue reads e as a string constant: a literal, a constant of the
+// package (files), a constant of another package of the module (pkg.Name,
+// through f's imports), or a conversion of one (T(c), string(c)).
+func constValue(t *testing.T, files []*ast.File, f *ast.File, e ast.Expr) (string, bool) {
+	switch x := e.(type) {
+	case *ast.BasicLit:
+		return unquote(x)
+	case *ast.Ident:
+		c, ok := stringConsts(files, nil)[x.Name]
+		return c.value, ok
+	case *ast.SelectorExpr:
+		pkg, ok := x.X.(*ast.Ident)
+		if !ok {
+			return "", false
+		}
+		for _, imp := range f.Imports {
+			path, _ := strconv.Unquote(imp.Path.Value)
+			name := filepath.Base(path)
+			if imp.Name != nil {
+				name = imp.Name.Name
+			}
+			if name != pkg.Name || !strings.HasPrefix(path, module) {
+				continue
+			}
+			c, ok := stringConsts(pkgFiles(t, strings.TrimPrefix(path, module)), nil)[x.Sel.Name]
+			return c.value, ok
+		}
+	case *ast.CallExpr:
+		if len(x.Args) == 1 {
+			return constValue(t, files, f, x.Args[0])
+		}
+	}
+	return "", false
+}
 
 func isEventCall(call *ast.CallExpr) bool {
 	if len(call.Args) < 5 {

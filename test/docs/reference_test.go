@@ -1,6 +1,9 @@
 package docs
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"slices"
 	"sort"
 	"strings"
@@ -132,5 +135,45 @@ func TestExtractionFindsKnownNames(t *testing.T) {
 	}
 	if f := cliFlags(t)["status"]; !slices.Contains(f, "stack") || !slices.Contains(f, "o") {
 		t.Errorf("status flags %v lack the shared target flags", f)
+	}
+}
+
+// The event-reason extraction reads every form a reason takes in the code.
+func TestEventReasonForms(t *testing.T) {
+	src := `package p
+
+import (
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nodewright/nodewright/shared/names"
+)
+
+type Kind string
+
+const (
+	KindA Kind = "FromTypedField"
+	local      = "FromConstant"
+)
+
+type status struct{ Reason Kind }
+
+func f(r recorder, s status, reason string) {
+	r.Event(ctx, ref, corev1.EventTypeNormal, "FromLiteral", "m")
+	r.Event(ctx, ref, corev1.EventTypeWarning, local, "m")
+	r.Event(ctx, ref, "Warning", string(s.Reason), "m")
+	r.NodeEvent(ctx, n, typ, names.EnvClusterName, "m")
+	r.event(ctx, n, typ, reason, "m")
+	r.Other(ctx, ref, typ, "NotAnEvent", "m")
+}
+`
+	file, err := parser.ParseFile(token.NewFileSet(), "p.go", src, parser.SkipObjectResolution)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := map[string]bool{}
+	reasonsIn(t, []*ast.File{file}, set)
+	want := []string{"FromConstant", "FromLiteral", "FromTypedField", "NODEWRIGHT_CLUSTER_NAME"}
+	if got := sortedSet(set); !slices.Equal(got, want) {
+		t.Errorf("reasons %v, want %v", got, want)
 	}
 }
