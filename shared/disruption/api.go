@@ -1,16 +1,19 @@
-// Package consolidation decides how the cluster can run on fewer or cheaper
-// nodes without hurting workloads: which of Nodewright's nodes to remove or
-// replace, by which method and why, within each NodePool's consolidation
-// policy, consolidateAfter, disruption budgets, expireAfter and drift, and
-// never touching a node a do-not-disrupt annotation or a
-// PodDisruptionBudget protects. It reuses the scheduler's simulation (the
-// same constraints, daemonset overhead, topology and limits) to check that
-// the candidates' pods fit elsewhere.
+// Package disruption decides which of Nodewright's nodes to disrupt, by
+// which method and why: expiration, drift, emptiness, multi-node and
+// single-node consolidation (methods.go lists them in the order they are
+// tried), so that the cluster runs on fewer or cheaper nodes without
+// hurting workloads. It honours each NodePool's consolidation policy,
+// consolidateAfter, disruption budgets, expireAfter and drift, and never
+// touches a node a do-not-disrupt annotation or a PodDisruptionBudget
+// protects. It reuses the scheduler's simulation (the same constraints,
+// daemonset overhead, topology and limits) to check that the candidates'
+// pods fit elsewhere.
 //
 // It is pure: Decide and Validate take plain values and return plain
-// values, with no I/O; package disruption carries the commands out (taint,
-// validate, replace, drain, terminate) as state machines in the state table.
-package consolidation
+// values, with no I/O; package orchestration carries the commands out
+// (taint, validate, replace, drain, terminate) as state machines in the
+// state table. The consolidation function runs both.
+package disruption
 
 import (
 	"time"

@@ -1,4 +1,4 @@
-package disruption
+package orchestration
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/nodewright/nodewright/shared/consolidation"
+	"github.com/nodewright/nodewright/shared/disruption"
 	"github.com/nodewright/nodewright/shared/metrics"
 	"github.com/nodewright/nodewright/shared/provision"
 	"github.com/nodewright/nodewright/shared/state"
@@ -191,15 +191,15 @@ func TestResumesWhereTheLastInvocationStopped(t *testing.T) {
 func TestAbandons(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
-		setup func(r *rig, cmd *consolidation.Command)
+		setup func(r *rig, cmd *disruption.Command)
 		after func(r *rig, a *state.Action) // between the first and second advance
 		cause string
 		class string
 	}{
-		{"validation fails", func(r *rig, _ *consolidation.Command) {
+		{"validation fails", func(r *rig, _ *disruption.Command) {
 			r.validate = errors.New("node ip-a: a pod has karpenter.sh/do-not-disrupt")
 		}, nil, "do-not-disrupt", "DoNotDisrupt"},
-		{"partial replacement", func(r *rig, cmd *consolidation.Command) {
+		{"partial replacement", func(r *rig, cmd *disruption.Command) {
 			cmd.Replacements = append(cmd.Replacements, cmd.Replacements[0])
 			r.cap.launchN = 1
 		}, nil, "InsufficientInstanceCapacity", "Replacement"},
