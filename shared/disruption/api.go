@@ -28,22 +28,19 @@ import (
 	"github.com/nodewright/nodewright/shared/state"
 )
 
-// Methods, in the order Decide tries them; the first that finds work wins
-// a run.
-const (
-	MethodExpiration = "expiration"
-	MethodDrift      = "drift"
-	MethodEmptiness  = "emptiness"
-	MethodMultiNode  = "multi-node"
-	MethodSingleNode = "single-node"
-)
+// Method names a disruption method (methods.go lists them, in order).
+type Method string
 
-// Reasons (the budgets' reasons; Expired is not budgeted, as in Karpenter v1).
+// Reason is why a command disrupts its nodes, in its events and metrics:
+// the NodePool disruption reason whose budgets it is under, or Expired
+// (not budgeted, as in Karpenter v1).
+type Reason string
+
 const (
-	ReasonExpired       = "Expired"
-	ReasonDrifted       = string(apis.DisruptionReasonDrifted)
-	ReasonEmpty         = string(apis.DisruptionReasonEmpty)
-	ReasonUnderutilized = string(apis.DisruptionReasonUnderutilized)
+	ReasonExpired       Reason = "Expired"
+	ReasonDrifted              = Reason(apis.DisruptionReasonDrifted)
+	ReasonEmpty                = Reason(apis.DisruptionReasonEmpty)
+	ReasonUnderutilized        = Reason(apis.DisruptionReasonUnderutilized)
 )
 
 // NodePool annotations that set a minimum saving before any replacement
@@ -123,8 +120,8 @@ type Budget struct {
 
 // Command is one consolidation action to carry out.
 type Command struct {
-	Method string
-	Reason string
+	Method Method
+	Reason Reason
 	// Candidates are the NodeClaims (record names) to remove, Nodes their
 	// Node names, in the order chosen.
 	Candidates []string
@@ -151,7 +148,7 @@ type Report struct {
 	Skipped map[string]string
 	// Method is the method whose commands Decide returned ("" when none
 	// found work).
-	Method string
+	Method Method
 	// Rejected maps a candidate that a method considered and left alone to
 	// why (the budget was spent, its pods need more nodes, no cheaper
 	// replacement, the spot-to-spot rule).

@@ -8,10 +8,6 @@ import (
 	"github.com/nodewright/nodewright/shared/scheduling"
 )
 
-// maxMultiNode caps how many candidates multi-node consolidation considers
-// at once (Karpenter's batch of 100).
-const maxMultiNode = 100
-
 // decider is one Decide run.
 type decider struct {
 	v         *view
@@ -20,35 +16,50 @@ type decider struct {
 	nominated map[string]bool
 	rep       Report
 
-	expired, drifted, consolidatable []*nodeInfo
-	// why a classified node is expired or drifted.
+	methods *registry
+	// cands are each method's candidates, by the method's place in methods.
+	cands [][]*nodeInfo
+	// detail says why a candidate is expired or drifted.
 	detail map[*nodeInfo]string
+	// blocks and unconsolidatable memoize blocked and consolidatable (""
+	// when nothing blocks), which several methods ask of every node.
+	blocks           map[blockKey]string
+	unconsolidatable map[*nodeInfo]string
 }
 
-// Decide finds what consolidation should do now: the commands of the first
-// method that finds work, in order expiration and drift, emptiness,
-// multi-node, single-node; and a report of the nodes it considered. It is
-// deterministic: the same inputs give the same commands.
+type blockKey struct {
+	n *nodeInfo
+	c class
+}
+
+// Decide finds what consolidation should do now: the commands of the
+// disruption methods in order (methods.go: expiration, drift, emptiness,
+// multi-node, single-node), up to the first that finds work and is not
+// forceful; and a report of the nodes it considered. It is deterministic:
+// the same inputs give the same commands.
 //
 // Inputs.Budget bounds its work: once the budget is spent no method
 // simulates further, a command already found stands, and the candidates
 // not reached are reported (Report.Unreached) for the next run.
-func Decide(in Inputs) ([]Command, Report) {
-	d := newDecider(&in)
+func Decide(in Inputs) ([]Command, Report) { return decide(in, methods) }
+
+// decide is Decide with the methods of r.
+func decide(in Inputs, r *registry) ([]Command, Report) {
+	d := newDecider(&in, r)
 	if d.v.work.spent != "" {
 		return d.finish(nil)
 	}
-	methods := []func() []Command{d.expireAndDrift, d.emptiness, d.multiNode, d.singleNode}
-	for _, m := range methods {
-		if cmds := m(); len(cmds) > 0 {
-			d.rep.Method = cmds[0].Method
-			return d.finish(cmds)
-		}
-		if d.v.work.spent != "" {
+	var cmds []Command
+	for i, m := range r.methods {
+		cmds = append(cmds, m.compute(d, d.cands[i])...)
+		if d.v.work.spent != "" || (len(cmds) > 0 && m.kind().class != forceful) {
 			break
 		}
 	}
-	return d.finish(nil)
+	if len(cmds) > 0 {
+		d.rep.Method = cmds[0].Method
+	}
+	return d.finish(cmds)
 }
 
 // finish completes the report: warnings, the work spent and, when the
@@ -65,7 +76,7 @@ func (d *decider) finish(cmds []Command) ([]Command, Report) {
 			in[n] = true
 		}
 	}
-	for _, list := range [][]*nodeInfo{d.expired, d.drifted, d.consolidatable} {
+	for _, list := range d.cands {
 		for _, n := range list {
 			name := n.name()
 			if _, rejected := d.rep.Rejected[name]; !rejected && !in[name] {
@@ -78,9 +89,10 @@ func (d *decider) finish(cmds []Command) ([]Command, Report) {
 	return cmds, d.rep
 }
 
-func newDecider(in *Inputs) *decider {
+func newDecider(in *Inputs, r *registry) *decider {
 	v := newView(in)
-	d := &decider{v: v, sim: newSim(v), detail: map[*nodeInfo]string{},
+	d := &decider{v: v, sim: newSim(v), methods: r, cands: make([][]*nodeInfo, len(r.methods)), detail: map[*nodeInfo]string{},
+		blocks: map[blockKey]string{}, unconsolidatable: map[*nodeInfo]string{},
 		rep: Report{Skipped: map[string]string{}, Rejected: map[string]string{}}}
 	d.nominated = v.baseline()
 	d.budgets = newBudgets(v)
@@ -88,145 +100,80 @@ func newDecider(in *Inputs) *decider {
 	return d
 }
 
-// classify sorts the nodes into the methods' candidates and says why the
-// others are none.
+// classify offers every node to each method in order, unless its class
+// blocks the node: a forceful method's candidate is no later method's. A
+// node no method takes is Skipped, with the first reason a method gave.
 func (d *decider) classify() {
-	v := d.v
-	for _, n := range v.nodes {
-		if why := v.blocked(n, forceful); why != "" {
-			d.rep.Skipped[n.name()] = why
-			continue
-		}
-		if why := v.expired(n); why != "" {
-			d.expired = append(d.expired, n)
-			d.detail[n] = why
-			d.rep.Candidates++
-			continue
-		}
-		candidate := false
-		whyNot := v.blocked(n, eventual)
-		if whyNot == "" {
-			if why := v.drifted(n); why != "" {
-				d.drifted = append(d.drifted, n)
-				d.detail[n] = why
-				candidate = true
+	for _, n := range d.v.nodes {
+		taken, whyNot := false, ""
+		for i, m := range d.methods.methods {
+			c := m.kind().class
+			ok, why := false, d.blocked(n, c)
+			if why == "" {
+				ok, why = m.candidate(d, n)
+			}
+			if ok {
+				d.cands[i] = append(d.cands[i], n)
+				taken = true
+				if c == forceful {
+					break
+				}
+				continue
+			}
+			if whyNot == "" {
+				whyNot = why
 			}
 		}
-		if whyNot == "" {
-			whyNot = v.blocked(n, graceful)
-		}
-		if whyNot == "" {
-			whyNot = v.consolidatable(n, d.nominated)
-		}
-		if whyNot == "" {
-			d.consolidatable = append(d.consolidatable, n)
-			candidate = true
-		}
-		if candidate {
+		if taken {
 			d.rep.Candidates++
 		} else {
 			d.rep.Skipped[n.name()] = whyNot
 		}
 	}
-	byAge(d.expired)
-	// Empty drifted nodes first (they free budget without moving pods and
-	// must not receive pods that would move again), then oldest first.
-	sort.SliceStable(d.drifted, func(i, j int) bool {
-		a, b := len(d.drifted[i].moving) == 0, len(d.drifted[j].moving) == 0
-		if a != b {
-			return a
-		}
-		return d.drifted[i].rec.CreatedAt.Before(d.drifted[j].rec.CreatedAt) ||
-			(d.drifted[i].rec.CreatedAt.Equal(d.drifted[j].rec.CreatedAt) && d.drifted[i].name() < d.drifted[j].name())
-	})
-	byCost(d.consolidatable)
 }
 
-// expireAndDrift replaces every expired node (no budget: Karpenter v1
-// expires nodes forcefully) and then drifted nodes within the Drifted
-// budgets, one command per node, each simulated after the ones before it.
-func (d *decider) expireAndDrift() []Command {
-	var cmds []Command
-	all := d.v.typesByPrice
-	// Expired nodes all go: none is a place for another's pods.
-	for _, n := range d.expired {
-		d.sim.avoid[n.name()] = true
+// blocked is view.blocked, once per node and class.
+func (d *decider) blocked(n *nodeInfo, c class) string {
+	k := blockKey{n, c}
+	why, ok := d.blocks[k]
+	if !ok {
+		why, _ = d.v.blocked(n, c)
+		d.blocks[k] = why
 	}
-	for _, n := range d.expired {
-		out := d.sim.simulate([]*nodeInfo{n}, all, false)
-		if out.spent {
-			return cmds
-		}
-		if out.res == nil {
-			d.rep.Rejected[n.name()] = "expiration: " + out.fail
-			continue
-		}
-		note := d.detail[n]
-		if u := out.res.Unschedulable; len(u) > 0 {
-			keys := make([]string, len(u))
-			for i := range u {
-				keys[i] = u[i].Pod
-			}
-			note += "; no place for " + podList(keys, 3) + " (they wait for the provision function)"
-		}
-		cmds = append(cmds, d.command(MethodExpiration, ReasonExpired, []*nodeInfo{n}, out.res.NodeClaims, note))
-		d.sim.apply([]*nodeInfo{n}, out.res, out.res.NodeClaims)
-		d.budgets.take(n.pool.Name)
-	}
-	for _, n := range d.drifted {
-		if !d.budgets.allows(n.pool.Name, apis.DisruptionReasonDrifted) {
-			d.rep.Rejected[n.name()] = "drift: " + d.budgets.reason(n.pool.Name, apis.DisruptionReasonDrifted)
-			continue
-		}
-		out := d.sim.simulate([]*nodeInfo{n}, all, true)
-		if out.spent {
-			return cmds
-		}
-		if out.fail != "" {
-			d.rep.Rejected[n.name()] = "drift: " + out.fail
-			continue
-		}
-		cmds = append(cmds, d.command(MethodDrift, ReasonDrifted, []*nodeInfo{n}, out.res.NodeClaims, d.detail[n]))
-		d.sim.apply([]*nodeInfo{n}, out.res, out.res.NodeClaims)
-		d.budgets.take(n.pool.Name)
-	}
-	return cmds
+	return why
 }
 
-// emptiness deletes every empty candidate its pool's Empty budget allows,
-// at once.
-func (d *decider) emptiness() []Command {
-	var empty []*nodeInfo
-	for _, n := range d.consolidatable {
-		if len(n.moving) > 0 {
-			continue
-		}
-		if !d.budgets.allows(n.pool.Name, apis.DisruptionReasonEmpty) {
-			d.rep.Rejected[n.name()] = "emptiness: " + d.budgets.reason(n.pool.Name, apis.DisruptionReasonEmpty)
-			continue
-		}
-		d.budgets.take(n.pool.Name)
-		empty = append(empty, n)
+// consolidatable is view.consolidatable, once per node.
+func (d *decider) consolidatable(n *nodeInfo) string {
+	why, ok := d.unconsolidatable[n]
+	if !ok {
+		why = d.v.consolidatable(n, d.nominated)
+		d.unconsolidatable[n] = why
 	}
-	if len(empty) == 0 {
-		return nil
-	}
-	return []Command{d.command(MethodEmptiness, ReasonEmpty, empty, nil, "")}
+	return why
 }
 
-// underutilized are the non-empty candidates that consolidation may move
-// pods off, by disruption cost, within their pools' Underutilized budgets
-// (taken in order, as Karpenter filters multi-node's candidates).
-func (d *decider) underutilized(take bool) []*nodeInfo {
+// underused says whether a node is a candidate of the consolidation
+// methods that move pods (multi-node, single-node): consolidatable, and
+// not empty (emptiness takes empty nodes).
+func (d *decider) underused(n *nodeInfo) (bool, string) {
+	if why := d.consolidatable(n); why != "" {
+		return false, why
+	}
+	return len(n.moving) > 0, ""
+}
+
+// underutilized orders the candidates by disruption cost and keeps those
+// their pools' Underutilized budgets allow (taken in order, as Karpenter
+// filters multi-node's candidates, on a copy of the budgets).
+func (d *decider) underutilized(cands []*nodeInfo, take bool) []*nodeInfo {
+	byCost(cands)
 	b := d.budgets
 	if take {
 		b = b.clone()
 	}
 	var out []*nodeInfo
-	for _, n := range d.consolidatable {
-		if len(n.moving) == 0 {
-			continue
-		}
+	for _, n := range cands {
 		if !b.allows(n.pool.Name, apis.DisruptionReasonUnderutilized) {
 			d.rep.Rejected[n.name()] = "consolidation: " + b.reason(n.pool.Name, apis.DisruptionReasonUnderutilized)
 			continue
@@ -237,56 +184,6 @@ func (d *decider) underutilized(take bool) []*nodeInfo {
 		out = append(out, n)
 	}
 	return out
-}
-
-// multiNode finds the largest prefix of the candidates (at least two, at
-// most 100) whose pods fit on the other nodes plus at most one new,
-// strictly cheaper node, by binary search over the prefix length as
-// Karpenter's firstNConsolidationOption.
-func (d *decider) multiNode() []Command {
-	cands := d.underutilized(true)
-	if len(cands) > maxMultiNode {
-		cands = cands[:maxMultiNode]
-	}
-	if len(cands) < 2 {
-		return nil
-	}
-	var best *Command
-	lo, hi := 1, len(cands)-1
-	for lo <= hi {
-		mid := (lo + hi) / 2
-		cmd, _ := d.consolidate(cands[:mid+1], true)
-		switch {
-		case cmd != nil:
-			best = cmd
-			lo = mid + 1
-		case d.v.work.spent != "":
-			lo = hi + 1 // the budget is spent: keep what was found
-		default:
-			hi = mid - 1
-		}
-	}
-	if best == nil {
-		return nil
-	}
-	return []Command{*best}
-}
-
-// singleNode takes the candidates one by one, by disruption cost, and
-// returns the first that can be deleted (its pods fit elsewhere) or
-// replaced by cheaper capacity (one node, or two smaller ones).
-func (d *decider) singleNode() []Command {
-	for _, n := range d.underutilized(false) {
-		cmd, why := d.consolidate([]*nodeInfo{n}, false)
-		if cmd != nil {
-			return []Command{*cmd}
-		}
-		if d.v.work.spent != "" {
-			return nil // this candidate and the rest are not reached
-		}
-		d.rep.Rejected[n.name()] = "single-node: " + why
-	}
-	return nil
 }
 
 // consolidate decides what to do with a set of candidates: delete them if
@@ -362,7 +259,7 @@ func (d *decider) consolidate(cands []*nodeInfo, multi bool) (*Command, string) 
 }
 
 // command builds a command and its one-line explanation.
-func (d *decider) command(method, reason string, cands []*nodeInfo, repl []scheduling.NodeClaim, note string) Command {
+func (d *decider) command(method Method, reason Reason, cands []*nodeInfo, repl []scheduling.NodeClaim, note string) Command {
 	cmd := Command{Method: method, Reason: reason, Replacements: repl}
 	for _, c := range cands {
 		cmd.Candidates = append(cmd.Candidates, c.recName())

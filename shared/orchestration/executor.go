@@ -195,7 +195,7 @@ func (e *Executor) Start(ctx context.Context, cmd disruption.Command, records []
 		return nil, err
 	}
 	a := &state.Action{
-		ID: ActionID(cmd, now), Kind: state.KindConsolidation, Reason: cmd.Reason, Method: cmd.Method, Step: state.StepPlanned,
+		ID: ActionID(cmd, now), Kind: state.KindConsolidation, Reason: string(cmd.Reason), Method: string(cmd.Method), Step: state.StepPlanned,
 		NodeClaims: cmd.Candidates, Nodes: cmd.Nodes, PriceBefore: cmd.PriceBefore, PriceAfter: cmd.PriceAfter,
 		Plan: plan, ValidateAt: now.Add(e.wait()),
 	}
@@ -214,7 +214,7 @@ func (e *Executor) Start(ctx context.Context, cmd disruption.Command, records []
 	e.Log.Info("consolidation planned", "action", a.ID, "method", cmd.Method, "reason", cmd.Reason, "nodes", cmd.Nodes,
 		"priceBefore", cmd.PriceBefore, "priceAfter", cmd.PriceAfter, "explanation", cmd.Explanation)
 	for _, n := range cmd.Nodes {
-		e.event(ctx, n, corev1.EventTypeNormal, "DisruptionPlanned", cmd.Explanation)
+		e.event(ctx, n, corev1.EventTypeNormal, EventDisruptionPlanned, cmd.Explanation)
 	}
 	return a, nil
 }
@@ -248,7 +248,7 @@ func (e *Executor) Advance(ctx context.Context, lease *state.Lease, a *state.Act
 func (e *Executor) step(ctx context.Context, lease *state.Lease, a *state.Action, fresh Inputs, deleteBy *time.Time) (bool, error) {
 	var cmd disruption.Command
 	if err := json.Unmarshal(a.Plan, &cmd); err != nil {
-		return false, e.abandon(ctx, a, "unreadable plan: "+err.Error())
+		return false, e.abandon(ctx, a, AbandonChanged, "unreadable plan: "+err.Error())
 	}
 	switch a.Step {
 	case state.StepPlanned:
@@ -261,7 +261,7 @@ func (e *Executor) step(ctx context.Context, lease *state.Lease, a *state.Action
 		}
 		in = withoutAction(in, a)
 		if err := e.Validate(cmd, in); err != nil {
-			return true, e.abandon(ctx, a, err.Error())
+			return true, e.abandon(ctx, a, invalidReason(err), err.Error())
 		}
 		if len(cmd.Replacements) == 0 {
 			return true, e.beginDraining(ctx, a)
@@ -282,7 +282,7 @@ func (e *Executor) step(ctx context.Context, lease *state.Lease, a *state.Action
 			return false, err
 		}
 		if failed != "" {
-			return true, e.abandon(ctx, a, failed)
+			return true, e.abandon(ctx, a, AbandonReplacement, failed)
 		}
 		if !ready {
 			return false, nil
@@ -372,7 +372,7 @@ func (e *Executor) launch(ctx context.Context, lease *state.Lease, a *state.Acti
 				e.Log.Warn("take back a partial replacement", "nodeClaim", l.Name, "error", err)
 			}
 		}
-		return true, e.abandon(ctx, a, cause)
+		return true, e.abandon(ctx, a, AbandonReplacement, cause)
 	}
 	for _, l := range launched {
 		a.Replacements = append(a.Replacements, l.Name)

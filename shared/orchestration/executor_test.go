@@ -3,6 +3,7 @@ package orchestration
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -197,8 +198,14 @@ func TestAbandons(t *testing.T) {
 		class string
 	}{
 		{"validation fails", func(r *rig, _ *disruption.Command) {
-			r.validate = errors.New("node ip-a: a pod has karpenter.sh/do-not-disrupt")
+			r.validate = &disruption.Invalid{Cause: disruption.CauseDoNotDisrupt, Err: errors.New("node ip-a: a pod has karpenter.sh/do-not-disrupt")}
 		}, nil, "do-not-disrupt", "DoNotDisrupt"},
+		{"validation fails: pods no longer fit", func(r *rig, _ *disruption.Command) {
+			r.validate = fmt.Errorf("validate: %w", &disruption.Invalid{Cause: disruption.CauseNoLongerFits, Err: errors.New("pods no longer fit: the replacement is gone")})
+		}, nil, "no longer fit", "NoLongerFits"},
+		{"validation fails without a cause: its words do not classify it", func(r *rig, _ *disruption.Command) {
+			r.validate = errors.New("replacement no longer cheaper; a pod has karpenter.sh/do-not-disrupt")
+		}, nil, "no longer cheaper", "Changed"},
 		{"partial replacement", func(r *rig, cmd *disruption.Command) {
 			cmd.Replacements = append(cmd.Replacements, cmd.Replacements[0])
 			r.cap.launchN = 1
