@@ -33,10 +33,10 @@ type blockKey struct {
 }
 
 // Decide finds what consolidation should do now: the commands of the
-// disruption methods in order (methods.go: expiration, drift, emptiness,
-// multi-node, single-node), up to the first that finds work and is not
-// forceful; and a report of the nodes it considered. It is deterministic:
-// the same inputs give the same commands.
+// disruption methods, tried in order (methods.go: expiration, drift,
+// emptiness, multi-node, single-node) until one that is not forceful
+// leaves the run with commands; and a report of the nodes it considered.
+// It is deterministic: the same inputs give the same commands.
 //
 // Inputs.Budget bounds its work: once the budget is spent no method
 // simulates further, a command already found stands, and the candidates
