@@ -14,8 +14,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/nodewright/nodewright/shared/catalog"
-	"github.com/nodewright/nodewright/shared/disruption"
 	"github.com/nodewright/nodewright/shared/fleet"
+	"github.com/nodewright/nodewright/shared/orchestration"
 	"github.com/nodewright/nodewright/shared/provision"
 	"github.com/nodewright/nodewright/shared/scheduling"
 	"github.com/nodewright/nodewright/shared/state"
@@ -71,7 +71,7 @@ func TestStatusAndExplainOnTheLocalCloud(t *testing.T) {
 	if err := store.RecordDecision(ctx, round, "1"); err != nil {
 		t.Fatal(err)
 	}
-	act := disruption.ActionDecision(&state.Action{ID: "consolidation-single-node-x", Kind: state.KindConsolidation, Method: "single-node", Reason: "Underutilized",
+	act := orchestration.ActionDecision(&state.Action{ID: "consolidation-single-node-x", Kind: state.KindConsolidation, Method: "single-node", Reason: "Underutilized",
 		Step: state.StepPlanned, NodeClaims: []string{"default-b2"}, Nodes: []string{"ip-10-0-1-2"}, PriceBefore: 0.0816, PriceAfter: 0.0301}, "replace with a cheaper node")
 	act.Time = now.Add(-time.Minute)
 	if err := store.RecordDecision(ctx, act, "2"); err != nil {

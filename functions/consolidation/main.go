@@ -10,9 +10,9 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/nodewright/nodewright/shared/disruption"
 	"github.com/nodewright/nodewright/shared/handlers"
 	"github.com/nodewright/nodewright/shared/names"
+	"github.com/nodewright/nodewright/shared/orchestration"
 	"github.com/nodewright/nodewright/shared/setup"
 )
 
@@ -21,7 +21,7 @@ func main() {
 	h := &handlers.Consolidation{
 		Env: handlers.EnvFrom(os.Getenv),
 		Log: log,
-		Setup: func(ctx context.Context) (*disruption.Run, error) {
+		Setup: func(ctx context.Context) (*orchestration.Run, error) {
 			o, err := setup.Lambda(ctx, os.Getenv, os.Stdout, log)
 			if err != nil {
 				return nil, err

@@ -6,8 +6,8 @@ import (
 	"log/slog"
 	"sync"
 
-	"github.com/nodewright/nodewright/shared/disruption"
 	"github.com/nodewright/nodewright/shared/logging"
+	"github.com/nodewright/nodewright/shared/orchestration"
 	"github.com/nodewright/nodewright/shared/trigger"
 )
 
@@ -17,12 +17,12 @@ type Consolidation struct {
 	Log *slog.Logger
 	// Setup builds the run on the first invocation (kept warm); Holder is
 	// set per invocation.
-	Setup func(ctx context.Context) (*disruption.Run, error)
+	Setup func(ctx context.Context) (*orchestration.Run, error)
 	// AfterTick, when set, sees every tick's report (tests, `make run`).
-	AfterTick func(*disruption.TickReport)
+	AfterTick func(*orchestration.TickReport)
 
 	mu  sync.Mutex
-	run *disruption.Run
+	run *orchestration.Run
 }
 
 // Handle decodes the scheduled event and makes one consolidation tick.

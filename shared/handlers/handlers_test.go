@@ -13,8 +13,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/nodewright/nodewright/shared/disruption"
 	"github.com/nodewright/nodewright/shared/names"
+	"github.com/nodewright/nodewright/shared/orchestration"
 	"github.com/nodewright/nodewright/shared/provision"
 )
 
@@ -71,7 +71,7 @@ func TestProvisionHandle(t *testing.T) {
 func TestConsolidationHandle(t *testing.T) {
 	buf, env := logger()
 	setups := 0
-	h := Consolidation{Env: env, Log: NewLogger(buf, "consolidation", ""), Setup: func(context.Context) (*disruption.Run, error) {
+	h := Consolidation{Env: env, Log: NewLogger(buf, "consolidation", ""), Setup: func(context.Context) (*orchestration.Run, error) {
 		setups++
 		return nil, errors.New("no cluster here")
 	}}

@@ -136,7 +136,7 @@ func TestPrepare(t *testing.T) {
 
 func TestInFlightNode(t *testing.T) {
 	launched := record("default-fffff", state.Launched, "i-5")
-	n, err := inFlightNode(launched, cat, nil)
+	n, err := InFlightNode(launched, cat, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +156,7 @@ func TestInFlightNode(t *testing.T) {
 	}
 	unknown := record("default-ggggg", state.Launching, "")
 	unknown.InstanceType, unknown.Zone, unknown.CapacityType = "", "", ""
-	n, err = inFlightNode(unknown, cat, nil)
+	n, err = InFlightNode(unknown, cat, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +168,7 @@ func TestInFlightNode(t *testing.T) {
 	}
 	bad := record("default-xxxxx", state.Launched, "i-7")
 	bad.InstanceType = "nope.large"
-	if _, err := inFlightNode(bad, cat, nil); err == nil {
+	if _, err := InFlightNode(bad, cat, nil); err == nil {
 		t.Error("an unknown type gave no error")
 	}
 }

@@ -196,7 +196,7 @@ func Prepare(in Inputs) Prepared {
 		if !r.Phase.InFlight() || registered[r.Name] {
 			continue
 		}
-		n, err := inFlightNode(r, in.Catalog, classes[r.NodeClass])
+		n, err := InFlightNode(r, in.Catalog, classes[r.NodeClass])
 		if err != nil {
 			out.Warnings = append(out.Warnings, err.Error())
 			continue
@@ -254,12 +254,15 @@ func InstanceIDOf(providerID string) string {
 	return id
 }
 
-// inFlightNode is the Node a launched NodeClaim will register as, as far as
-// a solve needs it: its labels (the claim's, its instance type's, zone and
-// capacity type once known), its allocatable and its taints. A claim whose
+// InFlightNode is the Node a launched NodeClaim will register as, as far as
+// a solve needs it: its labels (the claim's, its instance type's, its
+// NodePool and EC2NodeClass, zone, region and capacity type once known),
+// its allocatable and its taints. Provisioning and consolidation both
+// count capacity in flight through it, so that they place a pending pod
+// on it alike. A claim whose
 // instance is not known yet is modelled as its cheapest option (the option
 // order) with the smallest allocatable among its options.
-func inFlightNode(r *state.NodeClaim, cat *catalog.Catalog, nc *apis.EC2NodeClass) (*corev1.Node, error) {
+func InFlightNode(r *state.NodeClaim, cat *catalog.Catalog, nc *apis.EC2NodeClass) (*corev1.Node, error) {
 	typ := r.InstanceType
 	if typ == "" && len(r.Claim.InstanceTypes) > 0 {
 		typ = r.Claim.InstanceTypes[0]

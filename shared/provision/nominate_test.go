@@ -14,7 +14,7 @@ func TestNominate(t *testing.T) {
 	inFlight := func(name, typ string) *scheduling.Node {
 		r := record(name, state.Launched, "i-"+name)
 		r.InstanceType = typ
-		n, err := inFlightNode(r, cat, nil)
+		n, err := InFlightNode(r, cat, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -22,12 +22,12 @@ import (
 
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/catalog"
-	"github.com/nodewright/nodewright/shared/consolidation"
 	"github.com/nodewright/nodewright/shared/disruption"
 	"github.com/nodewright/nodewright/shared/fleet"
 	"github.com/nodewright/nodewright/shared/kube"
 	"github.com/nodewright/nodewright/shared/metrics"
 	"github.com/nodewright/nodewright/shared/names"
+	"github.com/nodewright/nodewright/shared/orchestration"
 	"github.com/nodewright/nodewright/shared/pricing"
 	"github.com/nodewright/nodewright/shared/provision"
 	"github.com/nodewright/nodewright/shared/state"
@@ -147,7 +147,7 @@ func Controller(ctx context.Context, o Options) (*provision.Reconciler, error) {
 // Consolidation builds the consolidation function's run over the shared
 // controller: consolidation's decisions, carried out by package
 // disruption, with AMI drift resolved through the launcher.
-func Consolidation(ctx context.Context, o Options) (*disruption.Run, error) {
+func Consolidation(ctx context.Context, o Options) (*orchestration.Run, error) {
 	o.defaults()
 	r, err := Controller(ctx, o)
 	if err != nil {
@@ -159,12 +159,12 @@ func Consolidation(ctx context.Context, o Options) (*disruption.Run, error) {
 // ConsolidationRun wires a consolidation run to what the controller holds:
 // its state table, zones, catalog and spot prices, and an executor over
 // the rest.
-func ConsolidationRun(r *provision.Reconciler, o Options) *disruption.Run {
+func ConsolidationRun(r *provision.Reconciler, o Options) *orchestration.Run {
 	o.defaults()
-	run := &disruption.Run{
+	run := &orchestration.Run{
 		Store: r.Store, Classes: r.Fleet, Catalog: r.Catalog,
 		Exec:       Executor(r, o.Now, o.Log),
-		Decide:     consolidation.Decide,
+		Decide:     disruption.Decide,
 		SpotToSpot: true,
 	}
 	if r.Spot != nil {

@@ -5,9 +5,9 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/nodewright/nodewright/shared/consolidation"
 	"github.com/nodewright/nodewright/shared/disruption"
 	"github.com/nodewright/nodewright/shared/interruption"
+	"github.com/nodewright/nodewright/shared/orchestration"
 	"github.com/nodewright/nodewright/shared/provision"
 )
 
@@ -49,10 +49,10 @@ func InterruptionDeps(r *provision.Reconciler) *interruption.Deps {
 // Executor wires consolidation's executor to what the controller holds:
 // its state table, its launches and registrations, the terminator, its
 // cluster view, Node writes, events and metrics.
-func Executor(r *provision.Reconciler, now func() time.Time, log *slog.Logger) *disruption.Executor {
-	e := &disruption.Executor{
+func Executor(r *provision.Reconciler, now func() time.Time, log *slog.Logger) *orchestration.Executor {
+	e := &orchestration.Executor{
 		Store: r.Store, Capacity: r, Terminator: r.Terminator(), Source: r.Source, Events: r.Events, Metrics: r.Metrics,
-		NodePools: r.NodePools, NodeClasses: r.NodeClasses, Now: now, Log: log, Validate: consolidation.Validate,
+		NodePools: r.NodePools, NodeClasses: r.NodeClasses, Now: now, Log: log, Validate: disruption.Validate,
 		ReadyTimeout: r.RegistrationTimeout(),
 	}
 	if r.Nodes != nil {

@@ -27,7 +27,7 @@ import (
 
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/catalog"
-	"github.com/nodewright/nodewright/shared/consolidation"
+	"github.com/nodewright/nodewright/shared/disruption"
 	"github.com/nodewright/nodewright/shared/metrics"
 	"github.com/nodewright/nodewright/shared/pricing"
 	"github.com/nodewright/nodewright/shared/scheduling"
@@ -290,7 +290,7 @@ func TestEmptyNodesAndBudgets(t *testing.T) {
 	if counts[0] != 5 || counts[1] != 4 || counts[2] != 3 {
 		t.Errorf("nodes after each tick %v: want one removed per tick (budget of 1)", counts)
 	}
-	if sum, _ := h.Metrics.Sum(metrics.ConsolidationActions, map[string]string{metrics.DimMethod: consolidation.MethodEmptiness, metrics.DimReason: consolidation.ReasonEmpty}); sum != 3 {
+	if sum, _ := h.Metrics.Sum(metrics.ConsolidationActions, map[string]string{metrics.DimMethod: string(disruption.MethodEmptiness), metrics.DimReason: string(disruption.ReasonEmpty)}); sum != 3 {
 		t.Errorf("metric %s{emptiness, Empty}: %v, want 3", metrics.ConsolidationActions, sum)
 	}
 	if sum, _ := h.Metrics.Sum(metrics.ConsolidationNodesRemoved, nil); sum != 3 {
@@ -458,7 +458,7 @@ func TestDoNotDisruptAndPDBs(t *testing.T) {
 			t.Errorf("the pod of %s moved: it is protected", app)
 		}
 	}
-	if sum, _ := h.Metrics.Sum(metrics.ConsolidationActions, map[string]string{metrics.DimReason: consolidation.ReasonUnderutilized}); sum < 1 {
+	if sum, _ := h.Metrics.Sum(metrics.ConsolidationActions, map[string]string{metrics.DimReason: string(disruption.ReasonUnderutilized)}); sum < 1 {
 		t.Errorf("metric %s with Reason=Underutilized: %v, want the control's action counted", metrics.ConsolidationActions, sum)
 	}
 
@@ -782,7 +782,7 @@ func TestReplacementReadyFirstAndResumed(t *testing.T) {
 	if !nodeEvent(t, oldNode, "DisruptionPlanned") {
 		t.Errorf("no DisruptionPlanned event on %s", oldNode)
 	}
-	if sum, _ := h.Metrics.Sum(metrics.ConsolidationActions, map[string]string{metrics.DimMethod: consolidation.MethodSingleNode, metrics.DimReason: consolidation.ReasonUnderutilized}); sum != 1 {
+	if sum, _ := h.Metrics.Sum(metrics.ConsolidationActions, map[string]string{metrics.DimMethod: string(disruption.MethodSingleNode), metrics.DimReason: string(disruption.ReasonUnderutilized)}); sum != 1 {
 		t.Errorf("metric %s{single-node, Underutilized}: %v, want 1", metrics.ConsolidationActions, sum)
 	}
 	if sum, _ := h.Metrics.Sum(metrics.ConsolidationNodesRemoved, nil); sum != 1 {
@@ -823,7 +823,7 @@ func TestPoliciesDriftExpiryAndMinSaving(t *testing.T) {
 	}
 	big("whenempty", func(np *apis.NodePool) { np.Spec.Disruption.ConsolidationPolicy = apis.ConsolidationPolicyWhenEmpty })
 	big("minsave", func(np *apis.NodePool) {
-		np.Annotations = map[string]string{consolidation.AnnotationMinSavingsPercent: "99"}
+		np.Annotations = map[string]string{disruption.AnnotationMinSavingsPercent: "99"}
 	})
 	big("minsavectl", func(np *apis.NodePool) {})
 	h := suite.Harness(t, harness.Options{ValidationWait: validationWait})

@@ -38,10 +38,10 @@ import (
 	nwevents "github.com/nodewright/nodewright/events"
 	"github.com/nodewright/nodewright/infra/stack"
 	"github.com/nodewright/nodewright/shared/apis"
-	"github.com/nodewright/nodewright/shared/disruption"
 	"github.com/nodewright/nodewright/shared/handlers"
 	"github.com/nodewright/nodewright/shared/interruption"
 	"github.com/nodewright/nodewright/shared/names"
+	"github.com/nodewright/nodewright/shared/orchestration"
 	"github.com/nodewright/nodewright/shared/provision"
 	"github.com/nodewright/nodewright/shared/setup"
 	"github.com/nodewright/nodewright/shared/trigger"
@@ -114,7 +114,7 @@ func New(ctx context.Context, lc *localcloud.Cloud, opts Options) (*Harness, err
 	}
 	h.Consolidation = &handlers.Consolidation{
 		Env: env, Log: h.logger("consolidation"),
-		Setup: func(ctx context.Context) (*disruption.Run, error) {
+		Setup: func(ctx context.Context) (*orchestration.Run, error) {
 			o, err := h.options(ctx, "consolidation")
 			if err != nil {
 				return nil, err

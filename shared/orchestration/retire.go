@@ -1,15 +1,15 @@
-package disruption
+package orchestration
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nodewright/nodewright/shared/apis"
+	"github.com/nodewright/nodewright/shared/disruption"
 	"github.com/nodewright/nodewright/shared/metrics"
 	"github.com/nodewright/nodewright/shared/provision"
 	"github.com/nodewright/nodewright/shared/state"
@@ -136,8 +136,8 @@ func (e *Executor) terminate(ctx context.Context, a *state.Action) (bool, error)
 // another action took over (an interruption) keeps both, as that action
 // drains it. Replacements already launched stay (they are capacity the
 // next solves use or consolidation removes).
-func (e *Executor) abandon(ctx context.Context, a *state.Action, cause string) error {
-	e.Log.Info("consolidation abandoned", "action", a.ID, "step", a.Step, "cause", cause)
+func (e *Executor) abandon(ctx context.Context, a *state.Action, reason AbandonReason, cause string) error {
+	e.Log.Info("consolidation abandoned", "action", a.ID, "step", a.Step, "reason", reason, "cause", cause)
 	taken := map[string]bool{} // instances whose intent another action owns
 	err := e.editRecords(ctx, a.NodeClaims, "give back", func(r *state.NodeClaim) edit {
 		if r.Disruption == nil {
@@ -168,10 +168,10 @@ func (e *Executor) abandon(ctx context.Context, a *state.Action, cause string) e
 				e.Log.Warn("remove the disrupted taint", "node", n, "error", err)
 			}
 		}
-		e.event(ctx, n, corev1.EventTypeNormal, "DisruptionAbandoned", "consolidation "+a.Method+" abandoned: "+cause)
+		e.event(ctx, n, corev1.EventTypeNormal, EventDisruptionAbandoned, "consolidation "+a.Method+" abandoned: "+cause)
 	}
 	a.Step, a.Cause = state.StepAbandoned, cause
-	_ = e.Metrics.Emit(metrics.ConsolidationAbandoned, 1, metrics.Dims{metrics.DimReason: causeClass(cause)})
+	_ = e.Metrics.Emit(metrics.ConsolidationAbandoned, 1, metrics.Dims{metrics.DimReason: string(reason)})
 	if err := e.Store.PutAction(ctx, a); err != nil {
 		return err
 	}
@@ -197,24 +197,44 @@ func (e *Executor) nodesOf(ctx context.Context, instances map[string]bool) (map[
 	return out, nil
 }
 
-// causeClass is a short, low-cardinality class of an abandon cause for the
-// metric's dimension.
-func causeClass(cause string) string {
-	switch {
-	case strings.Contains(cause, "do-not-disrupt"):
-		return "DoNotDisrupt"
-	case strings.Contains(cause, "PodDisruptionBudget") || strings.Contains(cause, "PDB"):
-		return "PDB"
-	case strings.Contains(cause, "replacement"):
-		return "Replacement"
-	case strings.Contains(cause, "fit"):
-		return "NoLongerFits"
-	case strings.Contains(cause, "cheaper") || strings.Contains(cause, "price"):
-		return "NoLongerCheaper"
+// AbandonReason is why an action was abandoned, in a few classes: the
+// ConsolidationAbandoned metric's Reason dimension.
+type AbandonReason string
+
+const (
+	AbandonDoNotDisrupt    AbandonReason = "DoNotDisrupt"
+	AbandonPDB             AbandonReason = "PDB"
+	AbandonReplacement     AbandonReason = "Replacement" // the replacements failed to launch or become ready
+	AbandonNoLongerFits    AbandonReason = "NoLongerFits"
+	AbandonNoLongerCheaper AbandonReason = "NoLongerCheaper"
+	AbandonChanged         AbandonReason = "Changed"
+)
+
+// invalidReason is the abandon reason of a validation's error, by the
+// cause it carries (disruption.CauseOf).
+func invalidReason(err error) AbandonReason {
+	switch disruption.CauseOf(err) {
+	case disruption.CauseDoNotDisrupt:
+		return AbandonDoNotDisrupt
+	case disruption.CausePDB:
+		return AbandonPDB
+	case disruption.CauseNoLongerFits:
+		return AbandonNoLongerFits
+	case disruption.CauseNoLongerCheaper:
+		return AbandonNoLongerCheaper
 	}
-	return "Changed"
+	return AbandonChanged
 }
 
-func (e *Executor) event(ctx context.Context, node, typ, reason, msg string) {
-	e.Events.Event(ctx, provision.Ref{Kind: "Node", Name: node}, typ, reason, msg)
+// EventReason is the reason of an event the executor records on a
+// candidate Node.
+type EventReason string
+
+const (
+	EventDisruptionPlanned   EventReason = "DisruptionPlanned"
+	EventDisruptionAbandoned EventReason = "DisruptionAbandoned"
+)
+
+func (e *Executor) event(ctx context.Context, node, typ string, reason EventReason, msg string) {
+	e.Events.Event(ctx, provision.Ref{Kind: "Node", Name: node}, typ, string(reason), msg)
 }

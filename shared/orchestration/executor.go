@@ -1,5 +1,6 @@
-// Package disruption carries out consolidation's commands as state
-// machines in the state table:
+// Package orchestration carries out the disruption commands package
+// disruption decides (expiration, drift, emptiness, multi-node and
+// single-node consolidation) as state machines in the state table:
 //
 //	planned -> replacing -> replacement-ready -> draining -> terminating -> done
 //	   \___________\______________\________________________________/-> abandoned
@@ -22,7 +23,7 @@
 // is written before the next begins, so a later invocation resumes any
 // action exactly where the last one stopped, and conditional writes keep
 // two invocations from acting on one node.
-package disruption
+package orchestration
 
 import (
 	"context"
@@ -39,7 +40,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nodewright/nodewright/shared/apis"
-	"github.com/nodewright/nodewright/shared/consolidation"
+	"github.com/nodewright/nodewright/shared/disruption"
 	"github.com/nodewright/nodewright/shared/metrics"
 	"github.com/nodewright/nodewright/shared/provision"
 	"github.com/nodewright/nodewright/shared/scheduling"
@@ -126,8 +127,8 @@ type Executor struct {
 	// ReadyTimeout: a replacement not initialized this long after it was
 	// recorded abandons the action (0: provision.DefaultRegistrationTimeout).
 	ReadyTimeout time.Duration
-	// Validate re-checks a command on fresh inputs (consolidation.Validate).
-	Validate func(consolidation.Command, consolidation.Inputs) error
+	// Validate re-checks a command on fresh inputs (disruption.Validate).
+	Validate func(disruption.Command, disruption.Inputs) error
 }
 
 // WithDefaults fills the executor's optional parts (no events, no
@@ -166,7 +167,7 @@ func (e *Executor) readyTimeout() time.Duration {
 
 // ActionID is a command's action ID: its method and a hash of its
 // candidates, so the same decision taken twice is one action.
-func ActionID(cmd consolidation.Command, now time.Time) string {
+func ActionID(cmd disruption.Command, now time.Time) string {
 	h := sha256.Sum256([]byte(strings.Join(cmd.Candidates, ",")))
 	return fmt.Sprintf("%s-%s-%d-%s", state.KindConsolidation, cmd.Method, now.Unix(), hex.EncodeToString(h[:])[:8])
 }
@@ -175,7 +176,7 @@ func ActionID(cmd consolidation.Command, now time.Time) string {
 // disrupting (conditionally: ErrConflict if another action took one) and
 // taints their Nodes so that no new pod lands on them during the
 // validation wait.
-func (e *Executor) Start(ctx context.Context, cmd consolidation.Command, records []*state.NodeClaim) (*state.Action, error) {
+func (e *Executor) Start(ctx context.Context, cmd disruption.Command, records []*state.NodeClaim) (*state.Action, error) {
 	now := e.Now()
 	byName := map[string]*state.NodeClaim{}
 	for _, r := range records {
@@ -194,7 +195,7 @@ func (e *Executor) Start(ctx context.Context, cmd consolidation.Command, records
 		return nil, err
 	}
 	a := &state.Action{
-		ID: ActionID(cmd, now), Kind: state.KindConsolidation, Reason: cmd.Reason, Method: cmd.Method, Step: state.StepPlanned,
+		ID: ActionID(cmd, now), Kind: state.KindConsolidation, Reason: string(cmd.Reason), Method: string(cmd.Method), Step: state.StepPlanned,
 		NodeClaims: cmd.Candidates, Nodes: cmd.Nodes, PriceBefore: cmd.PriceBefore, PriceAfter: cmd.PriceAfter,
 		Plan: plan, ValidateAt: now.Add(e.wait()),
 	}
@@ -213,13 +214,13 @@ func (e *Executor) Start(ctx context.Context, cmd consolidation.Command, records
 	e.Log.Info("consolidation planned", "action", a.ID, "method", cmd.Method, "reason", cmd.Reason, "nodes", cmd.Nodes,
 		"priceBefore", cmd.PriceBefore, "priceAfter", cmd.PriceAfter, "explanation", cmd.Explanation)
 	for _, n := range cmd.Nodes {
-		e.event(ctx, n, corev1.EventTypeNormal, "DisruptionPlanned", cmd.Explanation)
+		e.event(ctx, n, corev1.EventTypeNormal, EventDisruptionPlanned, cmd.Explanation)
 	}
 	return a, nil
 }
 
 // Inputs reads fresh inputs for validation.
-type Inputs func(ctx context.Context) (consolidation.Inputs, error)
+type Inputs func(ctx context.Context) (disruption.Inputs, error)
 
 // Advance carries an open action one or more steps forward, as far as it
 // can go now: it returns once the action is done or abandoned, or when it
@@ -245,9 +246,9 @@ func (e *Executor) Advance(ctx context.Context, lease *state.Lease, a *state.Act
 // Each step ends by writing the action, so a later invocation starts from
 // the step written last. A drain step sets deleteBy (see Advance).
 func (e *Executor) step(ctx context.Context, lease *state.Lease, a *state.Action, fresh Inputs, deleteBy *time.Time) (bool, error) {
-	var cmd consolidation.Command
+	var cmd disruption.Command
 	if err := json.Unmarshal(a.Plan, &cmd); err != nil {
-		return false, e.abandon(ctx, a, "unreadable plan: "+err.Error())
+		return false, e.abandon(ctx, a, AbandonChanged, "unreadable plan: "+err.Error())
 	}
 	switch a.Step {
 	case state.StepPlanned:
@@ -260,7 +261,7 @@ func (e *Executor) step(ctx context.Context, lease *state.Lease, a *state.Action
 		}
 		in = withoutAction(in, a)
 		if err := e.Validate(cmd, in); err != nil {
-			return true, e.abandon(ctx, a, err.Error())
+			return true, e.abandon(ctx, a, invalidReason(err), err.Error())
 		}
 		if len(cmd.Replacements) == 0 {
 			return true, e.beginDraining(ctx, a)
@@ -281,7 +282,7 @@ func (e *Executor) step(ctx context.Context, lease *state.Lease, a *state.Action
 			return false, err
 		}
 		if failed != "" {
-			return true, e.abandon(ctx, a, failed)
+			return true, e.abandon(ctx, a, AbandonReplacement, failed)
 		}
 		if !ready {
 			return false, nil
@@ -335,7 +336,7 @@ func replacementReason(a *state.Action) string {
 // launch launches the command's replacements (or adopts those an earlier
 // invocation launched for this action) and writes them into the action;
 // the candidates' pods then move onto them in every solve.
-func (e *Executor) launch(ctx context.Context, lease *state.Lease, a *state.Action, cmd consolidation.Command) (bool, error) {
+func (e *Executor) launch(ctx context.Context, lease *state.Lease, a *state.Action, cmd disruption.Command) (bool, error) {
 	reason := replacementReason(a)
 	recs, err := e.Store.NodeClaims(ctx)
 	if err != nil {
@@ -371,7 +372,7 @@ func (e *Executor) launch(ctx context.Context, lease *state.Lease, a *state.Acti
 				e.Log.Warn("take back a partial replacement", "nodeClaim", l.Name, "error", err)
 			}
 		}
-		return true, e.abandon(ctx, a, cause)
+		return true, e.abandon(ctx, a, AbandonReplacement, cause)
 	}
 	for _, l := range launched {
 		a.Replacements = append(a.Replacements, l.Name)
@@ -500,7 +501,7 @@ const markAttempts = 5
 
 // withoutAction shows validation the cluster as if this action had not
 // marked its candidates (their own disruption must not disqualify them).
-func withoutAction(in consolidation.Inputs, a *state.Action) consolidation.Inputs {
+func withoutAction(in disruption.Inputs, a *state.Action) disruption.Inputs {
 	out := in
 	out.Records = nil
 	for _, r := range in.Records {

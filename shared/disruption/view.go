@@ -1,4 +1,4 @@
-package consolidation
+package disruption
 
 import (
 	"fmt"
@@ -470,63 +470,11 @@ func (v *view) indexPDBs() {
 	sort.Slice(v.pdbs, func(i, j int) bool { return v.pdbs[i].key < v.pdbs[j].key })
 }
 
-// inFlightNode is the Node a launched record will register as, as far as a
-// solve needs it (labels, taints, allocatable): its instance type once
-// known, else its cheapest option with the smallest allocatable of its
-// options.
+// inFlightNode is the Node a launched record will register as
+// (provision.InFlightNode: the same Node the provision function counts).
 func (v *view) inFlightNode(r *state.NodeClaim) (*corev1.Node, error) {
 	if v.in.Catalog == nil {
 		return nil, fmt.Errorf("nodeclaim %s: no catalog to size it: not counted in flight", r.Name)
 	}
-	typ := r.InstanceType
-	if typ == "" && len(r.Claim.InstanceTypes) > 0 {
-		typ = r.Claim.InstanceTypes[0]
-	}
-	it, ok := v.in.Catalog.Get(typ)
-	if !ok {
-		return nil, fmt.Errorf("nodeclaim %s: instance type %q is not in the catalog: not counted in flight", r.Name, typ)
-	}
-	settings := catalog.SettingsFor(v.classes[r.NodeClass])
-	_, alloc := it.Compute(settings)
-	if r.InstanceType == "" {
-		for _, name := range r.Claim.InstanceTypes[1:] {
-			if o, ok := v.in.Catalog.Get(name); ok {
-				_, a := o.Compute(settings)
-				alloc = minAmounts(alloc, a)
-			}
-		}
-	}
-	lbl := map[string]string{}
-	for k, val := range r.Claim.Labels {
-		lbl[k] = val
-	}
-	if r.InstanceType != "" {
-		for k, val := range it.Labels() {
-			lbl[k] = val
-		}
-	}
-	lbl[apis.LabelNodePool] = r.NodePool
-	lbl[apis.LabelHostname] = r.Name
-	if r.Zone != "" {
-		lbl[apis.LabelZone] = r.Zone
-	}
-	if r.CapacityType != "" {
-		lbl[apis.LabelCapacityType] = r.CapacityType
-	}
-	n := &corev1.Node{}
-	n.Name = r.Name
-	n.Labels = lbl
-	n.Spec.Taints = append([]corev1.Taint(nil), r.Claim.Taints...)
-	n.Status.Allocatable = alloc.ResourceList()
-	n.Status.Capacity = n.Status.Allocatable
-	return n, nil
-}
-
-func minAmounts(a, b catalog.Amounts) catalog.Amounts {
-	return catalog.Amounts{
-		MilliCPU: min(a.MilliCPU, b.MilliCPU), MemoryBytes: min(a.MemoryBytes, b.MemoryBytes),
-		EphemeralBytes: min(a.EphemeralBytes, b.EphemeralBytes), Pods: min(a.Pods, b.Pods),
-		NvidiaGPU: min(a.NvidiaGPU, b.NvidiaGPU), AMDGPU: min(a.AMDGPU, b.AMDGPU), Neuron: min(a.Neuron, b.Neuron),
-		NeuronCore: min(a.NeuronCore, b.NeuronCore), EFA: min(a.EFA, b.EFA),
-	}
+	return provision.InFlightNode(r, v.in.Catalog, v.classes[r.NodeClass])
 }

@@ -1,4 +1,4 @@
-package disruption
+package orchestration
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodewright/nodewright/shared/apis"
-	"github.com/nodewright/nodewright/shared/consolidation"
+	"github.com/nodewright/nodewright/shared/disruption"
 	"github.com/nodewright/nodewright/shared/metrics"
 	"github.com/nodewright/nodewright/shared/provision"
 	"github.com/nodewright/nodewright/shared/scheduling"
@@ -386,7 +386,7 @@ func (r *rig) rebuild() {
 	r.e = &Executor{
 		Store: r.store, Capacity: r.cap, Terminator: term, Source: r.src, Nodes: r.nodes, Events: r.events, Metrics: r.metrics,
 		Now: r.clock.Now, Log: slog.New(slog.DiscardHandler), ValidationWait: validationWait, ReadyTimeout: 10 * time.Minute,
-		Validate: func(consolidation.Command, consolidation.Inputs) error { r.checks++; return r.validate },
+		Validate: func(disruption.Command, disruption.Inputs) error { r.checks++; return r.validate },
 	}
 }
 
@@ -400,8 +400,8 @@ func (r *rig) addCandidate(name string) {
 
 // command is a single-node command on ip-a: a replacement by one
 // cheaper node when replace, else a deletion.
-func command(replace bool) consolidation.Command {
-	cmd := consolidation.Command{Method: consolidation.MethodSingleNode, Reason: consolidation.ReasonUnderutilized,
+func command(replace bool) disruption.Command {
+	cmd := disruption.Command{Method: disruption.MethodSingleNode, Reason: disruption.ReasonUnderutilized,
 		Candidates: []string{"nc-a"}, Nodes: []string{"ip-a"}, PriceBefore: 0.192, Explanation: "test"}
 	if replace {
 		cmd.Replacements = []scheduling.NodeClaim{{NodePool: "default", InstanceTypes: []string{"c6g.large"}, PricePerHour: 0.068}}
@@ -411,7 +411,7 @@ func command(replace bool) consolidation.Command {
 }
 
 // start plans cmd and returns the action.
-func (r *rig) start(cmd consolidation.Command) *state.Action {
+func (r *rig) start(cmd disruption.Command) *state.Action {
 	r.t.Helper()
 	recs, _ := r.store.NodeClaims(context.Background())
 	a, err := r.e.Start(context.Background(), cmd, recs)
@@ -425,8 +425,8 @@ func (r *rig) start(cmd consolidation.Command) *state.Action {
 // ignores.
 func (r *rig) advance(a *state.Action) {
 	r.t.Helper()
-	_, err := r.e.Advance(context.Background(), &state.Lease{}, a, func(context.Context) (consolidation.Inputs, error) {
-		return consolidation.Inputs{}, nil
+	_, err := r.e.Advance(context.Background(), &state.Lease{}, a, func(context.Context) (disruption.Inputs, error) {
+		return disruption.Inputs{}, nil
 	})
 	if err != nil {
 		r.t.Fatal(err)

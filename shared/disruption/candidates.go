@@ -1,4 +1,4 @@
-package consolidation
+package disruption
 
 import (
 	"fmt"
@@ -22,7 +22,9 @@ type class int
 const (
 	// forceful (expiration): nothing blocks, as Karpenter v1's expiration;
 	// the drain honours PDBs and do-not-disrupt until the pool's
-	// terminationGracePeriod.
+	// terminationGracePeriod. It is not a choice: a forceful method's
+	// candidate is no later method's, and its commands do not end the run
+	// (the next method's join them).
 	forceful class = iota
 	// eventual (drift): a do-not-disrupt node blocks; do-not-disrupt pods
 	// and PDBs block unless the pool sets terminationGracePeriod
@@ -32,31 +34,32 @@ const (
 	graceful
 )
 
-// blocked says why a node cannot be disrupted in class c ("" when it can).
-func (v *view) blocked(n *nodeInfo, c class) string {
+// blocked says why a node cannot be disrupted in class c ("" when it can),
+// and the cause a validation that finds it reports.
+func (v *view) blocked(n *nodeInfo, c class) (string, Cause) {
 	r := n.rec
 	switch {
 	case r == nil:
-		return "not launched by Nodewright"
+		return "not launched by Nodewright", CauseChanged
 	case r.Disruption != nil:
-		return fmt.Sprintf("already being disrupted (%s: %s)", r.Disruption.Action, r.Disruption.Reason)
+		return fmt.Sprintf("already being disrupted (%s: %s)", r.Disruption.Action, r.Disruption.Reason), CauseChanged
 	case r.Phase != state.Initialized:
-		return fmt.Sprintf("not initialized (nodeclaim %s is %s)", r.Name, r.Phase)
+		return fmt.Sprintf("not initialized (nodeclaim %s is %s)", r.Name, r.Phase), CauseChanged
 	case n.node.DeletionTimestamp != nil:
-		return "being deleted"
+		return "being deleted", CauseChanged
 	case n.pool == nil:
-		return fmt.Sprintf("NodePool %q not found", r.NodePool)
+		return fmt.Sprintf("NodePool %q not found", r.NodePool), CauseChanged
 	case n.pool.Spec.Replicas != nil:
-		return fmt.Sprintf("NodePool %s is static (replicas)", n.pool.Name)
+		return fmt.Sprintf("NodePool %s is static (replicas)", n.pool.Name), CauseChanged
 	}
 	if c == forceful {
-		return ""
+		return "", ""
 	}
 	if n.node.Annotations[apis.AnnotationDoNotDisrupt] == "true" {
-		return "node is annotated " + apis.AnnotationDoNotDisrupt
+		return "node is annotated " + apis.AnnotationDoNotDisrupt, CauseDoNotDisrupt
 	}
 	if c == eventual && n.pool.Spec.Template.Spec.TerminationGracePeriod != nil {
-		return ""
+		return "", ""
 	}
 	return v.podsBlock(n)
 }
@@ -65,18 +68,18 @@ func (v *view) blocked(n *nodeInfo, c class) string {
 // do-not-disrupt (DaemonSet and static pods included, as in Karpenter), or
 // an evictable pod whose PDB allows no disruption now, or that several
 // PDBs cover (the Eviction API refuses those).
-func (v *view) podsBlock(n *nodeInfo) string {
+func (v *view) podsBlock(n *nodeInfo) (string, Cause) {
 	for _, p := range n.pods {
 		if p.DeletionTimestamp == nil && p.Annotations[apis.AnnotationDoNotDisrupt] == "true" {
-			return fmt.Sprintf("pod %s is annotated %s", podKey(p), apis.AnnotationDoNotDisrupt)
+			return fmt.Sprintf("pod %s is annotated %s", podKey(p), apis.AnnotationDoNotDisrupt), CauseDoNotDisrupt
 		}
 	}
 	for _, p := range n.pods {
 		if why := v.evictionBlocked(p); why != "" {
-			return why
+			return why, CausePDB
 		}
 	}
-	return ""
+	return "", ""
 }
 
 // evictionBlocked applies the PDBs to one pod as the Eviction API would

@@ -1,4 +1,4 @@
-package disruption
+package orchestration
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/catalog"
-	"github.com/nodewright/nodewright/shared/consolidation"
+	"github.com/nodewright/nodewright/shared/disruption"
 	"github.com/nodewright/nodewright/shared/fleet"
 	"github.com/nodewright/nodewright/shared/metrics"
 	"github.com/nodewright/nodewright/shared/pause"
@@ -84,7 +84,7 @@ type Run struct {
 	// Exec carries the commands out; its Capacity, Source and configuration
 	// serve the tick too.
 	Exec   *Executor
-	Decide func(consolidation.Inputs) ([]consolidation.Command, consolidation.Report)
+	Decide func(disruption.Inputs) ([]disruption.Command, disruption.Report)
 	// Images resolves an EC2NodeClass's AMIs now (drift); nil: no AMI drift.
 	Images     func(ctx context.Context, nc *apis.EC2NodeClass) ([]string, error)
 	SpotToSpot bool
@@ -95,7 +95,7 @@ type Run struct {
 	// Budget bounds each decision's and validation's work (zero fields:
 	// DefaultDecideSolves, provision.DefaultSolveGroups per solve,
 	// DefaultDecideTime shortened to the invocation's deadline).
-	Budget consolidation.Budget
+	Budget disruption.Budget
 	// Wait pauses d between an action's steps on the tick's clock (nil: a
 	// timer; tests and the fault suite drive it from a fake clock with
 	// Exec.Now).
@@ -104,12 +104,12 @@ type Run struct {
 
 // TickReport is what a tick did.
 type TickReport struct {
-	Candidates int                    `json:"candidates"`
-	Skipped    map[string]string      `json:"skipped,omitempty"`
-	Resumed    []string               `json:"resumed,omitempty"`
-	Started    *state.Action          `json:"started,omitempty"`
-	Command    *consolidation.Command `json:"command,omitempty"`
-	Finished   []*state.Action        `json:"finished,omitempty"`
+	Candidates int                 `json:"candidates"`
+	Skipped    map[string]string   `json:"skipped,omitempty"`
+	Resumed    []string            `json:"resumed,omitempty"`
+	Started    *state.Action       `json:"started,omitempty"`
+	Command    *disruption.Command `json:"command,omitempty"`
+	Finished   []*state.Action     `json:"finished,omitempty"`
 	// BudgetSpent and Unreached: the decision's work budget ran out before
 	// it reached these candidates (the next tick takes them).
 	BudgetSpent string   `json:"budgetSpent,omitempty"`
@@ -142,7 +142,7 @@ func (r *Run) Tick(ctx context.Context) (*TickReport, error) {
 			}
 		}
 	}()
-	fresh := func(ctx context.Context) (consolidation.Inputs, error) { return r.Inputs(ctx) }
+	fresh := func(ctx context.Context) (disruption.Inputs, error) { return r.Inputs(ctx) }
 	acts, err := r.Store.Actions(ctx)
 	if err != nil {
 		return rep, err
@@ -277,20 +277,20 @@ func (r *Run) sleep(ctx context.Context, d time.Duration) error {
 // Inputs reads what a decision needs: the cluster, the records and
 // actions, unavailable offerings, zones, spot prices and the node classes'
 // current AMIs.
-func (r *Run) Inputs(ctx context.Context) (consolidation.Inputs, error) {
+func (r *Run) Inputs(ctx context.Context) (disruption.Inputs, error) {
 	e := r.Exec
 	view, err := e.Source.View(ctx)
 	if err != nil {
-		return consolidation.Inputs{}, err
+		return disruption.Inputs{}, err
 	}
 	pools, classes, _ := provision.MergeConfig(e.NodePools, e.NodeClasses, view)
 	records, err := r.Store.NodeClaims(ctx)
 	if err != nil {
-		return consolidation.Inputs{}, err
+		return disruption.Inputs{}, err
 	}
 	acts, err := r.Store.Actions(ctx)
 	if err != nil {
-		return consolidation.Inputs{}, err
+		return disruption.Inputs{}, err
 	}
 	var open []*state.Action
 	for _, a := range acts {
@@ -300,7 +300,7 @@ func (r *Run) Inputs(ctx context.Context) (consolidation.Inputs, error) {
 	}
 	unavail, err := r.Store.Unavailable(ctx)
 	if err != nil {
-		return consolidation.Inputs{}, err
+		return disruption.Inputs{}, err
 	}
 	// Replacements are planned only into the NodePools provision would
 	// launch into (their class exists and resolves whole); the nodes of the
@@ -308,7 +308,7 @@ func (r *Run) Inputs(ctx context.Context) (consolidation.Inputs, error) {
 	resolved := r.Classes.ResolveAll(ctx, classes)
 	zones, err := provision.ReadyZones(resolved)
 	if err != nil {
-		return consolidation.Inputs{}, err
+		return disruption.Inputs{}, err
 	}
 	notReady := map[string]bool{}
 	for _, s := range provision.Readiness(pools, classes, resolved) {
@@ -317,7 +317,7 @@ func (r *Run) Inputs(ctx context.Context) (consolidation.Inputs, error) {
 			e.Log.Info("NodePool not ready: no replacement is planned into it", "nodePool", s.NodePool, "reason", string(s.Reason), "message", s.Message)
 		}
 	}
-	in := consolidation.Inputs{
+	in := disruption.Inputs{
 		Now: e.Now(), Nodes: view.Nodes, Pods: view.Pods, PDBs: view.PDBs, DaemonSets: view.DaemonSets,
 		Records: records, Actions: open, NodePools: pools, NotReady: notReady, NodeClasses: classes, Catalog: r.Catalog, Zones: zones,
 		Unavailable: state.NewUnavailableSet(unavail).Has, SpotToSpot: r.SpotToSpot, Budget: r.budget(ctx),
@@ -347,7 +347,7 @@ func (r *Run) Inputs(ctx context.Context) (consolidation.Inputs, error) {
 }
 
 // budget is a decision's work budget (see Run.Budget).
-func (r *Run) budget(ctx context.Context) consolidation.Budget {
+func (r *Run) budget(ctx context.Context) disruption.Budget {
 	dl, ok := ctx.Deadline()
 	return budgetFor(r.Budget, r.Exec.Now, time.Until(dl), ok, r.maxWait()+finishMargin)
 }
@@ -355,7 +355,7 @@ func (r *Run) budget(ctx context.Context) consolidation.Budget {
 // budgetFor fills b's zero fields: the default bounds, and a deadline on
 // now's clock DefaultDecideTime away, or sooner so that reserve is left of
 // the invocation's left time (when bounded).
-func budgetFor(b consolidation.Budget, now func() time.Time, left time.Duration, bounded bool, reserve time.Duration) consolidation.Budget {
+func budgetFor(b disruption.Budget, now func() time.Time, left time.Duration, bounded bool, reserve time.Duration) disruption.Budget {
 	if b.MaxSolves <= 0 {
 		b.MaxSolves = DefaultDecideSolves
 	}
@@ -392,7 +392,7 @@ func firstFew(names []string, n int) []string {
 
 // fingerprint records when each of Nodewright's nodes last saw its set of
 // reschedulable pods change (consolidateAfter counts from there).
-func (r *Run) fingerprint(ctx context.Context, in consolidation.Inputs) error {
+func (r *Run) fingerprint(ctx context.Context, in disruption.Inputs) error {
 	byNode := map[string][]string{}
 	for _, p := range in.Pods {
 		if p.Spec.NodeName == "" || p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed || !provision.Reschedulable(p) {

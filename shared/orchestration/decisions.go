@@ -1,4 +1,4 @@
-package disruption
+package orchestration
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package consolidation
+package disruption
 
 import (
 	"encoding/json"
@@ -147,7 +147,7 @@ func deleting() nodeOpt {
 func disrupting(action string) nodeOpt {
 	return func(_ *corev1.Node, r *state.NodeClaim) {
 		r.Phase = state.Disrupting
-		r.Disruption = &state.Disruption{Action: action, Reason: ReasonUnderutilized, Since: now.Add(-time.Minute)}
+		r.Disruption = &state.Disruption{Action: action, Reason: string(ReasonUnderutilized), Since: now.Add(-time.Minute)}
 	}
 }
 
@@ -348,7 +348,7 @@ func summary(c Command) string {
 		}
 		repl = append(repl, fmt.Sprintf("%s/%s", first, r.CapacityType))
 	}
-	s := c.Method + ": " + strings.Join(c.Nodes, ",")
+	s := string(c.Method) + ": " + strings.Join(c.Nodes, ",")
 	if len(repl) > 0 {
 		s += " -> " + strings.Join(repl, ",")
 	}

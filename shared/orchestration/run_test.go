@@ -1,4 +1,4 @@
-package disruption
+package orchestration
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodewright/nodewright/shared/apis"
-	"github.com/nodewright/nodewright/shared/consolidation"
+	"github.com/nodewright/nodewright/shared/disruption"
 	"github.com/nodewright/nodewright/shared/fleet"
 	"github.com/nodewright/nodewright/shared/provision"
 	st "github.com/nodewright/nodewright/shared/scheduling/schedtest"
@@ -29,17 +29,17 @@ func TestDecisionBudget(t *testing.T) {
 	reserve := DefaultMaxWait + finishMargin
 	for _, tc := range []struct {
 		name    string
-		set     consolidation.Budget
+		set     disruption.Budget
 		left    time.Duration
 		bounded bool
 		want    time.Duration // deadline after t0
 		solves  int
 	}{
-		{"no invocation deadline", consolidation.Budget{}, 0, false, DefaultDecideTime, DefaultDecideSolves},
-		{"a full Lambda invocation", consolidation.Budget{}, 15 * time.Minute, true, DefaultDecideTime, DefaultDecideSolves},
-		{"an invocation nearly over", consolidation.Budget{}, reserve + time.Minute, true, time.Minute, DefaultDecideSolves},
-		{"past the reserve", consolidation.Budget{}, reserve - time.Second, true, 0, DefaultDecideSolves},
-		{"configured", consolidation.Budget{MaxSolves: 7}, 15 * time.Minute, true, DefaultDecideTime, 7},
+		{"no invocation deadline", disruption.Budget{}, 0, false, DefaultDecideTime, DefaultDecideSolves},
+		{"a full Lambda invocation", disruption.Budget{}, 15 * time.Minute, true, DefaultDecideTime, DefaultDecideSolves},
+		{"an invocation nearly over", disruption.Budget{}, reserve + time.Minute, true, time.Minute, DefaultDecideSolves},
+		{"past the reserve", disruption.Budget{}, reserve - time.Second, true, 0, DefaultDecideSolves},
+		{"configured", disruption.Budget{MaxSolves: 7}, 15 * time.Minute, true, DefaultDecideTime, 7},
 	} {
 		b := budgetFor(tc.set, now, tc.left, tc.bounded, reserve)
 		if !b.Deadline.Equal(t0.Add(tc.want)) || b.MaxSolves != tc.solves || b.MaxGroups != provision.DefaultSolveGroups || !b.Now().Equal(t0) {
@@ -66,7 +66,7 @@ func (s runStore) PutNodeClaim(ctx context.Context, nc *state.NodeClaim) error {
 // clock drives it: through the validation wait to the end, and out of a
 // drain a PDB blocks once MaxWait has passed on that clock.
 func TestCarryWaitsOnTheInjectedClock(t *testing.T) {
-	fresh := func(context.Context) (consolidation.Inputs, error) { return consolidation.Inputs{}, nil }
+	fresh := func(context.Context) (disruption.Inputs, error) { return disruption.Inputs{}, nil }
 	for _, tc := range []struct {
 		name     string
 		blocked  bool
@@ -117,7 +117,7 @@ func TestFingerprintStampsTheInputsTime(t *testing.T) {
 		OwnerReferences: []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "web", Controller: &yes}}}}
 	pod.Spec.NodeName = "ip-a"
 	recs, _ := r.store.NodeClaims(context.Background())
-	in := consolidation.Inputs{Now: t0, Nodes: r.src.nodes, Pods: []*corev1.Pod{pod}, Records: recs}
+	in := disruption.Inputs{Now: t0, Nodes: r.src.nodes, Pods: []*corev1.Pod{pod}, Records: recs}
 	r.clock.Step(3 * time.Second) // reading the rest of the inputs took time
 	run := &Run{Store: runStore{s: r.store}, Exec: r.e}
 	if err := run.fingerprint(context.Background(), in); err != nil {
@@ -215,7 +215,7 @@ func TestInputsMarkPoolsNotReady(t *testing.T) {
 // stays for a DeleteBy due before the next sweep could reach the node
 // (its invocation has the time), rather than leave the pod less grace.
 func TestCarryPassComesByDeleteBy(t *testing.T) {
-	fresh := func(context.Context) (consolidation.Inputs, error) { return consolidation.Inputs{}, nil }
+	fresh := func(context.Context) (disruption.Inputs, error) { return disruption.Inputs{}, nil }
 	for _, tc := range []struct {
 		name    string
 		by      time.Duration // after t0

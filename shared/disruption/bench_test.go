@@ -1,4 +1,4 @@
-package consolidation
+package disruption
 
 import (
 	"fmt"
@@ -120,7 +120,7 @@ func BenchmarkDecide(b *testing.B) {
 		b.Run(tc.name, func(b *testing.B) {
 			in := benchCluster(b, tc.packed)
 			cmds, rep := Decide(in)
-			method, nodes := "none", 0
+			method, nodes := Method("none"), 0
 			if len(cmds) > 0 {
 				method, nodes = cmds[0].Method, len(cmds[0].Nodes)
 			}

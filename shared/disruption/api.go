@@ -1,16 +1,19 @@
-// Package consolidation decides how the cluster can run on fewer or cheaper
-// nodes without hurting workloads: which of Nodewright's nodes to remove or
-// replace, by which method and why, within each NodePool's consolidation
-// policy, consolidateAfter, disruption budgets, expireAfter and drift, and
-// never touching a node a do-not-disrupt annotation or a
-// PodDisruptionBudget protects. It reuses the scheduler's simulation (the
-// same constraints, daemonset overhead, topology and limits) to check that
-// the candidates' pods fit elsewhere.
+// Package disruption decides which of Nodewright's nodes to disrupt, by
+// which method and why: expiration, drift, emptiness, multi-node and
+// single-node consolidation (methods.go lists them in the order they are
+// tried), so that the cluster runs on fewer or cheaper nodes without
+// hurting workloads. It honours each NodePool's consolidation policy,
+// consolidateAfter, disruption budgets, expireAfter and drift, and never
+// touches a node a do-not-disrupt annotation or a PodDisruptionBudget
+// protects. It reuses the scheduler's simulation (the same constraints,
+// daemonset overhead, topology and limits) to check that the candidates'
+// pods fit elsewhere.
 //
 // It is pure: Decide and Validate take plain values and return plain
-// values, with no I/O; package disruption carries the commands out (taint,
-// validate, replace, drain, terminate) as state machines in the state table.
-package consolidation
+// values, with no I/O; package orchestration carries the commands out
+// (taint, validate, replace, drain, terminate) as state machines in the
+// state table. The consolidation function runs both.
+package disruption
 
 import (
 	"time"
@@ -25,22 +28,19 @@ import (
 	"github.com/nodewright/nodewright/shared/state"
 )
 
-// Methods, in the order Decide tries them; the first that finds work wins
-// a run.
-const (
-	MethodExpiration = "expiration"
-	MethodDrift      = "drift"
-	MethodEmptiness  = "emptiness"
-	MethodMultiNode  = "multi-node"
-	MethodSingleNode = "single-node"
-)
+// Method names a disruption method (methods.go lists them, in order).
+type Method string
 
-// Reasons (the budgets' reasons; Expired is not budgeted, as in Karpenter v1).
+// Reason is why a command disrupts its nodes, in its events and metrics:
+// the NodePool disruption reason whose budgets it is under, or Expired
+// (not budgeted, as in Karpenter v1).
+type Reason string
+
 const (
-	ReasonExpired       = "Expired"
-	ReasonDrifted       = string(apis.DisruptionReasonDrifted)
-	ReasonEmpty         = string(apis.DisruptionReasonEmpty)
-	ReasonUnderutilized = string(apis.DisruptionReasonUnderutilized)
+	ReasonExpired       Reason = "Expired"
+	ReasonDrifted              = Reason(apis.DisruptionReasonDrifted)
+	ReasonEmpty                = Reason(apis.DisruptionReasonEmpty)
+	ReasonUnderutilized        = Reason(apis.DisruptionReasonUnderutilized)
 )
 
 // NodePool annotations that set a minimum saving before any replacement
@@ -120,8 +120,8 @@ type Budget struct {
 
 // Command is one consolidation action to carry out.
 type Command struct {
-	Method string
-	Reason string
+	Method Method
+	Reason Reason
 	// Candidates are the NodeClaims (record names) to remove, Nodes their
 	// Node names, in the order chosen.
 	Candidates []string
@@ -148,7 +148,7 @@ type Report struct {
 	Skipped map[string]string
 	// Method is the method whose commands Decide returned ("" when none
 	// found work).
-	Method string
+	Method Method
 	// Rejected maps a candidate that a method considered and left alone to
 	// why (the budget was spent, its pods need more nodes, no cheaper
 	// replacement, the spot-to-spot rule).

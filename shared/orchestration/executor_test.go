@@ -1,8 +1,9 @@
-package disruption
+package orchestration
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -11,7 +12,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/nodewright/nodewright/shared/consolidation"
+	"github.com/nodewright/nodewright/shared/disruption"
 	"github.com/nodewright/nodewright/shared/metrics"
 	"github.com/nodewright/nodewright/shared/provision"
 	"github.com/nodewright/nodewright/shared/state"
@@ -191,15 +192,21 @@ func TestResumesWhereTheLastInvocationStopped(t *testing.T) {
 func TestAbandons(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
-		setup func(r *rig, cmd *consolidation.Command)
+		setup func(r *rig, cmd *disruption.Command)
 		after func(r *rig, a *state.Action) // between the first and second advance
 		cause string
 		class string
 	}{
-		{"validation fails", func(r *rig, _ *consolidation.Command) {
-			r.validate = errors.New("node ip-a: a pod has karpenter.sh/do-not-disrupt")
+		{"validation fails", func(r *rig, _ *disruption.Command) {
+			r.validate = &disruption.Invalid{Cause: disruption.CauseDoNotDisrupt, Err: errors.New("node ip-a: a pod has karpenter.sh/do-not-disrupt")}
 		}, nil, "do-not-disrupt", "DoNotDisrupt"},
-		{"partial replacement", func(r *rig, cmd *consolidation.Command) {
+		{"validation fails: pods no longer fit", func(r *rig, _ *disruption.Command) {
+			r.validate = fmt.Errorf("validate: %w", &disruption.Invalid{Cause: disruption.CauseNoLongerFits, Err: errors.New("pods no longer fit: the replacement is gone")})
+		}, nil, "no longer fit", "NoLongerFits"},
+		{"validation fails without a cause: its words do not classify it", func(r *rig, _ *disruption.Command) {
+			r.validate = errors.New("replacement no longer cheaper; a pod has karpenter.sh/do-not-disrupt")
+		}, nil, "no longer cheaper", "Changed"},
+		{"partial replacement", func(r *rig, cmd *disruption.Command) {
 			cmd.Replacements = append(cmd.Replacements, cmd.Replacements[0])
 			r.cap.launchN = 1
 		}, nil, "InsufficientInstanceCapacity", "Replacement"},

@@ -1,4 +1,4 @@
-package consolidation
+package disruption
 
 import (
 	"slices"

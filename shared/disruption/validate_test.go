@@ -1,4 +1,4 @@
-package consolidation
+package disruption
 
 import (
 	"encoding/json"
@@ -29,7 +29,7 @@ func TestValidate(t *testing.T) {
 		name   string
 		ref    string
 		build  func(w *world)
-		method string
+		method Method
 		change func(w *world)
 		// want is part of the error ("" for none).
 		want string
@@ -142,6 +142,28 @@ func TestValidate(t *testing.T) {
 				w.images = map[string]map[string]bool{"default": {"ami-1": true, "ami-2": true}}
 			}, "node a: no longer drifted"},
 	}
+	// causes are the typed causes the errors carry (the executor counts
+	// abandoned actions by them); the other errors are CauseChanged.
+	causes := map[string]Cause{
+		"a do-not-disrupt pod that arrives cancels a replacement":    CauseDoNotDisrupt,
+		"a do-not-disrupt annotation on the node cancels a delete":   CauseDoNotDisrupt,
+		"a PDB that now blocks cancels a delete":                     CausePDB,
+		"pods that no longer fit on the other nodes cancel a delete": CauseNoLongerFits,
+		"a replacement no longer cheaper cancels":                    CauseNoLongerCheaper,
+		"a replacement whose spot options EC2 refused cancels":       CauseNoLongerCheaper,
+		"pods that now fit without the replacement cancel it":        CauseChanged,
+		"a budget spent meanwhile cancels":                           CauseChanged,
+		"a pending pod that needs the room cancels a delete":         CauseChanged,
+	}
+	names := map[string]bool{}
+	for _, c := range cases {
+		names[c.name] = true
+	}
+	for name := range causes {
+		if !names[name] {
+			t.Errorf("causes names no case %q", name)
+		}
+	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			w := newWorld()
@@ -162,6 +184,14 @@ func TestValidate(t *testing.T) {
 				t.Errorf("Validate: %v, want nil (%s)", err, tc.ref)
 			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
 				t.Errorf("Validate: %v, want an error with %q (%s)", err, tc.want, tc.ref)
+			}
+			if want, ok := causes[tc.name]; ok || err != nil {
+				if !ok {
+					want = CauseChanged
+				}
+				if got := CauseOf(err); got != want {
+					t.Errorf("CauseOf(%v) = %s, want %s", err, got, want)
+				}
 			}
 		})
 	}

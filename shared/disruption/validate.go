@@ -1,4 +1,4 @@
-package consolidation
+package disruption
 
 import (
 	"errors"
@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/scheduling"
 )
 
@@ -21,29 +20,23 @@ import (
 // replacements of the planned types and number), and the replacements are
 // still cheaper by the minimum saving at today's prices. The error names
 // what changed.
-func Validate(cmd Command, in Inputs) error {
+func Validate(cmd Command, in Inputs) error { return validate(cmd, in, methods) }
+
+// validate is Validate with the methods of r.
+func validate(cmd Command, in Inputs, r *registry) error {
 	if len(cmd.Candidates) == 0 {
 		return errors.New("the command has no candidates")
 	}
 	v := newView(&in)
 	nominated := v.baseline()
 	if v.work.spent != "" {
-		return fmt.Errorf("the validation's work budget ran out (%s) simulating the pending pods: decide again", v.work.spent)
+		return invalid(CauseChanged, "the validation's work budget ran out (%s) simulating the pending pods: decide again", v.work.spent)
 	}
-	cls := graceful
-	var reason apis.DisruptionReason
-	switch cmd.Method {
-	case MethodExpiration:
-		cls = forceful
-	case MethodDrift:
-		cls, reason = eventual, apis.DisruptionReasonDrifted
-	case MethodEmptiness:
-		reason = apis.DisruptionReasonEmpty
-	case MethodMultiNode, MethodSingleNode:
-		reason = apis.DisruptionReasonUnderutilized
-	default:
+	m := r.lookup(cmd.Method)
+	if m == nil {
 		return fmt.Errorf("unknown method %q", cmd.Method)
 	}
+	k := m.kind()
 	records := map[string]bool{}
 	for _, r := range in.Records {
 		if r != nil {
@@ -55,59 +48,44 @@ func Validate(cmd Command, in Inputs) error {
 		n := v.byRecord[name]
 		if n == nil {
 			if !records[name] {
-				return fmt.Errorf("nodeclaim %s is gone", name)
+				return invalid(CauseChanged, "nodeclaim %s is gone", name)
 			}
-			return fmt.Errorf("nodeclaim %s no longer has a Node", name)
+			return invalid(CauseChanged, "nodeclaim %s no longer has a Node", name)
 		}
-		if why := v.blocked(n, cls); why != "" {
-			return fmt.Errorf("node %s: %s", n.name(), why)
+		if why, cause := v.blocked(n, k.class); why != "" {
+			return invalid(cause, "node %s: %s", n.name(), why)
 		}
-		switch cmd.Method {
-		case MethodExpiration:
-			if v.expired(n) == "" {
-				return fmt.Errorf("node %s: no longer expired (NodePool %s expireAfter changed)", n.name(), n.pool.Name)
-			}
-		case MethodDrift:
-			if v.drifted(n) == "" {
-				return fmt.Errorf("node %s: no longer drifted", n.name())
-			}
-		default:
-			if why := v.consolidatable(n, nominated); why != "" {
-				return fmt.Errorf("node %s: %s", n.name(), why)
-			}
-			if cmd.Method == MethodEmptiness && len(n.moving) > 0 {
-				keys := make([]string, len(n.moving))
-				for i, p := range n.moving {
-					keys[i] = podKey(p)
-				}
-				return fmt.Errorf("node %s is no longer empty: %s", n.name(), podList(keys, 3))
-			}
+		if err := m.still(v, n, nominated); err != nil {
+			return err
 		}
 		cands = append(cands, n)
 	}
-	if reason != "" {
+	if k.budget != "" {
 		b := newBudgets(v)
 		for _, n := range cands {
-			if !b.allows(n.pool.Name, reason) {
-				return fmt.Errorf("node %s: %s", n.name(), b.reason(n.pool.Name, reason))
+			if !b.allows(n.pool.Name, k.budget) {
+				return invalid(CauseChanged, "node %s: %s", n.name(), b.reason(n.pool.Name, k.budget))
 			}
 			b.take(n.pool.Name)
 		}
 	}
-	s := newSim(v)
-	switch cmd.Method {
-	case MethodExpiration, MethodEmptiness:
-		return nil
-	case MethodDrift:
-		out := s.simulate(cands, v.typesByPrice, true)
-		if out.fail != "" {
-			return fmt.Errorf("pods no longer fit: %s", out.fail)
-		}
-		if len(out.res.NodeClaims) > len(cmd.Replacements) {
-			return fmt.Errorf("pods now need %d new nodes, the command planned %d", len(out.res.NodeClaims), len(cmd.Replacements))
-		}
-		return nil
+	return m.holds(newSim(v), cmd, cands)
+}
+
+// stillConsolidatable: a consolidation candidate is still one
+// (consolidateAfter, policy, pending pods that count on its room).
+func stillConsolidatable(v *view, n *nodeInfo, nominated map[string]bool) error {
+	if why := v.consolidatable(n, nominated); why != "" {
+		return invalid(CauseChanged, "node %s: %s", n.name(), why)
 	}
+	return nil
+}
+
+// consolidationHolds: a consolidation's pods still fit on the other nodes
+// (a delete), or on replacements of the planned types and number that
+// are still cheaper by the minimum saving at today's prices.
+func consolidationHolds(s *sim, cmd Command, cands []*nodeInfo) error {
+	v := s.v
 	before := 0.0
 	for _, n := range cands {
 		before += n.price
@@ -115,23 +93,23 @@ func Validate(cmd Command, in Inputs) error {
 	if len(cmd.Replacements) == 0 {
 		out := s.simulate(cands, nil, true)
 		if out.fail != "" {
-			return fmt.Errorf("pods no longer fit on the other nodes: %s", out.fail)
+			return invalid(CauseNoLongerFits, "pods no longer fit on the other nodes: %s", out.fail)
 		}
 		return nil
 	}
 	need, err := minSaving(cands, before)
 	if err != nil {
-		return err
+		return &Invalid{Cause: CauseChanged, Err: err}
 	}
 	out := s.simulate(cands, v.typesUnder(priceLimit(before, need)), true)
 	if out.fail != "" {
-		return fmt.Errorf("pods no longer fit: %s", out.fail)
+		return invalid(CauseNoLongerFits, "pods no longer fit: %s", out.fail)
 	}
 	if len(out.res.NodeClaims) == 0 {
-		return errors.New("pods now fit on the other nodes without a replacement: decide again")
+		return invalid(CauseChanged, "pods now fit on the other nodes without a replacement: decide again")
 	}
 	if len(out.res.NodeClaims) > len(cmd.Replacements) {
-		return fmt.Errorf("pods now need %d new nodes, the command planned %d", len(out.res.NodeClaims), len(cmd.Replacements))
+		return invalid(CauseNoLongerFits, "pods now need %d new nodes, the command planned %d", len(out.res.NodeClaims), len(cmd.Replacements))
 	}
 	fits := map[string]bool{}
 	for _, nc := range out.res.NodeClaims {
@@ -143,17 +121,17 @@ func Validate(cmd Command, in Inputs) error {
 	for i, r := range cmd.Replacements {
 		for _, t := range r.InstanceTypes {
 			if !fits[t] {
-				return fmt.Errorf("replacement %d: %s no longer fits the pods or is no longer cheaper than %s", i+1, t, money(before))
+				return invalid(CauseNoLongerCheaper, "replacement %d: %s no longer fits the pods or is no longer cheaper than %s", i+1, t, money(before))
 			}
 		}
 		w, err := v.dearest(r)
 		if err != nil {
-			return fmt.Errorf("replacement %d: %w", i+1, err)
+			return invalid(CauseNoLongerCheaper, "replacement %d: %w", i+1, err)
 		}
 		worst += w
 	}
 	if !worth(before, worst, need) {
-		return fmt.Errorf("replacement no longer cheaper: the candidates cost %s now, the replacements up to %s (%s)", money(before), money(worst), savingWord(need))
+		return invalid(CauseNoLongerCheaper, "replacement no longer cheaper: the candidates cost %s now, the replacements up to %s (%s)", money(before), money(worst), savingWord(need))
 	}
 	return nil
 }

@@ -1,0 +1,42 @@
+package disruption
+
+import "github.com/nodewright/nodewright/shared/apis"
+
+// MethodSingleNode removes one underutilized node, or replaces it by
+// cheaper capacity.
+const MethodSingleNode Method = "single-node"
+
+// singleNode is Karpenter's SingleNodeConsolidation, a graceful disruption
+// under the Underutilized budgets.
+type singleNode struct{}
+
+func (singleNode) kind() kind {
+	return kind{name: MethodSingleNode, class: graceful, budget: apis.DisruptionReasonUnderutilized}
+}
+
+func (singleNode) candidate(d *decider, n *nodeInfo) (bool, string) { return d.underused(n) }
+
+// compute takes the candidates one by one, by disruption cost, and returns
+// the first that can be deleted (its pods fit elsewhere) or replaced by
+// cheaper capacity (one node, or two smaller ones).
+func (singleNode) compute(d *decider, cands []*nodeInfo) []Command {
+	for _, n := range d.underutilized(cands, false) {
+		cmd, why := d.consolidate([]*nodeInfo{n}, false)
+		if cmd != nil {
+			return []Command{*cmd}
+		}
+		if d.v.work.spent != "" {
+			return nil // this candidate and the rest are not reached
+		}
+		d.rep.Rejected[n.name()] = "single-node: " + why
+	}
+	return nil
+}
+
+func (singleNode) still(v *view, n *nodeInfo, nominated map[string]bool) error {
+	return stillConsolidatable(v, n, nominated)
+}
+
+func (singleNode) holds(s *sim, cmd Command, cands []*nodeInfo) error {
+	return consolidationHolds(s, cmd, cands)
+}
