@@ -2,7 +2,8 @@
 // wires the environment, a JSON logger, the shared set-up and the queue
 // (shared/redelivery: a failed message comes back within
 // names.InterruptionRetryVisibility) to the handler in shared/handlers; the
-// set-up runs on the first invocation and the warm container keeps it.
+// set-up runs on the first invocation and the warm container keeps it. The
+// recheck queue (its URL and ARN) is wired the same way.
 package main
 
 import (
@@ -42,6 +43,17 @@ func main() {
 		log.Error("no queue URL: failed messages come back after the queue's visibility timeout", "env", names.EnvQueueURL)
 	default:
 		h.Queue = redelivery.Queue{API: sqs.NewFromConfig(cfg), URL: url}
+	}
+	// The recheck queue's batches (names.InterruptionRecheckDelay) are
+	// told apart by their event source ARN.
+	h.RecheckARN = os.Getenv(names.EnvRecheckQueueARN)
+	switch url := os.Getenv(names.EnvRecheckQueueURL); {
+	case h.RecheckARN == "":
+		log.Error("no recheck queue ARN: recheck deliveries are handled as first deliveries", "env", names.EnvRecheckQueueARN)
+	case url == "":
+		log.Error("no recheck queue URL: a recheck delivery's message is not held while it is worked on", "env", names.EnvRecheckQueueURL)
+	case err == nil:
+		h.RecheckQueue = redelivery.Queue{API: sqs.NewFromConfig(cfg), URL: url}
 	}
 	lambda.Start(h.Handle)
 }

@@ -27,6 +27,13 @@ type Interruption struct {
 	// message back after RetryVisibility (nil: after the queue's
 	// visibility timeout).
 	Queue interruption.Visibility
+	// RecheckQueue and RecheckARN are the recheck queue's (names.
+	// InterruptionRecheckDelay): a batch whose messages come from
+	// RecheckARN uses RecheckQueue for its visibility calls and is handled
+	// as a recheck (interruption.Handler.Recheck). Empty RecheckARN: every
+	// batch is a first delivery.
+	RecheckQueue interruption.Visibility
+	RecheckARN   string
 	// RetryVisibility is how soon a failed message comes back (0:
 	// names.InterruptionRetryVisibility).
 	RetryVisibility time.Duration
@@ -47,15 +54,16 @@ type Interruption struct {
 // RetryVisibility.
 func (h *Interruption) Handle(ctx context.Context, ev events.SQSEvent) (resp events.SQSEventResponse, err error) {
 	defer recovered(h.Log, &err)
+	queue, recheck := h.source(ev)
 	h.mu.Lock()
 	if h.deps == nil && h.Setup != nil {
 		heartbeat, retry := interruption.Settings(h.Heartbeat, h.RetryVisibility)
-		interruption.HoldBatch(ctx, h.Queue, ev.Records, heartbeat, h.Log)
+		interruption.HoldBatch(ctx, queue, ev.Records, heartbeat, h.Log)
 		d, serr := h.Setup(ctx)
 		if serr != nil {
 			h.mu.Unlock()
 			h.Log.Error("interruption set-up failed: the batch comes back after the retry visibility", "error", serr)
-			interruption.HoldBatch(ctx, h.Queue, ev.Records, retry, h.Log)
+			interruption.HoldBatch(ctx, queue, ev.Records, retry, h.Log)
 			return resp, serr
 		}
 		h.deps = d
@@ -69,7 +77,17 @@ func (h *Interruption) Handle(ctx context.Context, ev events.SQSEvent) (resp eve
 	log := h.Log.With("requestId", requestID(ctx))
 	ih := interruption.New(d, now, log, requestID(ctx))
 	ih.After = h.AfterMessage
-	ih.Queue, ih.Heartbeat, ih.RetryVisibility = h.Queue, h.Heartbeat, h.RetryVisibility
+	ih.Queue, ih.Heartbeat, ih.RetryVisibility, ih.Recheck = queue, h.Heartbeat, h.RetryVisibility, recheck
 	resp = ih.HandleBatch(ctx, ev)
 	return resp, nil
+}
+
+// source is the queue a batch came from (an event source mapping's batch
+// comes from one queue): the recheck queue's visibility and true if its
+// messages' EventSourceARN is RecheckARN, else the main queue's.
+func (h *Interruption) source(ev events.SQSEvent) (interruption.Visibility, bool) {
+	if h.RecheckARN != "" && len(ev.Records) > 0 && ev.Records[0].EventSourceARN == h.RecheckARN {
+		return h.RecheckQueue, true
+	}
+	return h.Queue, false
 }

@@ -136,3 +136,31 @@ func TestInterruptionColdStartHoldsTheBatch(t *testing.T) {
 		})
 	}
 }
+
+// A batch from the recheck queue (its messages' EventSourceARN) is held on
+// the recheck queue, not the main one; any other batch on the main queue.
+func TestInterruptionBatchOfTheRecheckQueue(t *testing.T) {
+	const mainARN, recheckARN = "arn:aws:sqs:us-east-1:123456789012:interruption", "arn:aws:sqs:us-east-1:123456789012:recheck"
+	for _, tc := range []struct {
+		name        string
+		arn         string
+		wantMain    int
+		wantRecheck int
+	}{
+		{"main queue", mainARN, 1, 0},
+		{"recheck queue", recheckARN, 0, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			buf, env := logger()
+			main, recheck := &fakeQueue{}, &fakeQueue{}
+			h := Interruption{Env: env, Log: NewLogger(buf, "interruption", "debug"), Queue: main, RecheckQueue: recheck, RecheckARN: recheckARN,
+				Setup: func(context.Context) (*interruption.Deps, error) { return nil, errors.New("no cluster") }}
+			ev := events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m1", ReceiptHandle: "rh1", Body: "{}", EventSourceARN: tc.arn}}}
+			_, _ = h.Handle(context.Background(), ev)
+			// A failed set-up holds the batch twice: a heartbeat, then the retry.
+			if len(main.calls) != 2*tc.wantMain || len(recheck.calls) != 2*tc.wantRecheck {
+				t.Errorf("main queue %q, recheck queue %q: want the batch held on the %s", main.calls, recheck.calls, tc.name)
+			}
+		})
+	}
+}

@@ -138,6 +138,10 @@ type Handler struct {
 	// visibility timeout.
 	Queue                      Visibility
 	Heartbeat, RetryVisibility time.Duration
+	// Recheck: the batch is the recheck queue's (recheck.go): an event
+	// whose node's action exists or whose lease is held is acknowledged
+	// without acting.
+	Recheck bool
 }
 
 // New is a handler over d for the invocation holder (nil: a handler that
@@ -329,6 +333,28 @@ func (h *Handler) instance(ctx context.Context, in trigger.Interruption, id stri
 		}
 		return out, nil
 	}
+	if h.Recheck {
+		a, err := h.Store.GetAction(ctx, ActionPrefix+rec.InstanceID)
+		if errors.Is(err, state.ErrNotFound) {
+			a, err = nil, nil
+		}
+		if err != nil {
+			return out, err
+		}
+		if why := recheckDecision(a, false); why != RecheckActs {
+			if a.Open() {
+				// An earlier event's action (a rebalance) may be at work
+				// without this event's deadline: its drain reads it here.
+				intent := state.IntentFor(state.CauseInterruption, a.ID, d.Reason, h.Now(), drainDeadline(in, d))
+				if _, err := h.Terminator.Intend(ctx, rec, intent); err != nil {
+					return out, fmt.Errorf("record the interruption for the node's action: %w", err)
+				}
+			}
+			out.Note = string(why)
+			log.Info("recheck: nothing to do", "nodeClaim", rec.Name, "why", why, "step", a.Step)
+			return out, nil
+		}
+	}
 	if d.MarkUnavailable && rec.InstanceType != "" {
 		if err := h.Store.MarkUnavailable(ctx, []state.Offering{{InstanceType: rec.InstanceType, Zone: rec.Zone, CapacityType: rec.CapacityType, Code: string(in.Kind)}}, state.UnavailableTTL); err != nil {
 			log.Warn("mark the interrupted offering unavailable", "error", err)
@@ -344,6 +370,12 @@ func (h *Handler) instance(ctx context.Context, in trigger.Interruption, id stri
 		intent := state.IntentFor(state.CauseInterruption, ActionPrefix+rec.InstanceID, d.Reason, h.Now(), drainDeadline(in, d))
 		if _, err := h.Terminator.Intend(ctx, rec, intent); err != nil {
 			return out, fmt.Errorf("record the interruption while another invocation handles the node: %w", err)
+		}
+		if h.Recheck {
+			why := recheckDecision(nil, true)
+			out.Note = string(why)
+			log.Info("recheck: nothing to do", "nodeClaim", rec.Name, "why", why, "holder", held.Holder)
+			return out, nil
 		}
 		if !urgent(intent.Deadline, h.Now()) {
 			out.Note = "another invocation is handling this node: its deadline is recorded for it"

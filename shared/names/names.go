@@ -20,6 +20,12 @@ const (
 	EnvTableName = "NODEWRIGHT_TABLE_NAME"
 	// EnvQueueURL is the SQS interruption queue.
 	EnvQueueURL = "NODEWRIGHT_QUEUE_URL"
+	// EnvRecheckQueueURL and EnvRecheckQueueARN are the interruption
+	// recheck queue (InterruptionRecheckDelay): the function changes the
+	// visibility of its messages by URL and tells its batches apart by the
+	// event source ARN.
+	EnvRecheckQueueURL = "NODEWRIGHT_RECHECK_QUEUE_URL"
+	EnvRecheckQueueARN = "NODEWRIGHT_RECHECK_QUEUE_ARN"
 	// EnvConfigDir is the directory of validated Karpenter v1 YAML the
 	// functions load with apis.LoadDir (a Lambda layer on AWS).
 	EnvConfigDir = "NODEWRIGHT_CONFIG_DIR"
@@ -99,6 +105,20 @@ const InterruptionRetryVisibility = 30 * time.Second
 // takes the node over once the dead one's lease, as short, has lapsed: a
 // spot drain resumes within it, inside the warning's two minutes.
 const InterruptionHeartbeat = 10 * time.Second
+
+// InterruptionRecheckDelay is how long after its first delivery an urgent
+// event (trigger.RecheckDetailTypes) is delivered a second time, from the
+// recheck queue (its queue-level delay). An invocation that dies before its
+// first call (before its first heartbeat) leaves its batch to the main
+// queue's visibility timeout, minutes past a spot warning's two; the
+// recheck delivery handles such an event instead, and acknowledges one a
+// first delivery is on. Why 20 s: it is longer than a healthy first
+// delivery needs to take its first heartbeat and record the action (a
+// second or two, a cold start's set-up included), so the recheck finds it
+// and does nothing; and short enough that a recheck that has to act, or
+// to take the node over once a dead holder's lease (DefaultLeaseTTL) has
+// lapsed, still beats the warning's deadline.
+const InterruptionRecheckDelay = 20 * time.Second
 
 // Tags Nodewright puts on the EC2 resources it creates (instances, volumes,
 // network interfaces, fleets, launch templates). The IAM policy the stack

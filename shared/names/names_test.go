@@ -28,7 +28,7 @@ func TestTagKeyCluster(t *testing.T) {
 }
 
 func TestEnvNamesArePrefixed(t *testing.T) {
-	for _, n := range []string{EnvClusterName, EnvTableName, EnvQueueURL, EnvConfigDir, EnvConfigHash,
+	for _, n := range []string{EnvClusterName, EnvTableName, EnvQueueURL, EnvRecheckQueueURL, EnvRecheckQueueARN, EnvConfigDir, EnvConfigHash,
 		EnvNodeRoleName, EnvInstanceProfileName, EnvProvisionFunction, EnvWebhookSecretARN,
 		EnvMetricsNamespace, EnvLogLevel} {
 		if !strings.HasPrefix(n, "NODEWRIGHT_") {

@@ -30,6 +30,17 @@ const (
 	HealthCategoryScheduledChange = "scheduledChange"
 )
 
+// RecheckDetailTypes are the urgent detail types (EC2Source): the events
+// whose deadline is minutes away or now. Besides the interruption queue,
+// their rules deliver them to the recheck queue, which hands them out
+// names.InterruptionRecheckDelay later, so that an event whose first
+// delivery went to an invocation that died before its first call is
+// handled in time. The stack's rules and the local EventBridge read this
+// list. A new slice at every call: callers may sort or append.
+func RecheckDetailTypes() []string {
+	return []string{DetailTypeSpotInterruption, DetailTypeStateChange, DetailTypeCapacityReservationInterruption}
+}
+
 // Kind is the kind of an interruption event; it is also the value of the
 // Interruptions metric's Kind dimension.
 type Kind string
