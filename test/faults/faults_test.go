@@ -88,7 +88,6 @@ func runOne(seed uint64, tgts []target) result {
 	sim.run(invs...)
 	f.followUp(sim.rng)
 	w.settled(15*time.Minute, 30*time.Second)
-	f.classify()
 	res.violations, res.steps = sortedViolations(w.violations), sim.steps
 	return res
 }

@@ -3,14 +3,11 @@ package faults
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
-
-	"github.com/nodewright/nodewright/shared/trigger"
 )
 
 // queueVisibility is the interruption queue's own visibility timeout
@@ -116,35 +113,4 @@ func (f *flows) nextVisible() time.Time {
 		}
 	}
 	return first
-}
-
-// classify marks the violations of invariant 5 that the architecture
-// leaves open as 5a: the spot instance's warning went to an invocation
-// that died before its first call took effect (before it could hold the
-// message), so the queue handed it out again only after its visibility
-// timeout, past the warning's two minutes (knownDefects).
-func (f *flows) classify() {
-	diedAtStart := map[string]bool{} // instance IDs
-	for inv, msg := range f.msgOf {
-		if !inv.diedAtStart {
-			continue
-		}
-		in, err := trigger.DecodeInterruption([]byte(msg.Body))
-		if err != nil || in.Kind != trigger.KindSpotInterruption {
-			continue
-		}
-		for _, id := range in.InstanceIDs {
-			diedAtStart[id] = true
-		}
-	}
-	for i, v := range f.w.violations {
-		if v.Check != "5" {
-			continue
-		}
-		for id := range diedAtStart {
-			if strings.Contains(v.What, "spot instance "+id+" ") {
-				f.w.violations[i].Check = "5a"
-			}
-		}
-	}
 }

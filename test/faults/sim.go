@@ -71,10 +71,8 @@ type invocation struct {
 	faulty bool
 	occ    map[string]int
 	err    error
-	// calls counts the calls decided; diedAtStart: it died before its
-	// first call took effect (a Lambda that dies as it starts).
-	calls       int
-	diedAtStart bool
+	// calls counts the calls decided.
+	calls int
 }
 
 type invKey struct{}
@@ -336,7 +334,6 @@ func (s *Sim) decide(inv *invocation, c *call) decision {
 	label := ""
 	switch d.kind {
 	case crashBefore:
-		inv.diedAtStart = inv.calls == 1
 		if inv.why == "" {
 			s.kill(inv, "crash")
 		}
