@@ -1,5 +1,5 @@
-// Package queueattrs holds the interruption queue's and its dead-letter
-// queue's SQS attributes as the stack synthesizes them, in a golden file
+// Package queueattrs holds the interruption queue's, its recheck queue's
+// and their dead-letter queue's SQS attributes as the stack synthesizes them, in a golden file
 // (interruption.json) embedded here.
 //
 // It exists so that the local cloud runs the queue the stack deploys: a test
@@ -25,12 +25,15 @@ const File = "interruption.json"
 //go:embed interruption.json
 var golden []byte
 
-// Attributes are the two queues' attributes in SQS's own form (attribute
+// Attributes are the three queues' attributes in SQS's own form (attribute
 // name to value, as CreateQueue and GetQueueAttributes take them), without
 // the redrive policy's target, which only exists once the DLQ does.
 type Attributes struct {
 	// Queue is the interruption queue's attributes but RedrivePolicy.
 	Queue map[string]string `json:"queue"`
+	// Recheck is the recheck queue's attributes but RedrivePolicy (the
+	// same DLQ and MaxReceiveCount): the main queue's, with DelaySeconds.
+	Recheck map[string]string `json:"recheck"`
 	// MaxReceiveCount is the redrive policy's: receives before the DLQ.
 	MaxReceiveCount int `json:"maxReceiveCount"`
 	// DLQ is the dead-letter queue's attributes.
@@ -46,8 +49,8 @@ func Parse(b []byte) (Attributes, error) {
 	if err := json.Unmarshal(b, &a); err != nil {
 		return Attributes{}, fmt.Errorf("queue attributes: %w", err)
 	}
-	if len(a.Queue) == 0 || len(a.DLQ) == 0 || a.MaxReceiveCount <= 0 {
-		return Attributes{}, fmt.Errorf("queue attributes: queue, dlq and maxReceiveCount must all be set")
+	if len(a.Queue) == 0 || len(a.Recheck) == 0 || len(a.DLQ) == 0 || a.MaxReceiveCount <= 0 {
+		return Attributes{}, fmt.Errorf("queue attributes: queue, recheck, dlq and maxReceiveCount must all be set")
 	}
 	return a, nil
 }

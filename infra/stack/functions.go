@@ -94,6 +94,8 @@ func (s *Stack) addFunctions() {
 		}
 		if fn == FnInterruption {
 			env[names.EnvQueueURL] = s.queue.QueueUrl()
+			env[names.EnvRecheckQueueURL] = s.recheck.QueueUrl()
+			env[names.EnvRecheckQueueARN] = s.recheck.QueueArn()
 		}
 		f := s.newFunction(fn, env, []awslambda.ILayerVersion{layer})
 		if s.props.Network != nil {

@@ -1,6 +1,7 @@
 package stack
 
 import (
+	"slices"
 	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
@@ -39,22 +40,44 @@ const interruptionQueueVisibility = interruptionTimeout + time.Minute
 // holds the template to this). The DLQ keeps failures 14 days for
 // inspection (SQS counts a dead letter's age from its first enqueue).
 // infra/queueattrs keeps these attributes as the local cloud seeds them.
+//
+// The recheck queue. The urgent events (trigger.RecheckDetailTypes) are
+// delivered to it too, and it hands them out names.InterruptionRecheckDelay
+// later (its DelaySeconds): an invocation that dies before its first call
+// leaves its batch to the main queue's visibility timeout, past a spot
+// warning's two minutes, and the recheck delivery handles the event in
+// time instead (a recheck the first delivery is on is acknowledged at
+// once: shared/interruption's recheck.go). It is the main queue's twin
+// otherwise: the same encryption, retention, visibility, DLQ and receive
+// limit.
 func (s *Stack) addQueue() {
 	s.dlq = awssqs.NewQueue(s.Stack, jsii.String("InterruptionDLQ"), &awssqs.QueueProps{
 		Encryption:      awssqs.QueueEncryption_SQS_MANAGED,
 		EnforceSSL:      jsii.Bool(true),
 		RetentionPeriod: awscdk.Duration_Days(jsii.Number(14)),
 	})
-	s.queue = awssqs.NewQueue(s.Stack, jsii.String("InterruptionQueue"), &awssqs.QueueProps{
-		Encryption:        awssqs.QueueEncryption_SQS_MANAGED,
-		EnforceSSL:        jsii.Bool(true),
-		RetentionPeriod:   awscdk.Duration_Hours(jsii.Number(1)),
-		VisibilityTimeout: awscdk.Duration_Seconds(jsii.Number(interruptionQueueVisibility.Seconds())),
-		DeadLetterQueue: &awssqs.DeadLetterQueue{
-			Queue:           s.dlq,
-			MaxReceiveCount: jsii.Number(names.InterruptionMaxReceives),
-		},
-	})
+	props := func(delay time.Duration) *awssqs.QueueProps {
+		return &awssqs.QueueProps{
+			Encryption:        awssqs.QueueEncryption_SQS_MANAGED,
+			EnforceSSL:        jsii.Bool(true),
+			RetentionPeriod:   awscdk.Duration_Hours(jsii.Number(1)),
+			VisibilityTimeout: awscdk.Duration_Seconds(jsii.Number(interruptionQueueVisibility.Seconds())),
+			DeliveryDelay:     awscdk.Duration_Seconds(jsii.Number(delay.Seconds())),
+			DeadLetterQueue: &awssqs.DeadLetterQueue{
+				Queue:           s.dlq,
+				MaxReceiveCount: jsii.Number(names.InterruptionMaxReceives),
+			},
+		}
+	}
+	main := props(0)
+	main.DeliveryDelay = nil
+	s.queue = awssqs.NewQueue(s.Stack, jsii.String("InterruptionQueue"), main)
+	s.recheck = awssqs.NewQueue(s.Stack, jsii.String("RecheckQueue"), props(names.InterruptionRecheckDelay))
+}
+
+// urgent reports whether a rule's events also go to the recheck queue.
+func urgent(source, detailType string) bool {
+	return source == trigger.EC2Source && slices.Contains(trigger.RecheckDetailTypes(), detailType)
 }
 
 // interruptionRules are the EventBridge rules that feed the queue: rule ID,
@@ -81,7 +104,7 @@ func interruptionRules() []struct {
 // addTriggers wires every trigger to its function: the interruption rules
 // and queue, the two schedules, and the audit log subscription.
 func (s *Stack) addTriggers() {
-	var ruleArns []*string
+	var ruleArns, recheckArns []*string
 	for _, r := range interruptionRules() {
 		pattern := &awsevents.EventPattern{
 			Source:     jsii.Strings(r.Source),
@@ -100,15 +123,26 @@ func (s *Stack) addTriggers() {
 		})
 		rule.AddTarget(awseventstargets.NewSqsQueue(s.queue, nil))
 		ruleArns = append(ruleArns, rule.RuleArn())
+		if urgent(r.Source, r.DetailType) {
+			rule.AddTarget(awseventstargets.NewSqsQueue(s.recheck, nil))
+			recheckArns = append(recheckArns, rule.RuleArn())
+		}
 	}
-	s.restrictQueueSenders(ruleArns)
+	restrictQueueSenders(s.queue, "OnlyNodewrightRulesMaySend", ruleArns)
+	restrictQueueSenders(s.recheck, "OnlyNodewrightRulesMaySend", recheckArns)
 
-	s.functions[FnInterruption].AddEventSource(awslambdaeventsources.NewSqsEventSource(s.queue, &awslambdaeventsources.SqsEventSourceProps{
-		BatchSize:               jsii.Number(10),
-		MaxBatchingWindow:       awscdk.Duration_Seconds(jsii.Number(0)),
-		ReportBatchItemFailures: jsii.Bool(true),
-		MaxConcurrency:          s.esmConcurrency(),
-	}))
+	// Both queues feed the function the same way (it tells a recheck batch
+	// by its event source ARN); each event source grants the function's
+	// role the consumption of its queue, ChangeMessageVisibility included
+	// (the heartbeat).
+	for _, q := range []awssqs.Queue{s.queue, s.recheck} {
+		s.functions[FnInterruption].AddEventSource(awslambdaeventsources.NewSqsEventSource(q, &awslambdaeventsources.SqsEventSourceProps{
+			BatchSize:               jsii.Number(10),
+			MaxBatchingWindow:       awscdk.Duration_Seconds(jsii.Number(0)),
+			ReportBatchItemFailures: jsii.Bool(true),
+			MaxConcurrency:          s.esmConcurrency(),
+		}))
+	}
 
 	s.schedule("ProvisionSweep", s.props.SweepSchedule, FnProvision, "provision sweep: finds pending pods every trigger may have missed")
 	s.schedule("ConsolidationSchedule", s.props.ConsolidationSchedule, FnConsolidation, "consolidation: empty, underutilized, expired and drifted nodes")
@@ -118,19 +152,20 @@ func (s *Stack) addTriggers() {
 	}
 }
 
-// restrictQueueSenders adds an explicit deny of sqs:SendMessage for every
-// request whose aws:SourceArn is not one of our rules, on top of the per-rule
-// allow statements the SQS targets add (principal events.amazonaws.com,
-// condition aws:SourceArn = the rule, whose ARN names this account). The deny
-// makes "only EventBridge delivering our rules" hold even if someone later
-// adds a broader allow or an IAM policy granting sqs:SendMessage.
-func (s *Stack) restrictQueueSenders(ruleArns []*string) {
-	s.queue.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-		Sid:        jsii.String("OnlyNodewrightRulesMaySend"),
+// restrictQueueSenders adds to q an explicit deny (sid) of sqs:SendMessage
+// for every request whose aws:SourceArn is not one of ruleArns, on top of
+// the per-rule allow statements the SQS targets add (principal
+// events.amazonaws.com, condition aws:SourceArn = the rule, whose ARN names
+// this account). The deny makes "only EventBridge delivering our rules"
+// hold even if someone later adds a broader allow or an IAM policy
+// granting sqs:SendMessage.
+func restrictQueueSenders(q awssqs.Queue, sid string, ruleArns []*string) {
+	q.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:        jsii.String(sid),
 		Effect:     awsiam.Effect_DENY,
 		Principals: &[]awsiam.IPrincipal{awsiam.NewAnyPrincipal()},
 		Actions:    jsii.Strings("sqs:SendMessage"),
-		Resources:  &[]*string{s.queue.QueueArn()},
+		Resources:  &[]*string{q.QueueArn()},
 		Conditions: &map[string]any{
 			"ArnNotEquals": map[string]any{"aws:SourceArn": ruleArns},
 		},

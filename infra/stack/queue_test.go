@@ -3,6 +3,7 @@ package stack
 import (
 	"bytes"
 	"flag"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -55,8 +56,13 @@ func synthesizedQueueAttributes(t *testing.T, s *synthesized) queueattrs.Attribu
 	q := s.one(t, "AWS::SQS::Queue", "InterruptionQueue")
 	rp, _ := q["RedrivePolicy"].(map[string]any)
 	n, _ := rp["maxReceiveCount"].(float64)
+	r := s.one(t, "AWS::SQS::Queue", "RecheckQueue")
+	if js(r["RedrivePolicy"]) != js(q["RedrivePolicy"]) {
+		t.Fatalf("recheck queue's redrive policy %s, want the interruption queue's %s", js(r["RedrivePolicy"]), js(q["RedrivePolicy"]))
+	}
 	return queueattrs.Attributes{
 		Queue:           queueAttributes(t, q),
+		Recheck:         queueAttributes(t, r),
 		MaxReceiveCount: int(n),
 		DLQ:             queueAttributes(t, s.one(t, "AWS::SQS::Queue", "InterruptionDLQ")),
 	}
@@ -131,7 +137,24 @@ func TestInterruptionQueueTiming(t *testing.T) {
 	if dlqRetention < retention {
 		t.Errorf("DLQ retention %v below the queue's %v: SQS keeps a dead letter's first enqueue time", dlqRetention, retention)
 	}
-	for name, attrs := range map[string]map[string]string{"queue": a.Queue, "dlq": a.DLQ} {
+	// The recheck queue is the main queue's twin, but for its delay.
+	delay, err := queueattrs.Seconds(a.Recheck, "DelaySeconds")
+	if err != nil || delay != names.InterruptionRecheckDelay {
+		t.Errorf("recheck queue's delay %v (%v), want names.InterruptionRecheckDelay %v", delay, err, names.InterruptionRecheckDelay)
+	}
+	twin := map[string]string{}
+	for k, v := range a.Recheck {
+		if k != "DelaySeconds" {
+			twin[k] = v
+		}
+	}
+	if !maps.Equal(twin, a.Queue) {
+		t.Errorf("recheck queue %v: want the interruption queue's attributes %v and a delay", a.Recheck, a.Queue)
+	}
+	if _, ok := a.Queue["DelaySeconds"]; ok {
+		t.Errorf("interruption queue delays its messages: %v", a.Queue)
+	}
+	for name, attrs := range map[string]map[string]string{"queue": a.Queue, "recheck": a.Recheck, "dlq": a.DLQ} {
 		if attrs["SqsManagedSseEnabled"] != "true" {
 			t.Errorf("%s: SSE-SQS %q", name, attrs["SqsManagedSseEnabled"])
 		}

@@ -24,6 +24,7 @@ type Stack struct {
 	staged    stagedConfig
 	table     awsdynamodb.Table
 	queue     awssqs.Queue
+	recheck   awssqs.Queue // the recheck queue (addQueue)
 	dlq       awssqs.Queue
 	secret    awssecretsmanager.Secret
 	nodeRole  awsiam.IRole

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -64,13 +65,13 @@ func TestResourceCounts(t *testing.T) {
 		"AWS::Lambda::Function":                 5,
 		"AWS::Lambda::LayerVersion":             1,
 		"AWS::Lambda::Url":                      1,
-		"AWS::Lambda::EventSourceMapping":       1,
+		"AWS::Lambda::EventSourceMapping":       2,
 		"AWS::Lambda::EventInvokeConfig":        2,
 		"AWS::Logs::LogGroup":                   5,
 		"AWS::Logs::SubscriptionFilter":         1,
 		"AWS::DynamoDB::Table":                  1,
-		"AWS::SQS::Queue":                       2,
-		"AWS::SQS::QueuePolicy":                 2,
+		"AWS::SQS::Queue":                       3,
+		"AWS::SQS::QueuePolicy":                 3,
 		"AWS::Events::Rule":                     7,
 		"AWS::IAM::Role":                        6,
 		"AWS::IAM::ManagedPolicy":               1,
@@ -135,6 +136,17 @@ func TestFunctionSettings(t *testing.T) {
 			}
 			if (env[names.EnvQueueURL] != nil) != (fn == FnInterruption) {
 				t.Errorf("queue URL given to %s: %v", fn, env[names.EnvQueueURL])
+			}
+			// The recheck queue: its URL (visibility) and ARN (to tell its
+			// batches apart), the interruption function's only.
+			wantRecheck := map[string]string{}
+			if fn == FnInterruption {
+				wantRecheck = map[string]string{names.EnvRecheckQueueURL: `{"Ref":"RecheckQueue`, names.EnvRecheckQueueARN: `{"Fn::GetAtt":["RecheckQueue`}
+			}
+			for _, k := range []string{names.EnvRecheckQueueURL, names.EnvRecheckQueueARN} {
+				if want, got := wantRecheck[k], js(env[k]); want == "" && env[k] != nil || want != "" && !strings.HasPrefix(got, want) {
+					t.Errorf("%s of %s: %s, want %q", k, fn, got, want)
+				}
 			}
 			if !strings.Contains(js(p["Layers"]), "ConfigLayer") {
 				t.Errorf("layers %v", p["Layers"])
@@ -207,10 +219,22 @@ func TestInterruptionQueue(t *testing.T) {
 	if dlq := s.one(t, "AWS::SQS::Queue", "InterruptionDLQ"); dlq["SqsManagedSseEnabled"] != true || dlq["MessageRetentionPeriod"] != float64(14*86400) {
 		t.Errorf("dlq %v", dlq)
 	}
-	esm := s.one(t, "AWS::Lambda::EventSourceMapping", "Interruption")
-	if esm["BatchSize"] != float64(10) || js(esm["FunctionResponseTypes"]) != `["ReportBatchItemFailures"]` ||
-		js(esm["ScalingConfig"]) != `{"MaximumConcurrency":5}` {
-		t.Errorf("event source %v", esm)
+	// Both queues feed the interruption function, the same way.
+	sources := map[string]bool{}
+	for id, r := range s.resources("AWS::Lambda::EventSourceMapping") {
+		esm := r["Properties"].(map[string]any)
+		if esm["BatchSize"] != float64(10) || js(esm["FunctionResponseTypes"]) != `["ReportBatchItemFailures"]` ||
+			js(esm["ScalingConfig"]) != `{"MaximumConcurrency":5}` || !strings.Contains(js(esm["FunctionName"]), "Interruption") {
+			t.Errorf("event source %s %v", id, esm)
+		}
+		for _, q := range []string{"InterruptionQueue", "RecheckQueue"} {
+			if strings.Contains(js(esm["EventSourceArn"]), `"`+q) {
+				sources[q] = true
+			}
+		}
+	}
+	if len(sources) != 2 {
+		t.Errorf("event sources of %v: want the interruption and the recheck queues", sources)
 	}
 }
 
@@ -218,7 +242,19 @@ func TestInterruptionQueue(t *testing.T) {
 // one may use it without TLS.
 func TestQueuePolicy(t *testing.T) {
 	s := defaultStack(t)
-	pol := s.one(t, "AWS::SQS::QueuePolicy", "InterruptionQueuePolicy")
+	// The recheck queue takes the urgent rules only (trigger.RecheckDetailTypes).
+	for _, tc := range []struct {
+		policy string
+		rules  int
+	}{{"InterruptionQueuePolicy", 5}, {"RecheckQueuePolicy", len(trigger.RecheckDetailTypes())}} {
+		t.Run(tc.policy, func(t *testing.T) { queuePolicy(t, s, tc.policy, tc.rules) })
+	}
+}
+
+// queuePolicy checks that only EventBridge, delivering one of our n rules,
+// may send to the queue of policy, and only over TLS.
+func queuePolicy(t *testing.T, s *synthesized, policy string, n int) {
+	pol := s.one(t, "AWS::SQS::QueuePolicy", policy)
 	st := statements(t, pol["PolicyDocument"])
 	var allows int
 	ruleArns := map[string]bool{}
@@ -241,16 +277,16 @@ func TestQueuePolicy(t *testing.T) {
 			t.Errorf("%s: effect %v", sid, stmt["Effect"])
 		}
 	}
-	if allows != 5 || len(ruleArns) != 5 {
-		t.Errorf("%d allow statements for %d rules, want 5", allows, len(ruleArns))
+	if allows != n || len(ruleArns) != n {
+		t.Errorf("%d allow statements for %d rules, want %d", allows, len(ruleArns), n)
 	}
 	deny := st["OnlyNodewrightRulesMaySend"]
 	if deny == nil || deny["Effect"] != "Deny" || js(deny["Principal"]) != `{"AWS":"*"}` || deny["Action"] != "sqs:SendMessage" {
 		t.Fatalf("deny statement %v", deny)
 	}
 	denied := deny["Condition"].(map[string]any)["ArnNotEquals"].(map[string]any)["aws:SourceArn"].([]any)
-	if len(denied) != 5 {
-		t.Errorf("deny lists %d rules", len(denied))
+	if len(denied) != n {
+		t.Errorf("deny lists %d rules, want %d", len(denied), n)
 	}
 	for _, r := range denied {
 		if !ruleArns[js(r)] {
@@ -286,6 +322,13 @@ func TestInterruptionRules(t *testing.T) {
 			}
 			if p["State"] != "ENABLED" || !strings.Contains(js(p["Targets"]), "InterruptionQueue") {
 				t.Errorf("state %v targets %v", p["State"], js(p["Targets"]))
+			}
+			// The urgent events go to the recheck queue too.
+			dt := pattern["detail-type"].([]any)[0].(string)
+			wantRecheck := pattern["source"].([]any)[0] == trigger.EC2Source && slices.Contains(trigger.RecheckDetailTypes(), dt)
+			targets, _ := p["Targets"].([]any)
+			if got := strings.Contains(js(p["Targets"]), "RecheckQueue"); got != wantRecheck || len(targets) != 1+btoi(wantRecheck) {
+				t.Errorf("targets %s: want the recheck queue too: %v", js(p["Targets"]), wantRecheck)
 			}
 		})
 	}
@@ -430,18 +473,30 @@ func TestFunctionRoles(t *testing.T) {
 			t.Errorf("%s: log statement %v", fn, logs)
 		}
 		var sqs bool
+		visibility := map[string]bool{} // the queues whose messages' visibility the role may change
 		for _, stmt := range st {
 			for _, a := range strs(stmt["Action"]) {
 				if strings.HasPrefix(a, "sqs:") {
 					sqs = true
-					if !strings.Contains(js(stmt["Resource"]), "InterruptionQueue") {
+					res := js(stmt["Resource"])
+					if !strings.Contains(res, "InterruptionQueue") && !strings.Contains(res, "RecheckQueue") {
 						t.Errorf("%s: %s on %v", fn, a, stmt["Resource"])
+					}
+					if a == "sqs:ChangeMessageVisibility" {
+						for _, q := range []string{"InterruptionQueue", "RecheckQueue"} {
+							if strings.Contains(res, `"`+q) {
+								visibility[q] = true
+							}
+						}
 					}
 				}
 			}
 		}
 		if sqs != (fn == FnInterruption) {
 			t.Errorf("%s: SQS access %v", fn, sqs)
+		}
+		if fn == FnInterruption && len(visibility) != 2 {
+			t.Errorf("%s may change the visibility of messages of %v: want the interruption and the recheck queues (the heartbeat)", fn, visibility)
 		}
 	}
 	wh := byRole[FnWebhook]
@@ -672,4 +727,11 @@ func TestConfigWarningsBecomeAnnotations(t *testing.T) {
 	if len(*got) != 1 {
 		t.Fatalf("%d warnings", len(*got))
 	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
