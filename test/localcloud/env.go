@@ -16,6 +16,8 @@ func (c *Cloud) Env() map[string]string {
 	}
 	if c.Seeded != nil {
 		env[names.EnvQueueURL] = c.Seeded.QueueURL
+		env[names.EnvRecheckQueueURL] = c.Seeded.RecheckQueueURL
+		env[names.EnvRecheckQueueARN] = c.Seeded.RecheckQueueARN
 	}
 	return env
 }

@@ -289,7 +289,7 @@ func (c *Cloud) upAWS(ctx context.Context, moto *proc.Process) error {
 	c.Seeded = res
 	front, err := awsfront.New(awsfront.Config{
 		MotoURL: c.MotoURL, Region: c.Options.Region, Zones: c.Options.Zones,
-		Prices: newCatalogAdapter(c.Options.PriceSeed), QueueURL: res.QueueURL, Log: c.log,
+		Prices: newCatalogAdapter(c.Options.PriceSeed), QueueURL: res.QueueURL, RecheckQueueURL: res.RecheckQueueURL, Log: c.log,
 	})
 	if err != nil {
 		return err

@@ -33,7 +33,7 @@ func TestNamesAndParameters(t *testing.T) {
 	n := NamesFor("prod")
 	want := Names{
 		Table: "nodewright-prod-state", InterruptionQueue: "nodewright-prod-interruption",
-		InterruptionDLQ: "nodewright-prod-interruption-dlq", NodeRole: "KarpenterNodeRole-prod",
+		InterruptionDLQ: "nodewright-prod-interruption-dlq", RecheckQueue: "nodewright-prod-interruption-recheck", NodeRole: "KarpenterNodeRole-prod",
 		InstanceProfile: "nodewright-prod-node", DiscoveryTag: "karpenter.sh/discovery",
 	}
 	if n != want {

@@ -34,6 +34,7 @@ type Names struct {
 	Table             string // DynamoDB state table
 	InterruptionQueue string // SQS queue EventBridge rules send to
 	InterruptionDLQ   string // its dead-letter queue
+	RecheckQueue      string // the urgent rules' second, delayed queue
 	NodeRole          string // IAM role of launched nodes (Karpenter's default name)
 	InstanceProfile   string // its instance profile, which launch templates name (moto does not check it exists)
 	DiscoveryTag      string // tag key on subnets and security groups: value = cluster
@@ -45,6 +46,7 @@ func NamesFor(cluster string) Names {
 		Table:             "nodewright-" + cluster + "-state",
 		InterruptionQueue: "nodewright-" + cluster + "-interruption",
 		InterruptionDLQ:   "nodewright-" + cluster + "-interruption-dlq",
+		RecheckQueue:      "nodewright-" + cluster + "-interruption-recheck",
 		NodeRole:          "KarpenterNodeRole-" + cluster,
 		InstanceProfile:   "nodewright-" + cluster + "-node",
 		DiscoveryTag:      "karpenter.sh/discovery",
@@ -68,6 +70,8 @@ type AWSResources struct {
 	TableName        string
 	QueueURL, DLQURL string
 	QueueARN, DLQARN string
+	// The recheck queue (names.InterruptionRecheckDelay).
+	RecheckQueueURL, RecheckQueueARN string
 }
 
 // seeder creates the cluster's AWS resources in moto.
@@ -280,10 +284,10 @@ func (s *seeder) table(ctx context.Context, res *AWSResources) error {
 	return nil
 }
 
-// queues creates the interruption queue and its DLQ with the attributes
-// the stack synthesizes (infra/queueattrs' golden file, which a test of
-// the stack keeps equal to the template), the redrive policy pointing at
-// the DLQ created here.
+// queues creates the interruption queue, its recheck queue and their DLQ
+// with the attributes the stack synthesizes (infra/queueattrs' golden
+// file, which a test of the stack keeps equal to the template), the
+// redrive policies pointing at the DLQ created here.
 func (s *seeder) queues(ctx context.Context, res *AWSResources) error {
 	golden, err := queueattrs.Golden()
 	if err != nil {
@@ -300,6 +304,12 @@ func (s *seeder) queues(ctx context.Context, res *AWSResources) error {
 	attrs := maps.Clone(golden.Queue)
 	attrs["RedrivePolicy"] = string(redrive)
 	res.QueueURL, res.QueueARN, err = s.queue(ctx, s.physical.InterruptionQueue, attrs)
+	if err != nil {
+		return err
+	}
+	attrs = maps.Clone(golden.Recheck)
+	attrs["RedrivePolicy"] = string(redrive)
+	res.RecheckQueueURL, res.RecheckQueueARN, err = s.queue(ctx, s.physical.RecheckQueue, attrs)
 	return err
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	lambdaevents "github.com/aws/aws-lambda-go/events"
@@ -13,11 +14,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/nodewright/nodewright/events"
+	"github.com/nodewright/nodewright/shared/trigger"
 )
 
 // SendEvent sends the EventBridge event of sample (one of package
-// events' samples) about instanceID to the interruption queue, as
-// EventBridge delivers it: a new id, the time, region, account, the
+// events' samples) about instanceID to the interruption queue (an urgent
+// one to the recheck queue too), as EventBridge delivers it: a new id, the time, region, account, the
 // instance's resource, and detail's fields set over the sample's. It fails
 // when the instance does not exist. The faults a scenario names
 // (package cloudfault) are made of it, After, Terminate and Stop.
@@ -169,6 +171,9 @@ func (f *Front) resource(sample, id, zone string) string {
 	return "arn:aws:ec2:" + f.cfg.Region + ":" + f.cfg.Account + ":instance/" + id
 }
 
+// send delivers an event as the stack's rules do: to the interruption
+// queue, and an urgent one (trigger.RecheckDetailTypes) to the recheck
+// queue too, which hands it out after its delay.
 func (f *Front) send(ctx context.Context, body []byte) error {
 	if f.cfg.QueueURL == "" {
 		return fmt.Errorf("no interruption queue configured")
@@ -176,6 +181,20 @@ func (f *Front) send(ctx context.Context, body []byte) error {
 	_, err := f.sqs.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(f.cfg.QueueURL), MessageBody: aws.String(string(body))})
 	if err != nil {
 		return fmt.Errorf("send to interruption queue: %w", err)
+	}
+	var ev struct {
+		Source     string `json:"source"`
+		DetailType string `json:"detail-type"`
+	}
+	if err := json.Unmarshal(body, &ev); err != nil {
+		return fmt.Errorf("event: %w", err)
+	}
+	if f.cfg.RecheckQueueURL == "" || ev.Source != trigger.EC2Source || !slices.Contains(trigger.RecheckDetailTypes(), ev.DetailType) {
+		return nil
+	}
+	_, err = f.sqs.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(f.cfg.RecheckQueueURL), MessageBody: aws.String(string(body))})
+	if err != nil {
+		return fmt.Errorf("send to recheck queue: %w", err)
 	}
 	return nil
 }

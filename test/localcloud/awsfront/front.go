@@ -50,9 +50,12 @@ type Config struct {
 	Zones    []string // zones with spot prices
 	Prices   PriceBook
 	QueueURL string // interruption queue (moto URL) for EventBridge-style events
-	Account  string // account id in events; default moto's 123456789012
-	Now      func() time.Time
-	Log      *slog.Logger
+	// RecheckQueueURL is the recheck queue, which the urgent events go to
+	// too ("": none).
+	RecheckQueueURL string
+	Account         string // account id in events; default moto's 123456789012
+	Now             func() time.Time
+	Log             *slog.Logger
 }
 
 // Front is the running AWS front.
