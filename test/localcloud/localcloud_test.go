@@ -45,12 +45,15 @@ func TestNamesAndParameters(t *testing.T) {
 }
 
 func TestEnvNamesTheResources(t *testing.T) {
-	c := &Cloud{Cluster: Cluster{Name: "prod"}, Names: NamesFor("prod"), Seeded: &AWSResources{QueueURL: "http://127.0.0.1:1/123456789012/nodewright-prod-interruption"}}
+	c := &Cloud{Cluster: Cluster{Name: "prod"}, Names: NamesFor("prod"), Seeded: &AWSResources{QueueURL: "http://127.0.0.1:1/123456789012/nodewright-prod-interruption",
+		RecheckQueueURL: "http://127.0.0.1:1/123456789012/nodewright-prod-interruption-recheck", RecheckQueueARN: "arn:aws:sqs:us-east-1:123456789012:nodewright-prod-interruption-recheck"}}
 	env := c.Env()
 	want := map[string]string{
 		names.EnvClusterName:         "prod",
 		names.EnvTableName:           "nodewright-prod-state",
 		names.EnvQueueURL:            "http://127.0.0.1:1/123456789012/nodewright-prod-interruption",
+		names.EnvRecheckQueueURL:     "http://127.0.0.1:1/123456789012/nodewright-prod-interruption-recheck",
+		names.EnvRecheckQueueARN:     "arn:aws:sqs:us-east-1:123456789012:nodewright-prod-interruption-recheck",
 		names.EnvNodeRoleName:        "KarpenterNodeRole-prod",
 		names.EnvInstanceProfileName: "nodewright-prod-node",
 	}
