@@ -325,7 +325,7 @@ func (h *Handler) instance(ctx context.Context, in trigger.Interruption, id stri
 		log.Info("no action", "nodeClaim", rec.Name, "why", d.Note)
 		if in.Kind == trigger.KindRebalanceRecommendation && node != nil {
 			h.Events.Event(ctx, provision.Ref{Kind: "Node", Name: node.Name, UID: string(node.UID)}, corev1.EventTypeNormal,
-				"RebalanceRecommended", "EC2 recommends rebalancing this spot instance: "+d.Note)
+				string(EventRebalanceRecommended), "EC2 recommends rebalancing this spot instance: "+d.Note)
 		}
 		return out, nil
 	}

@@ -74,6 +74,18 @@ type Events interface {
 	Event(ctx context.Context, ref Ref, eventType, reason, message string)
 }
 
+// EventReason is the reason of an event the provision function records:
+// the values Karpenter users see in kubectl describe.
+type EventReason string
+
+// The provision function's event reasons.
+const (
+	EventLaunched         EventReason = "Launched"
+	EventNominated        EventReason = "Nominated"
+	EventFailedScheduling EventReason = "FailedScheduling"
+	EventRegistered       EventReason = "Registered"
+)
+
 // DrainResult, DrainOptions and Drainer are package termination's (the
 // drain is the terminator's; the Reconciler carries the Drainer it uses).
 type (
