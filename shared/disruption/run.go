@@ -10,14 +10,13 @@ import (
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/catalog"
 	"github.com/nodewright/nodewright/shared/consolidation"
 	"github.com/nodewright/nodewright/shared/fleet"
 	"github.com/nodewright/nodewright/shared/metrics"
 	"github.com/nodewright/nodewright/shared/pause"
+	"github.com/nodewright/nodewright/shared/podstate"
 	"github.com/nodewright/nodewright/shared/provision"
 	"github.com/nodewright/nodewright/shared/state"
 	"github.com/nodewright/nodewright/shared/termination"
@@ -395,7 +394,7 @@ func firstFew(names []string, n int) []string {
 func (r *Run) fingerprint(ctx context.Context, in consolidation.Inputs) error {
 	byNode := map[string][]string{}
 	for _, p := range in.Pods {
-		if p.Spec.NodeName == "" || p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed || !provision.Reschedulable(p) {
+		if p.Spec.NodeName == "" || !podstate.Active(p) || podstate.FollowsNode(p) {
 			continue
 		}
 		byNode[p.Spec.NodeName] = append(byNode[p.Spec.NodeName], string(p.UID))

@@ -17,6 +17,7 @@ import (
 	"github.com/nodewright/nodewright/shared/logging"
 	"github.com/nodewright/nodewright/shared/metrics"
 	"github.com/nodewright/nodewright/shared/pause"
+	"github.com/nodewright/nodewright/shared/podstate"
 	"github.com/nodewright/nodewright/shared/provision"
 	"github.com/nodewright/nodewright/shared/state"
 	"github.com/nodewright/nodewright/shared/termination"
@@ -522,10 +523,7 @@ func reschedulablePods(v *provision.View, node *corev1.Node) []string {
 	}
 	var out []string
 	for _, p := range v.Pods {
-		if p.Spec.NodeName != node.Name || p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-			continue
-		}
-		if provision.Reschedulable(p) {
+		if p.Spec.NodeName == node.Name && podstate.Active(p) && !podstate.FollowsNode(p) {
 			out = append(out, p.Namespace+"/"+p.Name)
 		}
 	}

@@ -163,11 +163,11 @@ func Prepare(in Inputs) Prepared {
 			continue
 		}
 		switch {
-		case p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed:
+		case !podstate.Active(p):
 		case p.Spec.NodeName != "" && (going[p.Spec.NodeName] || (in.Only != nil && in.Only[key] && nodes[p.Spec.NodeName] == nil)):
 			// Pods of a node that is going, and pods the caller asks to
 			// move whose node is not listed (gone before them).
-			if !Reschedulable(p) || (in.Only != nil && !in.Only[key]) {
+			if podstate.FollowsNode(p) || (in.Only != nil && !in.Only[key]) {
 				continue
 			}
 			c := *p
@@ -226,18 +226,6 @@ func Prepare(in Inputs) Prepared {
 		Spot: in.Spot, Unavailable: in.Unavailable, Volumes: in.View.Volumes,
 	}
 	return out
-}
-
-// Reschedulable reports whether a pod of a node that is going needs a new
-// home: not a DaemonSet's or a static pod (they follow nodes).
-func Reschedulable(p *corev1.Pod) bool {
-	for _, o := range p.OwnerReferences {
-		if o.Controller != nil && *o.Controller && (o.Kind == "DaemonSet" || o.Kind == "Node") {
-			return false
-		}
-	}
-	_, mirror := p.Annotations[corev1.MirrorPodAnnotationKey]
-	return !mirror
 }
 
 // InstanceIDOf returns the instance ID of an EKS providerID

@@ -11,6 +11,7 @@ import (
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/fleet"
 	"github.com/nodewright/nodewright/shared/launch"
+	"github.com/nodewright/nodewright/shared/podstate"
 	"github.com/nodewright/nodewright/shared/state"
 	"github.com/nodewright/nodewright/shared/termination"
 )
@@ -204,7 +205,7 @@ func drainFirst(c Collection, records []*state.NodeClaim, instances []fleet.Runn
 	}
 	runsPods := map[string]bool{}
 	for _, p := range view.Pods {
-		if p.Spec.NodeName != "" && p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed && Reschedulable(p) {
+		if p.Spec.NodeName != "" && podstate.Active(p) && !podstate.FollowsNode(p) {
 			runsPods[p.Spec.NodeName] = true
 		}
 	}

@@ -50,7 +50,7 @@ func FromCluster(c Cluster) *Snapshot {
 	for i := range c.Pods {
 		p := &c.Pods[i]
 		switch {
-		case p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed:
+		case !podstate.Active(p):
 		case p.Spec.NodeName != "":
 			if n, ok := nodes[p.Spec.NodeName]; ok {
 				n.Pods = append(n.Pods, p.DeepCopy())

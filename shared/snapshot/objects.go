@@ -231,7 +231,7 @@ func (r *reader) pod(d document, at origin) {
 		r.fieldErrors(d, at, pod.Namespace, errs)
 		return
 	}
-	if pod.DeletionTimestamp != nil || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+	if !podstate.Active(pod) {
 		return
 	}
 	if pod.Spec.NodeName == "" && podstate.OwnedBy(pod, "DaemonSet", "Node") {

@@ -140,12 +140,7 @@ func workload(p *corev1.Pod) bool {
 	if p.Namespace == metav1.NamespaceSystem {
 		return false
 	}
-	for _, r := range p.OwnerReferences {
-		if r.Kind == "DaemonSet" || r.Kind == "Node" {
-			return false
-		}
-	}
-	return true
+	return !podstate.OwnedBy(p, "DaemonSet", "Node")
 }
 
 func runningReady(p *corev1.Pod) bool {
@@ -252,7 +247,7 @@ func (o *observer) livePods() []*corev1.Pod {
 	var out []*corev1.Pod
 	for _, obj := range o.pods.GetStore().List() {
 		p := obj.(*corev1.Pod)
-		if workload(p) && p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+		if workload(p) && podstate.Active(p) {
 			out = append(out, p)
 		}
 	}
