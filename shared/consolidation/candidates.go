@@ -2,6 +2,8 @@ package consolidation
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -170,7 +172,7 @@ func (v *view) drifted(n *nodeInfo) string {
 		}
 	}
 	if images, ok := v.in.CurrentImages[r.NodeClass]; ok && r.ImageID != "" && !images[r.ImageID] {
-		return fmt.Sprintf("AMI %s is no longer selected by EC2NodeClass %s (now %s)", r.ImageID, r.NodeClass, strings.Join(sortedKeys(images), ", "))
+		return fmt.Sprintf("AMI %s is no longer selected by EC2NodeClass %s (now %s)", r.ImageID, r.NodeClass, strings.Join(slices.Sorted(maps.Keys(images)), ", "))
 	}
 	return v.requirementsDrift(n)
 }

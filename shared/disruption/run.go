@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -441,7 +443,7 @@ func (r *Run) fingerprint(ctx context.Context, in consolidation.Inputs) error {
 // summarize is a bounded one-line account of why nodes were left alone.
 func summarize(m map[string]string) string {
 	var b strings.Builder
-	for i, k := range sortedKeys(m) {
+	for i, k := range slices.Sorted(maps.Keys(m)) {
 		if i == 10 {
 			fmt.Fprintf(&b, " and %d more", len(m)-10)
 			break
@@ -452,13 +454,4 @@ func summarize(m map[string]string) string {
 		fmt.Fprintf(&b, "%s: %s", k, m[k])
 	}
 	return b.String()
-}
-
-func sortedKeys(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

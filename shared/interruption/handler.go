@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -140,21 +141,13 @@ func New(d *Deps, now func() time.Time, log *slog.Logger, holder string) *Handle
 		h.Deps = *d
 	}
 	if h.Events == nil {
-		h.Events = nopEvents{}
+		h.Events = provision.DiscardEvents{}
 	}
 	if h.Metrics == nil {
-		h.Metrics = nopMetrics{}
+		h.Metrics = metrics.Discard{}
 	}
 	return h
 }
-
-type nopEvents struct{}
-
-func (nopEvents) Event(context.Context, provision.Ref, string, string, string) {}
-
-type nopMetrics struct{}
-
-func (nopMetrics) Emit(string, float64, metrics.Dims) error { return nil }
 
 // emit writes a data point (never failing the caller).
 func (h *Handler) emit(name string, v float64, dims metrics.Dims) {
@@ -365,7 +358,7 @@ func (h *Handler) act(ctx context.Context, lease *state.Lease, in trigger.Interr
 		return out, err
 	default:
 		log.Info("interruption already recorded: carrying it on", "step", a.Step)
-		if !contains(a.Messages, in.EventID) {
+		if !slices.Contains(a.Messages, in.EventID) {
 			a.Messages = append(a.Messages, in.EventID)
 		}
 		if !deadline.IsZero() && (a.Deadline.IsZero() || deadline.Before(a.Deadline)) {
@@ -547,13 +540,4 @@ func (h *Handler) poolOf(v *provision.View, name string) *apis.NodePool {
 		}
 	}
 	return nil
-}
-
-func contains(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

@@ -2,6 +2,8 @@ package provision
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -185,7 +187,7 @@ func Prepare(in Inputs) Prepared {
 			out.Pending++
 		}
 	}
-	for _, name := range sortedKeys(unbound) {
+	for _, name := range slices.Sorted(maps.Keys(unbound)) {
 		out.Warnings = append(out.Warnings, fmt.Sprintf("%d pods bound to node %s, which is not listed: left out", unbound[name], name))
 	}
 	var snodes []*scheduling.Node
@@ -303,13 +305,4 @@ func minAmounts(a, b catalog.Amounts) catalog.Amounts {
 		NvidiaGPU: min(a.NvidiaGPU, b.NvidiaGPU), AMDGPU: min(a.AMDGPU, b.AMDGPU), Neuron: min(a.Neuron, b.Neuron),
 		NeuronCore: min(a.NeuronCore, b.NeuronCore), EFA: min(a.EFA, b.EFA),
 	}
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -3,6 +3,8 @@ package provision
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"time"
 
@@ -135,7 +137,7 @@ func (r *Reconciler) Sweep(ctx context.Context) (*SweepReport, error) {
 	}
 	c := Liveness(records, instances, view.Nodes, r.Now(), r.Options.RegistrationTimeout, r.Options.OrphanGrace)
 	orphans := drainFirst(c, records, instances, view)
-	ids := sortedKeys(c.Terminate)
+	ids := slices.Sorted(maps.Keys(c.Terminate))
 	if len(ids) > 0 {
 		for _, id := range ids {
 			r.Log.Warn("terminating instance", "instance", id, "why", c.Terminate[id])
@@ -175,7 +177,7 @@ func (r *Reconciler) Sweep(ctx context.Context) (*SweepReport, error) {
 		pools[p.Name] = p
 	}
 	cl := termination.Cluster{Nodes: view.Nodes, Records: records, Instances: instances, Orphans: orphans}
-	for _, name := range sortedKeys(pools) {
+	for _, name := range slices.Sorted(maps.Keys(pools)) {
 		cl.NodePools = append(cl.NodePools, pools[name])
 	}
 	trep := r.Terminator().Sweep(ctx, cl)

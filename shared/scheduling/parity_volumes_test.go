@@ -7,6 +7,7 @@ package scheduling_test
 // us-east-1a..c here; its StorageClass of zones 2 and 3 is "zonal".
 
 import (
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -79,7 +80,7 @@ func volumeParity() []scenario {
 				return
 			}
 			for _, z := range nc.Zones {
-				if !contains(zs, z) {
+				if !slices.Contains(zs, z) {
 					t.Errorf("%s: NodeClaim may launch in %s, want only %v", pod, z, zs)
 				}
 			}
@@ -316,13 +317,4 @@ func bound3(node string) []*corev1.Pod {
 func minDomains(c corev1.TopologySpreadConstraint, n int32) corev1.TopologySpreadConstraint {
 	c.MinDomains = &n
 	return c
-}
-
-func contains(list []string, v string) bool {
-	for _, x := range list {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
