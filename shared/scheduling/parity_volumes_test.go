@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodewright/nodewright/shared/catalog"
@@ -30,7 +31,7 @@ func volumes(objs ...any) opt {
 				in.Volumes.Claims = append(in.Volumes.Claims, o)
 			case *corev1.PersistentVolume:
 				in.Volumes.Volumes = append(in.Volumes.Volumes, o)
-			case *scheduling.StorageClass:
+			case *storagev1.StorageClass:
 				in.Volumes.StorageClasses = append(in.Volumes.StorageClasses, o)
 			default:
 				panic("volumes: not a volume object")
@@ -45,7 +46,7 @@ func hostTerm(host string) []corev1.NodeSelectorRequirement {
 }
 
 func volumeParity() []scenario {
-	zonal := func() *scheduling.StorageClass {
+	zonal := func() *storagev1.StorageClass {
 		return st.Class(st.ClassOptions{Name: "zonal", Zones: []string{zoneB, zoneC}})
 	}
 	claim := func(name string, class *string, volume string) *corev1.PersistentVolumeClaim {
