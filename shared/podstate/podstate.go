@@ -79,9 +79,15 @@ func Provisionable(p *corev1.Pod) bool {
 	if p.Spec.NodeName != "" || p.Status.NominatedNodeName != "" || OwnedBy(p, "DaemonSet", "Node") {
 		return false
 	}
+	return Unschedulable(p)
+}
+
+// Unschedulable reports whether kube-scheduler has marked the pod
+// PodScheduled=False with reason Unschedulable: it found no node for it.
+func Unschedulable(p *corev1.Pod) bool {
 	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
-			return true
+		if c.Type == corev1.PodScheduled {
+			return c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable
 		}
 	}
 	return false

@@ -126,3 +126,23 @@ func TestDisruptionPredicates(t *testing.T) {
 		}
 	}
 }
+
+func TestUnschedulable(t *testing.T) {
+	cond := func(s corev1.ConditionStatus, reason string) []corev1.PodCondition {
+		return []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse}, {Type: corev1.PodScheduled, Status: s, Reason: reason}}
+	}
+	for _, tc := range []struct {
+		name string
+		pod  pod
+		want bool
+	}{
+		{"marked unschedulable", pod{conditions: cond(corev1.ConditionFalse, corev1.PodReasonUnschedulable)}, true},
+		{"scheduled", pod{conditions: cond(corev1.ConditionTrue, "")}, false},
+		{"gated", pod{conditions: cond(corev1.ConditionFalse, corev1.PodReasonSchedulingGated)}, false},
+		{"not evaluated", pod{}, false},
+	} {
+		if got := Unschedulable(tc.pod.build()); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
