@@ -3,6 +3,7 @@ package scheduling
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -274,11 +275,7 @@ func (s *solver) signature(p *corev1.Pod, req vec, keys map[string]bool) string 
 		b.WriteString(strconv.FormatInt(x, 36) + ",")
 	}
 	b.WriteByte(0)
-	nk := make([]string, 0, len(p.Spec.NodeSelector))
-	for k := range p.Spec.NodeSelector {
-		nk = append(nk, k)
-	}
-	sort.Strings(nk)
+	nk := slices.Sorted(maps.Keys(p.Spec.NodeSelector))
 	for _, k := range nk {
 		b.WriteString(k + "=" + p.Spec.NodeSelector[k] + ",")
 	}

@@ -1,6 +1,7 @@
 package scheduling
 
 import (
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -296,11 +297,7 @@ func (s *solver) lpTypesIn(mask uint64) []lpType {
 			return true
 		})
 	}
-	keys := make([]int, 0, len(best))
-	for t := range best {
-		keys = append(keys, t)
-	}
-	sort.Ints(keys)
+	keys := slices.Sorted(maps.Keys(best))
 	types := make([]lpType, len(keys))
 	for i, t := range keys {
 		types[i] = best[t]
@@ -390,11 +387,7 @@ func (s *solver) forcedNodes() (int, vec) {
 		}
 	}
 	best, smallest := 0, vec{}
-	keys := make([]int, 0, len(classes))
-	for k := range classes {
-		keys = append(keys, k)
-	}
-	sort.Ints(keys)
+	keys := slices.Sorted(maps.Keys(classes))
 	for _, k := range keys {
 		c := classes[k]
 		if n := (c.pods + c.perNode - 1) / c.perNode; n > best {
