@@ -5,7 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -512,11 +513,7 @@ func (s *store[T]) sorted() []*T {
 	if s.view != nil || len(s.objs) == 0 {
 		return s.view
 	}
-	keys := make([]string, 0, len(s.objs))
-	for k := range s.objs {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(s.objs))
 	out := make([]*T, len(keys))
 	for i, k := range keys {
 		out[i] = s.objs[k]

@@ -153,11 +153,7 @@ func (r Requirements) String() string {
 // FromLabels is "key In [value]" for every label (a label and its
 // deprecated alias are one key, so both must agree).
 func FromLabels(labels map[string]string) Requirements {
-	keys := make([]string, 0, len(labels))
-	for k := range labels {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(labels))
 	out := make(Requirements, 0, len(labels))
 	for _, k := range keys {
 		out = out.Add(In(k, labels[k]))
