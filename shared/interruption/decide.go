@@ -86,4 +86,3 @@ type EventReason string
 // EventRebalanceRecommended is the event on a node EC2 recommends
 // rebalancing, when its NodePool does not replace such nodes.
 const EventRebalanceRecommended EventReason = "RebalanceRecommended"
-

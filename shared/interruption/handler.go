@@ -148,21 +148,13 @@ func New(d *Deps, now func() time.Time, log *slog.Logger, holder string) *Handle
 		h.Deps = *d
 	}
 	if h.Events == nil {
-		h.Events = nopEvents{}
+		h.Events = provision.DiscardEvents{}
 	}
 	if h.Metrics == nil {
-		h.Metrics = nopMetrics{}
+		h.Metrics = metrics.Discard{}
 	}
 	return h
 }
-
-type nopEvents struct{}
-
-func (nopEvents) Event(context.Context, provision.Ref, string, string, string) {}
-
-type nopMetrics struct{}
-
-func (nopMetrics) Emit(string, float64, metrics.Dims) error { return nil }
 
 // emit writes a data point (never failing the caller).
 func (h *Handler) emit(name string, v float64, dims metrics.Dims) {

@@ -107,10 +107,9 @@ type SpotPrices interface {
 	Ensure(ctx context.Context) error
 }
 
-type nopEvents struct{}
+// DiscardEvents drops every event: what a flow records to when it is given
+// no recorder (tests, tools).
+type DiscardEvents struct{}
 
-func (nopEvents) Event(context.Context, Ref, string, string, string) {}
-
-type nopMetrics struct{}
-
-func (nopMetrics) Emit(string, float64, metrics.Dims) error { return nil }
+// Event drops the event.
+func (DiscardEvents) Event(context.Context, Ref, string, string, string) {}

@@ -97,7 +97,7 @@ func (k *Kube) MarkNode(ctx context.Context, name string, lbls map[string]string
 		if n.DeletionTimestamp != nil {
 			return apierrors.NewForbidden(schema.GroupResource{Resource: "nodes"}, name, fmt.Errorf("no new finalizers can be added if the object is being deleted"))
 		}
-		if !hasString(n.Finalizers, apis.FinalizerTermination) {
+		if !slices.Contains(n.Finalizers, apis.FinalizerTermination) {
 			n.Finalizers = append(n.Finalizers, apis.FinalizerTermination)
 		}
 		for key, v := range lbls {
@@ -105,15 +105,6 @@ func (k *Kube) MarkNode(ctx context.Context, name string, lbls map[string]string
 		}
 		return nil
 	})
-}
-
-func hasString(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func (k *Kube) RemoveFinalizer(ctx context.Context, name string) error {

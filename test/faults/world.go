@@ -17,7 +17,7 @@ import (
 	"github.com/nodewright/nodewright/shared/catalog"
 	"github.com/nodewright/nodewright/shared/drain"
 	"github.com/nodewright/nodewright/shared/names"
-	"github.com/nodewright/nodewright/shared/provision"
+	"github.com/nodewright/nodewright/shared/podstate"
 	"github.com/nodewright/nodewright/shared/state"
 )
 
@@ -88,7 +88,7 @@ func (w *World) tick() {
 		// that must move is still running when EC2 takes the instance.
 		var left []string
 		for _, p := range w.podsOn(in.DNS) {
-			if p.DeletionTimestamp == nil && provision.Reschedulable(p) {
+			if !podstate.Terminating(p) && !podstate.FollowsNode(p) {
 				left = append(left, p.Namespace+"/"+p.Name)
 			}
 		}
@@ -129,7 +129,7 @@ func (w *World) end(in *instance, by string) {
 	w.changed = true
 	var killed, protected []string
 	for _, p := range w.podsOn(in.DNS) {
-		if p.DeletionTimestamp != nil || !provision.Reschedulable(p) {
+		if podstate.Terminating(p) || podstate.FollowsNode(p) {
 			continue
 		}
 		killed = append(killed, p.Namespace+"/"+p.Name)
