@@ -81,9 +81,11 @@ bench-read: tools
 
 ## bench-e2e: the provision function's scale-out on the local cloud, driven by webhook hints as on AWS: 100 and
 ## 1,000 pods; pod created -> CreateFleet p50/p99, scale -> every NodeClaim launched, CreateFleet calls, scale -> Running;
-## and an invocation in a new container against the next (cold start)
+## and an invocation in a new container against the next (cold start); and each function's init duration (its process's
+## start to its first request for an event, the part of a cold start a binary's size decides; no local cloud)
 bench-e2e: tools
 	$(GO) test -run='^$$' -bench='ScaleOut|ColdStart' -benchtime=1x -timeout=30m ./test/provision/
+	$(GO) test -run='^$$' -bench=Init -benchtime=20x ./test/coldstart/
 
 ## generate: regenerate committed generated code (instance catalog, NodePool and EC2NodeClass CRDs)
 generate:

@@ -2,6 +2,8 @@ package stack
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -126,7 +128,7 @@ func TestFunctionPoliciesGrantEveryCall(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, name := range sortedKeys(variantEdits) {
+	for _, name := range slices.Sorted(maps.Keys(variantEdits)) {
 		s := namedVariant(t, name)
 		for _, fn := range FunctionNames() {
 			t.Run(name+"/"+fn, func(t *testing.T) {

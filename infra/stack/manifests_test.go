@@ -2,6 +2,7 @@ package stack
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 
@@ -68,7 +69,7 @@ func TestRBACManifest(t *testing.T) {
 	}
 	allowed := func(group, resource, verb string) bool {
 		for _, r := range role.Rules {
-			if contains(r.APIGroups, group) && contains(r.Resources, resource) && contains(r.Verbs, verb) {
+			if slices.Contains(r.APIGroups, group) && slices.Contains(r.Resources, resource) && slices.Contains(r.Verbs, verb) {
 				return true
 			}
 		}
@@ -93,19 +94,10 @@ func TestRBACManifest(t *testing.T) {
 		}
 	}
 	for _, r := range role.Rules {
-		if contains(r.Verbs, "*") || contains(r.Resources, "*") || contains(r.APIGroups, "*") {
+		if slices.Contains(r.Verbs, "*") || slices.Contains(r.Resources, "*") || slices.Contains(r.APIGroups, "*") {
 			t.Errorf("wildcard rule %+v", r)
 		}
 	}
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func TestStackManifests(t *testing.T) {

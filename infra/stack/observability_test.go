@@ -7,10 +7,11 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -69,17 +70,17 @@ func TestDashboardAndAlarmsMatchWhatIsEmitted(t *testing.T) {
 // emitted, emitted but not graphed, emitted but not defined.
 func compareMetrics(emitted map[string][]string, dashboard, alarms map[string]bool) []string {
 	var out []string
-	for _, name := range sortedKeys(dashboard) {
+	for _, name := range slices.Sorted(maps.Keys(dashboard)) {
 		if emitted[name] == nil {
 			out = append(out, fmt.Sprintf("the dashboard graphs %s, which no code path emits: emit it or take it off the dashboard", name))
 		}
 	}
-	for _, name := range sortedKeys(alarms) {
+	for _, name := range slices.Sorted(maps.Keys(alarms)) {
 		if emitted[name] == nil {
 			out = append(out, fmt.Sprintf("an alarm watches %s, which no code path emits: the alarm can never fire", name))
 		}
 	}
-	for _, name := range sortedKeys(emitted) {
+	for _, name := range slices.Sorted(maps.Keys(emitted)) {
 		if !dashboard[name] {
 			out = append(out, fmt.Sprintf("%s is emitted (%s) but not on the dashboard: graph it in infra/stack/observability.go", name, strings.Join(emitted[name], ", ")))
 		}
@@ -92,15 +93,6 @@ func compareMetrics(emitted map[string][]string, dashboard, alarms map[string]bo
 			out = append(out, fmt.Sprintf("metric %s is defined but no code path emits it: emit it or remove the definition", d.Name))
 		}
 	}
-	return out
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
 	return out
 }
 

@@ -6,20 +6,16 @@ import (
 	"testing"
 )
 
-// maxFunctionBytes is the size target of a function's binary: size is
-// cold-start time (README, "The functions").
-const maxFunctionBytes = 20_000_000
-
-// allowanceBytes is what a function may link beyond the target, and why.
-var allowanceBytes = map[string]int64{
-	// The SQS client (shared/redelivery) that brings a failed message
-	// back within names.InterruptionRetryVisibility: 0.26 MB, most of it
-	// the SDK's serialization schemas, registered at init.
-	FnInterruption: 300_000,
-}
+// maxFunctionBytes is the ceiling of a function's arm64 binary. It guards
+// against a dependency that drags in a large package (client-go's typed
+// clientset alone would add about 12 MB), not a budget to shave bytes
+// under: the functions sit near 20 MB, and a library type that costs a
+// quarter of a megabyte costs a cold start far less than a hand-written
+// copy of it costs its readers. Cold start is measured by make bench-e2e.
+const maxFunctionBytes = 30_000_000
 
 // Every function's arm64 binary, built as the stack builds it, stays under
-// the 20 MB target (plus its allowance); a dependency that drags in a large package fails here
+// maxFunctionBytes; a dependency that drags in a large package fails here
 // rather than in a cold start.
 func TestFunctionBinariesUnderTarget(t *testing.T) {
 	assets := functionAssets(t)
@@ -29,8 +25,8 @@ func TestFunctionBinariesUnderTarget(t *testing.T) {
 			t.Fatalf("%s: %v", fn, err)
 		}
 		t.Logf("%s: %.2f MB", fn, float64(st.Size())/1e6)
-		if limit := maxFunctionBytes + allowanceBytes[fn]; st.Size() >= limit {
-			t.Errorf("%s is %d bytes (%.2f MB): over its %.2f MB target; see what it links with go list -deps and go tool nm -size", fn, st.Size(), float64(st.Size())/1e6, float64(limit)/1e6)
+		if st.Size() >= maxFunctionBytes {
+			t.Errorf("%s is %d bytes (%.2f MB): over the %.2f MB ceiling; see what it links with go list -deps and go tool nm -size", fn, st.Size(), float64(st.Size())/1e6, float64(maxFunctionBytes)/1e6)
 		}
 	}
 }

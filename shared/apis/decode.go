@@ -3,8 +3,10 @@ package apis
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -166,13 +168,13 @@ func suggestField(root reflect.Type, path string) string {
 		return ""
 	}
 	unknown := tokens[len(tokens)-1]
-	names := fieldjson.SortedKeys(fieldjson.JSONFields(t))
+	names := slices.Sorted(maps.Keys(fieldjson.JSONFields(t)))
 	best, bestDist := "", 3
 	for _, n := range names {
 		if strings.EqualFold(n, unknown) {
 			return n
 		}
-		if d := editDistance(strings.ToLower(n), strings.ToLower(unknown)); d < bestDist && len(unknown) > 3 {
+		if d := EditDistance(strings.ToLower(n), strings.ToLower(unknown)); d < bestDist && len(unknown) > 3 {
 			best, bestDist = n, d
 		}
 	}
@@ -189,25 +191,4 @@ func elemType(t reflect.Type) reflect.Type {
 			return t
 		}
 	}
-}
-
-// editDistance is the Levenshtein distance between a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

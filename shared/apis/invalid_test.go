@@ -2,6 +2,7 @@ package apis
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -37,7 +38,7 @@ func nodeClassDoc(extra string, drop ...string) string {
 	}
 	var spec strings.Builder
 	for _, k := range []string{"role", "amiSelectorTerms", "subnetSelectorTerms", "securityGroupSelectorTerms"} {
-		if !contains(drop, k) {
+		if !slices.Contains(drop, k) {
 			spec.WriteString(base[k])
 		}
 	}
@@ -53,15 +54,6 @@ func indent(s, prefix string) string {
 		}
 	}
 	return strings.Join(lines, "\n") + "\n"
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 const (

@@ -2,6 +2,7 @@ package apis
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -11,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/nodewright/nodewright/shared/fieldjson"
 	"github.com/nodewright/nodewright/shared/quantity"
 )
 
@@ -141,7 +141,7 @@ func (v *validator) nonEmptyTags(path *field.Path, tags map[string]string) {
 	if len(tags) > 20 {
 		v.add(path, "must have at most 20 tags, has %d", len(tags))
 	}
-	for _, k := range sortedKeys(tags) {
+	for _, k := range slices.Sorted(maps.Keys(tags)) {
 		switch {
 		case k == "":
 			v.add(path.Key(k), "tag key must not be empty")
@@ -150,10 +150,6 @@ func (v *validator) nonEmptyTags(path *field.Path, tags map[string]string) {
 		}
 	}
 }
-
-// sortedKeys returns a map's keys in order, so errors come out in a
-// deterministic order.
-func sortedKeys[V any](m map[string]V) []string { return fieldjson.SortedKeys(m) }
 
 // quoteAll renders values as ["a", "b"] for error messages.
 func quoteAll(values []string) string {

@@ -2,6 +2,7 @@ package apis
 
 import (
 	"fmt"
+	"maps"
 	"net"
 	"regexp"
 	"slices"
@@ -289,7 +290,7 @@ func restrictedTagReason(k string) string {
 }
 
 func validateTags(v *validator, path *field.Path, tags map[string]string) {
-	for _, k := range sortedKeys(tags) {
+	for _, k := range slices.Sorted(maps.Keys(tags)) {
 		p := path.Key(k)
 		switch {
 		case k == "":
@@ -393,7 +394,7 @@ func validateKubelet(v *validator, path *field.Path, k *KubeletConfiguration) {
 	validateEviction(v, path.Child("evictionHard"), k.EvictionHard)
 	validateEviction(v, path.Child("evictionSoft"), k.EvictionSoft)
 	grace := path.Child("evictionSoftGracePeriod")
-	for _, sig := range sortedKeys(k.EvictionSoftGracePeriod) {
+	for _, sig := range slices.Sorted(maps.Keys(k.EvictionSoftGracePeriod)) {
 		if v.oneOf(grace.Key(sig), sig, evictionSignals(), true) {
 			if d := k.EvictionSoftGracePeriod[sig].Duration; d < 0 {
 				v.add(grace.Key(sig), "%q must not be negative", d.String())
@@ -403,7 +404,7 @@ func validateKubelet(v *validator, path *field.Path, k *KubeletConfiguration) {
 			v.add(grace.Key(sig), "has no matching evictionSoft threshold")
 		}
 	}
-	for _, sig := range sortedKeys(k.EvictionSoft) {
+	for _, sig := range slices.Sorted(maps.Keys(k.EvictionSoft)) {
 		if _, ok := k.EvictionSoftGracePeriod[sig]; !ok {
 			v.add(path.Child("evictionSoft").Key(sig), "has no matching evictionSoftGracePeriod")
 		}
@@ -436,7 +437,7 @@ func validateImageGC(v *validator, path *field.Path, k *KubeletConfiguration) {
 }
 
 func validateReserved(v *validator, path *field.Path, m map[string]string) {
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		p := path.Key(k)
 		if !v.oneOf(p, k, reservedKeys(), true) {
 			continue
@@ -454,7 +455,7 @@ func validateReserved(v *validator, path *field.Path, m map[string]string) {
 }
 
 func validateEviction(v *validator, path *field.Path, m map[string]string) {
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		p := path.Key(k)
 		if !v.oneOf(p, k, evictionSignals(), true) {
 			continue

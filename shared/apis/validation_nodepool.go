@@ -1,6 +1,7 @@
 package apis
 
 import (
+	"maps"
 	"regexp"
 	"slices"
 	"strconv"
@@ -88,7 +89,7 @@ func validateTemplateLabels(v *validator, path *field.Path, labels map[string]st
 	if len(labels) > MaxTemplateLabels {
 		v.add(path, "must have at most %d labels, has %d", MaxTemplateLabels, len(labels))
 	}
-	for _, k := range sortedKeys(labels) {
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
 		p := path.Key(k)
 		if v.labelKey(p, k) {
 			if reason := restrictedLabelReason(k); reason != "" {
@@ -101,7 +102,7 @@ func validateTemplateLabels(v *validator, path *field.Path, labels map[string]st
 
 func validateAnnotations(v *validator, path *field.Path, annotations map[string]string) {
 	size := 0
-	for _, k := range sortedKeys(annotations) {
+	for _, k := range slices.Sorted(maps.Keys(annotations)) {
 		size += len(k) + len(annotations[k])
 		if msgs := validation.IsQualifiedName(strings.ToLower(k)); len(msgs) > 0 {
 			v.add(path.Key(k), "%q is not a valid annotation key: %s", k, strings.Join(msgs, "; "))
@@ -291,9 +292,10 @@ func standardLimitNames() []string {
 }
 
 func validateLimits(v *validator, path *field.Path, limits Limits, static bool) {
-	for _, name := range sortedResourceNames(limits) {
+	for _, rn := range slices.Sorted(maps.Keys(limits)) {
+		name := string(rn)
 		p := path.Key(name)
-		q := limits[corev1.ResourceName(name)]
+		q := limits[rn]
 		switch {
 		case strings.Contains(name, "/") || strings.HasPrefix(name, corev1.ResourceHugePagesPrefix):
 			if msgs := validation.IsQualifiedName(name); len(msgs) > 0 {
@@ -309,14 +311,6 @@ func validateLimits(v *validator, path *field.Path, limits Limits, static bool) 
 			v.add(p, "only limits.nodes is supported on a static NodePool (replicas is set)")
 		}
 	}
-}
-
-func sortedResourceNames(l Limits) []string {
-	m := make(map[string]struct{}, len(l))
-	for k := range l {
-		m[string(k)] = struct{}{}
-	}
-	return sortedKeys(m)
 }
 
 // scheduleCheckFrom is a fixed instant from which validation checks that a

@@ -2,7 +2,8 @@ package disruption
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/state"
@@ -44,7 +45,7 @@ func newBudgets(v *view) *budgets {
 			disrupting[r.NodePool]++
 		}
 	}
-	for _, name := range sortedKeys(v.pools) {
+	for _, name := range slices.Sorted(maps.Keys(v.pools)) {
 		pool := v.pools[name]
 		b.left[name] = map[apis.DisruptionReason]int{}
 		b.why[name] = map[apis.DisruptionReason]string{}
@@ -101,13 +102,4 @@ func (b *budgets) clone() *budgets {
 		}
 	}
 	return c
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

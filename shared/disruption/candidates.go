@@ -2,13 +2,14 @@ package disruption
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/klog/v2"
 
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/podstate"
@@ -70,7 +71,7 @@ func (v *view) blocked(n *nodeInfo, c class) (string, Cause) {
 // PDBs cover (the Eviction API refuses those).
 func (v *view) podsBlock(n *nodeInfo) (string, Cause) {
 	for _, p := range n.pods {
-		if p.DeletionTimestamp == nil && p.Annotations[apis.AnnotationDoNotDisrupt] == "true" {
+		if !podstate.Terminating(p) && podstate.DoNotDisrupt(p) {
 			return fmt.Sprintf("pod %s is annotated %s", podKey(p), apis.AnnotationDoNotDisrupt), CauseDoNotDisrupt
 		}
 	}
@@ -85,7 +86,8 @@ func (v *view) podsBlock(n *nodeInfo) (string, Cause) {
 // evictionBlocked applies the PDBs to one pod as the Eviction API would
 // now (status.disruptionsAllowed), for the pods a drain evicts.
 func (v *view) evictionBlocked(p *corev1.Pod) string {
-	if p.DeletionTimestamp != nil || !reschedulableOrDaemon(p) || toleratesDisrupted(p) {
+	// A drain evicts every pod but a static one.
+	if podstate.Terminating(p) || podstate.Static(p) || podstate.ToleratesDisrupted(p) {
 		return ""
 	}
 	var match []pdbInfo
@@ -101,37 +103,10 @@ func (v *view) evictionBlocked(p *corev1.Pod) string {
 			keys[i] = b.key
 		}
 		return fmt.Sprintf("pod %s is covered by several PodDisruptionBudgets (%s): the Eviction API refuses it", podKey(p), strings.Join(keys, ", "))
-	case len(match) == 1 && match[0].allowed <= 0 && !(match[0].unhealthyOK && !podReady(p)):
+	case len(match) == 1 && match[0].allowed <= 0 && !(match[0].unhealthyOK && !podstate.Ready(p)):
 		return fmt.Sprintf("PodDisruptionBudget %s allows no disruption now (pod %s)", match[0].key, podKey(p))
 	}
 	return ""
-}
-
-// reschedulableOrDaemon: every pod but a static one is evicted by a drain.
-func reschedulableOrDaemon(p *corev1.Pod) bool {
-	if _, mirror := p.Annotations[corev1.MirrorPodAnnotationKey]; mirror {
-		return false
-	}
-	return !podstate.OwnedBy(p, "Node")
-}
-
-func toleratesDisrupted(p *corev1.Pod) bool {
-	t := apis.DisruptedTaint()
-	for i := range p.Spec.Tolerations {
-		if p.Spec.Tolerations[i].ToleratesTaint(klog.Background(), &t, false) {
-			return true
-		}
-	}
-	return false
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // consolidatable says why a node that may be disrupted gracefully is still
@@ -200,7 +175,7 @@ func (v *view) drifted(n *nodeInfo) string {
 		}
 	}
 	if images, ok := v.in.CurrentImages[r.NodeClass]; ok && r.ImageID != "" && !images[r.ImageID] {
-		return fmt.Sprintf("AMI %s is no longer selected by EC2NodeClass %s (now %s)", r.ImageID, r.NodeClass, strings.Join(sortedKeys(images), ", "))
+		return fmt.Sprintf("AMI %s is no longer selected by EC2NodeClass %s (now %s)", r.ImageID, r.NodeClass, strings.Join(slices.Sorted(maps.Keys(images)), ", "))
 	}
 	return v.requirementsDrift(n)
 }

@@ -2,6 +2,7 @@ package disruption
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -282,7 +283,7 @@ func narrow(nc scheduling.NodeClaim, capacityType string, kept []option, v *view
 			}
 		}
 	}
-	out.Zones = sortedKeys(zoneSet)
+	out.Zones = slices.Sorted(maps.Keys(zoneSet))
 	out.CapacityType, out.CapacityTypes = capacityType, []string{capacityType}
 	out.PricePerHour = roundPrice(kept[0].price)
 	out.Requirements = setRequirement(nc.Requirements, apis.LabelInstanceType, out.InstanceTypes)

@@ -213,7 +213,7 @@ func nodeReady(n *corev1.Node) bool {
 // wait for room.
 func (v *view) bindPods() {
 	for _, p := range v.in.Pods {
-		if p == nil || terminal(p) {
+		if p == nil || podstate.Terminal(p) {
 			continue
 		}
 		if p.Spec.NodeName == "" {
@@ -227,7 +227,7 @@ func (v *view) bindPods() {
 			continue
 		}
 		n.pods = append(n.pods, p)
-		if reschedulable(p) {
+		if podstate.Reschedulable(p) {
 			c := *p
 			c.Spec.NodeName = ""
 			n.moving = append(n.moving, &c)
@@ -244,21 +244,6 @@ func (v *view) bindPods() {
 }
 
 func podKey(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }
-
-func terminal(p *corev1.Pod) bool {
-	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
-}
-
-// reschedulable says whether a bound pod must find another node when its
-// node goes, as Karpenter's IsReschedulable: active (or a terminating
-// StatefulSet pod, whose replacement waits for it), not a DaemonSet's or a
-// static pod.
-func reschedulable(p *corev1.Pod) bool {
-	if terminal(p) || (p.DeletionTimestamp != nil && !podstate.OwnedBy(p, "StatefulSet")) {
-		return false
-	}
-	return provision.Reschedulable(p)
-}
 
 // describeOffering fills the node's instance type, zone, capacity type and
 // current price: from its record when Nodewright launched it, else from its

@@ -63,9 +63,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/klog/v2"
 
 	"github.com/nodewright/nodewright/shared/kube"
+	"github.com/nodewright/nodewright/shared/podstate"
 )
 
 // Cluster is what Drain needs of the API server (*kube.Client has it).
@@ -207,7 +207,7 @@ func Drain(ctx context.Context, c Cluster, node string, opts Options) (*Result, 
 		switch {
 		case !opts.Deadline.IsZero() && !now.Before(deleteAt[ref]):
 			due = append(due, p)
-		case p.Annotations[kube.AnnotationDoNotDisrupt] == "true" && !opts.IgnoreDoNotDisrupt:
+		case podstate.DoNotDisrupt(p) && !opts.IgnoreDoNotDisrupt:
 			res.Blocked = append(res.Blocked, Outcome{Pod: ref, Reason: ReasonDoNotDisrupt})
 		case isCritical(p):
 			critical = append(critical, p)
@@ -272,39 +272,18 @@ func Drain(ctx context.Context, c Cluster, node string, opts Options) (*Result, 
 // leftAlone says why the drain does not touch p, or "".
 func leftAlone(p *corev1.Pod, now time.Time) string {
 	switch {
-	case p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed:
+	case podstate.Terminal(p):
 		return ReasonTerminal
-	case p.Annotations[kube.AnnotationMirrorPod] != "":
+	case podstate.Mirror(p):
 		return ReasonMirror
-	case ownedByDaemonSet(p):
+	case podstate.OwnedBy(p, "DaemonSet"):
 		return ReasonDaemonSet
-	case toleratesDisrupted(p):
+	case podstate.ToleratesDisrupted(p):
 		return ReasonTolerates
 	case stuckTerminating(p, now):
 		return ReasonStuck
 	}
 	return ""
-}
-
-func ownedByDaemonSet(p *corev1.Pod) bool {
-	for _, o := range p.OwnerReferences {
-		if o.Kind == "DaemonSet" && o.Controller != nil && *o.Controller {
-			return true
-		}
-	}
-	return false
-}
-
-// disruptedTaint is the taint Nodewright puts on nodes it is removing.
-var disruptedTaint = corev1.Taint{Key: "karpenter.sh/disrupted", Effect: corev1.TaintEffectNoSchedule}
-
-func toleratesDisrupted(p *corev1.Pod) bool {
-	for i := range p.Spec.Tolerations {
-		if p.Spec.Tolerations[i].ToleratesTaint(klog.Background(), &disruptedTaint, false) {
-			return true
-		}
-	}
-	return false
 }
 
 // stuckTerminating: deleted, and its deletion time (which already includes

@@ -11,9 +11,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -58,7 +59,7 @@ func (w Walker) Walk(t reflect.Type, raw []byte, path string) bool {
 			return cont
 		}
 		fields := JSONFields(t)
-		for _, k := range SortedKeys(m) {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
 			if ft, ok := fields[k]; ok && !w.Walk(ft, m[k], Join(path, k)) {
 				return false
 			}
@@ -68,7 +69,7 @@ func (w Walker) Walk(t reflect.Type, raw []byte, path string) bool {
 		if ok, cont := w.container(t, raw, path, &m); !ok {
 			return cont
 		}
-		for _, k := range SortedKeys(m) {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
 			if !w.Walk(t.Elem(), m[k], w.key(path, k)) {
 				return false
 			}
@@ -137,17 +138,6 @@ func JSONFields(t reflect.Type) map[string]reflect.Type {
 		out[name] = f.Type
 	}
 	return out
-}
-
-// SortedKeys returns a map's keys in order, so walks and error lists come out
-// deterministic.
-func SortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // IsNull says whether raw is JSON null.

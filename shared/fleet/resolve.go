@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -45,11 +47,7 @@ func (l *Launcher) resolve(ctx context.Context, nc *apis.EC2NodeClass) (*NodeCla
 // tagFilters turns selector tags into EC2 filters: tag:<key>=<value>, or
 // tag-key=<key> when the value is "*" (any value), sorted by key.
 func tagFilters(tags map[string]string) []ec2types.Filter {
-	keys := make([]string, 0, len(tags))
-	for k := range tags {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(tags))
 	out := make([]ec2types.Filter, 0, len(keys))
 	for _, k := range keys {
 		if tags[k] == "*" {

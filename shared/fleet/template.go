@@ -5,7 +5,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -106,11 +107,7 @@ func resourceTags(cluster, nodePool string, nc *apis.EC2NodeClass) map[string]st
 
 // ec2Tags turns a tag map into EC2 tags sorted by key.
 func ec2Tags(m map[string]string) []ec2types.Tag {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(m))
 	out := make([]ec2types.Tag, 0, len(keys))
 	for _, k := range keys {
 		out = append(out, ec2types.Tag{Key: aws.String(k), Value: aws.String(m[k])})

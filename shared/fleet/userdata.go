@@ -8,11 +8,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"mime"
 	"mime/multipart"
 	"net/mail"
 	"net/textproto"
-	"sort"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -154,11 +155,7 @@ func kubeletConfig(s NodeSettings) (map[string]json.RawMessage, error) {
 func kubeletFlags(s NodeSettings) []string {
 	var flags []string
 	if len(s.Labels) > 0 {
-		keys := make([]string, 0, len(s.Labels))
-		for k := range s.Labels {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
+		keys := slices.Sorted(maps.Keys(s.Labels))
 		kv := make([]string, 0, len(keys))
 		for _, k := range keys {
 			kv = append(kv, k+"="+s.Labels[k])

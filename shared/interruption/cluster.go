@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodewright/nodewright/shared/apis"
+	"github.com/nodewright/nodewright/shared/podstate"
 	"github.com/nodewright/nodewright/shared/provision"
 	"github.com/nodewright/nodewright/shared/state"
 )
@@ -56,10 +57,7 @@ func reschedulablePods(v *provision.View, node *corev1.Node) []string {
 	}
 	var out []string
 	for _, p := range v.Pods {
-		if p.Spec.NodeName != node.Name || p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-			continue
-		}
-		if provision.Reschedulable(p) {
+		if p.Spec.NodeName == node.Name && podstate.Active(p) && !podstate.FollowsNode(p) {
 			out = append(out, p.Namespace+"/"+p.Name)
 		}
 	}

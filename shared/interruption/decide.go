@@ -79,3 +79,10 @@ func Decide(in trigger.Interruption, rec *state.NodeClaim, pool *apis.NodePool, 
 	}
 	return Decision{Note: "unknown event kind"}
 }
+
+// EventReason is the reason of an event the interruption function records.
+type EventReason string
+
+// EventRebalanceRecommended is the event on a node EC2 recommends
+// rebalancing, when its NodePool does not replace such nodes.
+const EventRebalanceRecommended EventReason = "RebalanceRecommended"

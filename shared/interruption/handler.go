@@ -152,21 +152,13 @@ func New(d *Deps, now func() time.Time, log *slog.Logger, holder string) *Handle
 		h.Deps = *d
 	}
 	if h.Events == nil {
-		h.Events = nopEvents{}
+		h.Events = provision.DiscardEvents{}
 	}
 	if h.Metrics == nil {
-		h.Metrics = nopMetrics{}
+		h.Metrics = metrics.Discard{}
 	}
 	return h
 }
-
-type nopEvents struct{}
-
-func (nopEvents) Event(context.Context, provision.Ref, string, string, string) {}
-
-type nopMetrics struct{}
-
-func (nopMetrics) Emit(string, float64, metrics.Dims) error { return nil }
 
 // emit writes a data point (never failing the caller).
 func (h *Handler) emit(name string, v float64, dims metrics.Dims) {
@@ -329,7 +321,7 @@ func (h *Handler) instance(ctx context.Context, in trigger.Interruption, id stri
 		log.Info("no action", "nodeClaim", rec.Name, "why", d.Note)
 		if in.Kind == trigger.KindRebalanceRecommendation && node != nil {
 			h.Events.Event(ctx, provision.Ref{Kind: "Node", Name: node.Name, UID: string(node.UID)}, corev1.EventTypeNormal,
-				"RebalanceRecommended", "EC2 recommends rebalancing this spot instance: "+d.Note)
+				string(EventRebalanceRecommended), "EC2 recommends rebalancing this spot instance: "+d.Note)
 		}
 		return out, nil
 	}

@@ -5,7 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -13,13 +14,13 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 
 	"github.com/nodewright/nodewright/shared/apis"
-	"github.com/nodewright/nodewright/shared/scheduling"
 )
 
 // CacheOptions tune a Cache; the zero value is what the functions use.
@@ -118,7 +119,7 @@ func (o *CacheOptions) defaults() {
 // after the previous one first closes pooled connections.
 //
 // StorageClasses, NodePools and EC2NodeClasses (tens of objects) are
-// listed on every Sync (StorageClasses as JSON into scheduling.StorageClass);
+// listed on every Sync (StorageClasses as JSON into storagev1.StorageClass);
 // they are decoded, defaulted and validated by package apis, and an invalid
 // object is reported in View.Invalid by name and field path, not as an error.
 //
@@ -174,7 +175,7 @@ type View struct {
 	// volume objects, trimmed (TrimPersistentVolumeClaim, ...).
 	PersistentVolumeClaims []*corev1.PersistentVolumeClaim
 	PersistentVolumes      []*corev1.PersistentVolume
-	StorageClasses         []*scheduling.StorageClass
+	StorageClasses         []*storagev1.StorageClass
 	// KarpenterCRDs says whether the cluster serves NodePools (karpenter.sh/v1);
 	// NodePools and NodeClasses are the valid ones, defaulted.
 	KarpenterCRDs bool
@@ -512,11 +513,7 @@ func (s *store[T]) sorted() []*T {
 	if s.view != nil || len(s.objs) == 0 {
 		return s.view
 	}
-	keys := make([]string, 0, len(s.objs))
-	for k := range s.objs {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(s.objs))
 	out := make([]*T, len(keys))
 	for i, k := range keys {
 		out[i] = s.objs[k]

@@ -7,13 +7,13 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/nodewright/nodewright/shared/scheduling"
+	storagev1 "k8s.io/api/storage/v1"
 )
 
-// StorageClasses lists the StorageClasses, decoded from JSON into the
-// fields volume topology reads (their binding mode, allowedTopologies,
-// provisioner, creation time and default-class annotation).
-func (c *Client) StorageClasses(ctx context.Context) ([]*scheduling.StorageClass, error) {
+// StorageClasses lists the StorageClasses as storage.k8s.io/v1 objects
+// (JSON: they are tens of objects), their metadata trimmed to what volume
+// topology reads (creation time and the default-class annotation).
+func (c *Client) StorageClasses(ctx context.Context) ([]*storagev1.StorageClass, error) {
 	items, err := c.listRaw(ctx, storageClassesPath)
 	if errors.Is(err, errNotInstalled) {
 		return nil, nil
@@ -21,9 +21,9 @@ func (c *Client) StorageClasses(ctx context.Context) ([]*scheduling.StorageClass
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*scheduling.StorageClass, 0, len(items))
+	out := make([]*storagev1.StorageClass, 0, len(items))
 	for _, item := range items {
-		sc := &scheduling.StorageClass{}
+		sc := &storagev1.StorageClass{}
 		if err := json.Unmarshal(item, sc); err != nil {
 			return nil, fmt.Errorf("list storageclasses: %w", err)
 		}

@@ -96,7 +96,7 @@ func (l *Launcher) check() error {
 		l.Log = slog.New(slog.DiscardHandler)
 	}
 	if l.Metrics == nil {
-		l.Metrics = nopMetrics{}
+		l.Metrics = metrics.Discard{}
 	}
 	if l.Parallelism <= 0 {
 		l.Parallelism = 1
@@ -112,10 +112,6 @@ func RandomNonce() (string, error) {
 	}
 	return hex.EncodeToString(b), nil
 }
-
-type nopMetrics struct{}
-
-func (nopMetrics) Emit(string, float64, metrics.Dims) error { return nil }
 
 // Launch is one NodeClaim a launch launched (or failed to).
 type Launch struct {

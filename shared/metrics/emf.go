@@ -4,8 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
-	"sort"
+	"slices"
 	"sync"
 	"time"
 )
@@ -31,6 +32,13 @@ func NewEmitter(w io.Writer, namespace, cluster string, now func() time.Time) *E
 	return &Emitter{w: w, namespace: namespace, cluster: cluster, now: now}
 }
 
+// Discard drops every data point: what a flow emits to when it is given no
+// Emitter (tests, tools).
+type Discard struct{}
+
+// Emit drops the data point.
+func (Discard) Emit(string, float64, Dims) error { return nil }
+
 // Dims are a data point's dimension values beyond the cluster, keyed by
 // dimension key (DimNodePool, DimReason, ...).
 type Dims map[string]string
@@ -51,7 +59,7 @@ func (e *Emitter) Emit(name string, value float64, dims Dims) error {
 		return fmt.Errorf("emit %s: no cluster name", name)
 	}
 	if len(dims) != len(def.Detail) {
-		return fmt.Errorf("emit %s: dimensions %v, want exactly %v", name, keys(dims), def.Detail)
+		return fmt.Errorf("emit %s: dimensions %v, want exactly %v", name, slices.Sorted(maps.Keys(dims)), def.Detail)
 	}
 	rec := map[string]any{DimCluster: e.cluster}
 	for _, k := range def.Detail {
@@ -97,13 +105,4 @@ type emfDirective struct {
 type emfMetric struct {
 	Name string `json:"Name"`
 	Unit string `json:"Unit"`
-}
-
-func keys(m Dims) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

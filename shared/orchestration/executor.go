@@ -135,21 +135,13 @@ type Executor struct {
 // metrics) and returns it.
 func (e *Executor) WithDefaults() *Executor {
 	if e.Events == nil {
-		e.Events = nopEvents{}
+		e.Events = provision.DiscardEvents{}
 	}
 	if e.Metrics == nil {
-		e.Metrics = nopMetrics{}
+		e.Metrics = metrics.Discard{}
 	}
 	return e
 }
-
-type nopEvents struct{}
-
-func (nopEvents) Event(context.Context, provision.Ref, string, string, string) {}
-
-type nopMetrics struct{}
-
-func (nopMetrics) Emit(string, float64, metrics.Dims) error { return nil }
 
 func (e *Executor) wait() time.Duration {
 	if e.ValidationWait <= 0 {

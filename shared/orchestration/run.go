@@ -6,11 +6,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
-
-	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/catalog"
@@ -18,6 +18,7 @@ import (
 	"github.com/nodewright/nodewright/shared/fleet"
 	"github.com/nodewright/nodewright/shared/metrics"
 	"github.com/nodewright/nodewright/shared/pause"
+	"github.com/nodewright/nodewright/shared/podstate"
 	"github.com/nodewright/nodewright/shared/provision"
 	"github.com/nodewright/nodewright/shared/state"
 	"github.com/nodewright/nodewright/shared/termination"
@@ -395,7 +396,7 @@ func firstFew(names []string, n int) []string {
 func (r *Run) fingerprint(ctx context.Context, in disruption.Inputs) error {
 	byNode := map[string][]string{}
 	for _, p := range in.Pods {
-		if p.Spec.NodeName == "" || p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed || !provision.Reschedulable(p) {
+		if p.Spec.NodeName == "" || !podstate.Active(p) || podstate.FollowsNode(p) {
 			continue
 		}
 		byNode[p.Spec.NodeName] = append(byNode[p.Spec.NodeName], string(p.UID))
@@ -442,7 +443,7 @@ func (r *Run) fingerprint(ctx context.Context, in disruption.Inputs) error {
 // summarize is a bounded one-line account of why nodes were left alone.
 func summarize(m map[string]string) string {
 	var b strings.Builder
-	for i, k := range sortedKeys(m) {
+	for i, k := range slices.Sorted(maps.Keys(m)) {
 		if i == 10 {
 			fmt.Fprintf(&b, " and %d more", len(m)-10)
 			break
@@ -453,13 +454,4 @@ func summarize(m map[string]string) string {
 		fmt.Fprintf(&b, "%s: %s", k, m[k])
 	}
 	return b.String()
-}
-
-func sortedKeys(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

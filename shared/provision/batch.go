@@ -178,8 +178,7 @@ func pendingSince(p *corev1.Pod) (time.Time, bool) {
 		}
 		return p.CreationTimestamp.Time, true
 	}
-	if p.Spec.NodeName != "" || p.Status.NominatedNodeName != "" || p.DeletionTimestamp != nil ||
-		p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+	if p.Spec.NodeName != "" || p.Status.NominatedNodeName != "" || !podstate.Active(p) {
 		return time.Time{}, false
 	}
 	if podstate.OwnedBy(p, "DaemonSet", "Node") {

@@ -1,6 +1,7 @@
 package provision
 
 import (
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -249,8 +250,8 @@ func TestLiveness(t *testing.T) {
 	}
 	gnode := node("ip-gone", "i-gone")
 	c := Liveness([]*state.NodeClaim{late, fresh, gone, justGone, ending, launching, stuck}, instances, []*corev1.Node{gnode}, now, 15*time.Minute, 5*time.Minute)
-	if want := []string{"i-late", "i-orphan", "i-stuck"}; !reflect.DeepEqual(sortedKeys(c.Terminate), want) {
-		t.Errorf("terminate %v, want %v", sortedKeys(c.Terminate), want)
+	if want := []string{"i-late", "i-orphan", "i-stuck"}; !reflect.DeepEqual(slices.Sorted(maps.Keys(c.Terminate)), want) {
+		t.Errorf("terminate %v, want %v", slices.Sorted(maps.Keys(c.Terminate)), want)
 	}
 	var removed []string
 	for _, r := range c.DeleteRecords {

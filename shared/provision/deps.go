@@ -74,6 +74,18 @@ type Events interface {
 	Event(ctx context.Context, ref Ref, eventType, reason, message string)
 }
 
+// EventReason is the reason of an event the provision function records:
+// the values Karpenter users see in kubectl describe.
+type EventReason string
+
+// The provision function's event reasons.
+const (
+	EventLaunched         EventReason = "Launched"
+	EventNominated        EventReason = "Nominated"
+	EventFailedScheduling EventReason = "FailedScheduling"
+	EventRegistered       EventReason = "Registered"
+)
+
 // DrainResult, DrainOptions and Drainer are package termination's (the
 // drain is the terminator's; the Reconciler carries the Drainer it uses).
 type (
@@ -95,10 +107,9 @@ type SpotPrices interface {
 	Ensure(ctx context.Context) error
 }
 
-type nopEvents struct{}
+// DiscardEvents drops every event: what a flow records to when it is given
+// no recorder (tests, tools).
+type DiscardEvents struct{}
 
-func (nopEvents) Event(context.Context, Ref, string, string, string) {}
-
-type nopMetrics struct{}
-
-func (nopMetrics) Emit(string, float64, metrics.Dims) error { return nil }
+// Event drops the event.
+func (DiscardEvents) Event(context.Context, Ref, string, string, string) {}

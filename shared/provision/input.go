@@ -2,6 +2,8 @@ package provision
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -163,11 +165,11 @@ func Prepare(in Inputs) Prepared {
 			continue
 		}
 		switch {
-		case p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed:
+		case !podstate.Active(p):
 		case p.Spec.NodeName != "" && (going[p.Spec.NodeName] || (in.Only != nil && in.Only[key] && nodes[p.Spec.NodeName] == nil)):
 			// Pods of a node that is going, and pods the caller asks to
 			// move whose node is not listed (gone before them).
-			if !Reschedulable(p) || (in.Only != nil && !in.Only[key]) {
+			if podstate.FollowsNode(p) || (in.Only != nil && !in.Only[key]) {
 				continue
 			}
 			c := *p
@@ -185,7 +187,7 @@ func Prepare(in Inputs) Prepared {
 			out.Pending++
 		}
 	}
-	for _, name := range sortedKeys(unbound) {
+	for _, name := range slices.Sorted(maps.Keys(unbound)) {
 		out.Warnings = append(out.Warnings, fmt.Sprintf("%d pods bound to node %s, which is not listed: left out", unbound[name], name))
 	}
 	var snodes []*scheduling.Node
@@ -226,18 +228,6 @@ func Prepare(in Inputs) Prepared {
 		Spot: in.Spot, Unavailable: in.Unavailable, Volumes: in.View.Volumes,
 	}
 	return out
-}
-
-// Reschedulable reports whether a pod of a node that is going needs a new
-// home: not a DaemonSet's or a static pod (they follow nodes).
-func Reschedulable(p *corev1.Pod) bool {
-	for _, o := range p.OwnerReferences {
-		if o.Controller != nil && *o.Controller && (o.Kind == "DaemonSet" || o.Kind == "Node") {
-			return false
-		}
-	}
-	_, mirror := p.Annotations[corev1.MirrorPodAnnotationKey]
-	return !mirror
 }
 
 // InstanceIDOf returns the instance ID of an EKS providerID
@@ -318,13 +308,4 @@ func minAmounts(a, b catalog.Amounts) catalog.Amounts {
 		NvidiaGPU: min(a.NvidiaGPU, b.NvidiaGPU), AMDGPU: min(a.AMDGPU, b.AMDGPU), Neuron: min(a.Neuron, b.Neuron),
 		NeuronCore: min(a.NeuronCore, b.NeuronCore), EFA: min(a.EFA, b.EFA),
 	}
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

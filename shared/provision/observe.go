@@ -36,13 +36,13 @@ func (r *Reconciler) podEvents(ctx context.Context, w *world, plan *scheduling.R
 		msg := fmt.Sprintf("Nominated to NodeClaim %s (%s, %s, %s)", rec.Name, rec.InstanceType, rec.CapacityType, rec.Zone)
 		for _, key := range rec.Claim.Pods {
 			if rf, ok := ref(key); ok {
-				r.Events.Event(ctx, rf, corev1.EventTypeNormal, "Nominated", msg)
+				r.Events.Event(ctx, rf, corev1.EventTypeNormal, string(EventNominated), msg)
 			}
 		}
 	}
 	for _, u := range plan.Unschedulable {
 		if rf, ok := ref(u.Pod); ok {
-			r.Events.Event(ctx, rf, corev1.EventTypeWarning, "FailedScheduling", "Nodewright cannot place the pod: "+u.Reason)
+			r.Events.Event(ctx, rf, corev1.EventTypeWarning, string(EventFailedScheduling), "Nodewright cannot place the pod: "+u.Reason)
 		}
 	}
 }

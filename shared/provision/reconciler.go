@@ -180,10 +180,10 @@ func (r *Reconciler) init() error {
 		r.Log = slog.New(slog.DiscardHandler)
 	}
 	if r.Events == nil {
-		r.Events = nopEvents{}
+		r.Events = DiscardEvents{}
 	}
 	if r.Metrics == nil {
-		r.Metrics = nopMetrics{}
+		r.Metrics = metrics.Discard{}
 	}
 	r.Options.defaults()
 	return nil

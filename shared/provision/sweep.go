@@ -3,6 +3,8 @@ package provision
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"time"
 
@@ -11,6 +13,7 @@ import (
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/fleet"
 	"github.com/nodewright/nodewright/shared/launch"
+	"github.com/nodewright/nodewright/shared/podstate"
 	"github.com/nodewright/nodewright/shared/state"
 	"github.com/nodewright/nodewright/shared/termination"
 )
@@ -134,7 +137,7 @@ func (r *Reconciler) Sweep(ctx context.Context) (*SweepReport, error) {
 	}
 	c := Liveness(records, instances, view.Nodes, r.Now(), r.Options.RegistrationTimeout, r.Options.OrphanGrace)
 	orphans := drainFirst(c, records, instances, view)
-	ids := sortedKeys(c.Terminate)
+	ids := slices.Sorted(maps.Keys(c.Terminate))
 	if len(ids) > 0 {
 		for _, id := range ids {
 			r.Log.Warn("terminating instance", "instance", id, "why", c.Terminate[id])
@@ -174,7 +177,7 @@ func (r *Reconciler) Sweep(ctx context.Context) (*SweepReport, error) {
 		pools[p.Name] = p
 	}
 	cl := termination.Cluster{Nodes: view.Nodes, Records: records, Instances: instances, Orphans: orphans}
-	for _, name := range sortedKeys(pools) {
+	for _, name := range slices.Sorted(maps.Keys(pools)) {
 		cl.NodePools = append(cl.NodePools, pools[name])
 	}
 	trep := r.Terminator().Sweep(ctx, cl)
@@ -204,7 +207,7 @@ func drainFirst(c Collection, records []*state.NodeClaim, instances []fleet.Runn
 	}
 	runsPods := map[string]bool{}
 	for _, p := range view.Pods {
-		if p.Spec.NodeName != "" && p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed && Reschedulable(p) {
+		if p.Spec.NodeName != "" && podstate.Active(p) && !podstate.FollowsNode(p) {
 			runsPods[p.Spec.NodeName] = true
 		}
 	}

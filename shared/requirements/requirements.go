@@ -2,6 +2,8 @@ package requirements
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -151,11 +153,7 @@ func (r Requirements) String() string {
 // FromLabels is "key In [value]" for every label (a label and its
 // deprecated alias are one key, so both must agree).
 func FromLabels(labels map[string]string) Requirements {
-	keys := make([]string, 0, len(labels))
-	for k := range labels {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(labels))
 	out := make(Requirements, 0, len(labels))
 	for _, k := range keys {
 		out = out.Add(In(k, labels[k]))
@@ -256,9 +254,9 @@ func TypoOf(key string) string {
 	}
 	name := key[strings.LastIndexByte(key, '/')+1:]
 	best, bestDist := "", 3
-	for _, wk := range sortedWellKnown() {
+	for _, wk := range slices.Sorted(maps.Keys(apis.WellKnownLabels)) {
 		wkName := wk[strings.LastIndexByte(wk, '/')+1:]
-		d := editDistance(key, wk)
+		d := apis.EditDistance(key, wk)
 		if name == wkName {
 			d = 0
 		}
@@ -267,34 +265,4 @@ func TypoOf(key string) string {
 		}
 	}
 	return best
-}
-
-func sortedWellKnown() []string {
-	keys := make([]string, 0, len(apis.WellKnownLabels))
-	for k := range apis.WellKnownLabels {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
-// editDistance is the Levenshtein distance of a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

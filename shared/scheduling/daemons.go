@@ -6,6 +6,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
+	"github.com/nodewright/nodewright/shared/podstate"
 	"github.com/nodewright/nodewright/shared/requirements"
 )
 
@@ -88,7 +89,7 @@ func (s *solver) liveDaemonPods() map[string]*corev1.Pod {
 		}
 		for _, p := range n.Pods {
 			name, ok := daemonSetOf(p)
-			if !ok || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			if !ok || podstate.Terminal(p) {
 				continue
 			}
 			key := p.Namespace + "/" + name
@@ -148,7 +149,7 @@ func (s *solver) reserveDaemons() {
 			continue
 		}
 		for _, p := range n.pods {
-			if _, ok := daemonSetOf(p); ok && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+			if _, ok := daemonSetOf(p); ok && !podstate.Terminal(p) {
 				req, _ := s.reg.podRequests(p)
 				have = have.add(req)
 			}

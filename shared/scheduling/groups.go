@@ -3,6 +3,7 @@ package scheduling
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -99,12 +100,6 @@ type term struct {
 	preferred bool
 	weight    int32
 	dropped   bool
-}
-
-type hostPort struct {
-	protocol corev1.Protocol
-	ip       string
-	port     int32
 }
 
 // hopeless says whether no node can ever take a pod of g: its constraints
@@ -280,11 +275,7 @@ func (s *solver) signature(p *corev1.Pod, req vec, keys map[string]bool) string 
 		b.WriteString(strconv.FormatInt(x, 36) + ",")
 	}
 	b.WriteByte(0)
-	nk := make([]string, 0, len(p.Spec.NodeSelector))
-	for k := range p.Spec.NodeSelector {
-		nk = append(nk, k)
-	}
-	sort.Strings(nk)
+	nk := slices.Sorted(maps.Keys(p.Spec.NodeSelector))
 	for _, k := range nk {
 		b.WriteString(k + "=" + p.Spec.NodeSelector[k] + ",")
 	}
@@ -313,41 +304,6 @@ func (s *solver) signature(p *corev1.Pod, req vec, keys map[string]bool) string 
 	b.WriteString(s.u.volumesOf(p).signature())
 	return b.String()
 }
-
-// podHostPorts lists the host ports a pod's containers bind.
-func podHostPorts(p *corev1.Pod) []hostPort {
-	var out []hostPort
-	for _, cs := range [][]corev1.Container{p.Spec.InitContainers, p.Spec.Containers} {
-		for _, c := range cs {
-			for _, port := range c.Ports {
-				if port.HostPort <= 0 {
-					continue
-				}
-				proto := port.Protocol
-				if proto == "" {
-					proto = corev1.ProtocolTCP
-				}
-				out = append(out, hostPort{proto, port.HostIP, port.HostPort})
-			}
-		}
-	}
-	return out
-}
-
-// conflicts says whether two host port sets collide (same protocol and port,
-// and the same IP or one of them binds every IP).
-func conflicts(a, b []hostPort) bool {
-	for _, x := range a {
-		for _, y := range b {
-			if x.protocol == y.protocol && x.port == y.port && (x.ip == y.ip || isAnyIP(x.ip) || isAnyIP(y.ip)) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-func isAnyIP(ip string) bool { return ip == "" || ip == "0.0.0.0" || ip == "::" }
 
 // buildGroups groups the pending pods and parses their constraints.
 func (s *solver) buildGroups(pods []*corev1.Pod) {
@@ -406,40 +362,6 @@ func (s *solver) parseConstraints(g *group) {
 	if err := s.addAffinity(g, p.Spec.Affinity, ignore); err != nil {
 		g.err = err
 	}
-}
-
-// avoidDaemonPorts keeps a pod that binds host ports off the instance types on
-// which a daemonset binding the same ports would run: each alternative gets
-// "instance-type NotIn [those types]".
-func (s *solver) avoidDaemonPorts(g *group, alts []requirements.Requirements) []requirements.Requirements {
-	if len(g.hostPorts) == 0 {
-		return alts
-	}
-	taken := newBitset(s.u.n)
-	for i, ds := range s.daemons {
-		if !conflicts(g.hostPorts, ds.hostPorts) {
-			continue
-		}
-		for _, p := range s.pools {
-			if p.daemons != nil {
-				taken.or(p.daemons[i])
-			}
-		}
-	}
-	if taken.empty() {
-		return alts
-	}
-	var names []string
-	taken.each(func(t int) bool {
-		names = append(names, s.u.types[t].Name)
-		return true
-	})
-	avoid := requirements.MustNew(apis.LabelInstanceType, corev1.NodeSelectorOpNotIn, names...)
-	out := make([]requirements.Requirements, len(alts))
-	for i, a := range alts {
-		out[i] = a.Add(avoid)
-	}
-	return out
 }
 
 func (s *solver) addSpread(g *group, c corev1.TopologySpreadConstraint) error {
@@ -558,97 +480,6 @@ func selectorWithKeys(ls *metav1.LabelSelector, match, mismatch []string, own ma
 
 // podKey is "namespace/name".
 func podKey(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }
-
-// rankOf orders groups: pods that need a node of their own first (they decide
-// how many nodes there are), then zonal spreads, then other topology, then
-// the rest; larger pods first within a rank.
-func (g *group) rankOf() int {
-	for _, sp := range g.spreads {
-		if sp.key == apis.LabelHostname && sp.selfMatch {
-			return 0
-		}
-	}
-	for _, t := range g.anti {
-		if t.key == apis.LabelHostname && t.selfMatch && !t.preferred {
-			return 0
-		}
-	}
-	if len(g.hostPorts) > 0 {
-		return 0
-	}
-	if len(g.spreads) > 0 {
-		return 1
-	}
-	if len(g.affinity)+len(g.anti) > 0 {
-		return 2
-	}
-	return 3
-}
-
-func sortGroups(gs []*group, order groupOrder) {
-	for _, g := range gs {
-		g.rank = g.rankOf()
-	}
-	class := exclusiveClasses(gs)
-	sort.SliceStable(gs, func(i, j int) bool {
-		a, b := gs[i], gs[j]
-		switch {
-		case a.rank != b.rank:
-			return a.rank < b.rank
-		case class[a] != class[b]:
-			return class[a] > class[b]
-		case order == byMemory && a.req[rMemory] != b.req[rMemory]:
-			return a.req[rMemory] > b.req[rMemory]
-		case a.req[rCPU] != b.req[rCPU]:
-			return a.req[rCPU] > b.req[rCPU]
-		case a.req[rMemory] != b.req[rMemory]:
-			return a.req[rMemory] > b.req[rMemory]
-		}
-		return podKey(a.rep) < podKey(b.rep)
-	})
-}
-
-// groupOrder is how groups of the same rank follow each other: larger pods
-// first by cpu (the default) or by memory.
-type groupOrder int
-
-const (
-	byCPU groupOrder = iota
-	byMemory
-)
-
-// exclusiveClasses gives each group that may put only a few pods on a node
-// the number of nodes its class (the groups limited by the same hostname
-// anti-affinity or spread) needs at least: the largest class decides how
-// many nodes there are, so it opens them first and the others fill them.
-func exclusiveClasses(gs []*group) map[*group]int {
-	pods := map[int]int{}
-	perNode := map[int]int{}
-	counterOf := map[*group]int{}
-	for _, g := range gs {
-		c, n := -1, 0
-		for _, sp := range g.spreads {
-			if !sp.dropped && sp.selfMatch && sp.key == apis.LabelHostname {
-				c, n = sp.counter, sp.maxSkew
-			}
-		}
-		for _, t := range g.anti {
-			if !t.dropped && !t.preferred && t.selfMatch && t.key == apis.LabelHostname {
-				c, n = t.counter, 1
-			}
-		}
-		if c >= 0 {
-			counterOf[g] = c
-			pods[c] += len(g.pods)
-			perNode[c] = max(perNode[c], n)
-		}
-	}
-	out := map[*group]int{}
-	for g, c := range counterOf {
-		out[g] = (pods[c] + perNode[c] - 1) / perNode[c]
-	}
-	return out
-}
 
 func podKeys(pods []*corev1.Pod) []string {
 	out := make([]string, len(pods))

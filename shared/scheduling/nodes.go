@@ -8,6 +8,7 @@ import (
 
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/catalog"
+	"github.com/nodewright/nodewright/shared/podstate"
 	"github.com/nodewright/nodewright/shared/requirements"
 )
 
@@ -48,7 +49,7 @@ func (s *solver) buildNodes() {
 		nd.labels[requirements.FieldNodeName] = nd.name
 		nd.alloc, _ = s.reg.fromList(n.Node.Status.Allocatable, true)
 		for _, p := range n.Pods {
-			if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			if podstate.Terminal(p) {
 				continue
 			}
 			req, _ := s.reg.podRequests(p)

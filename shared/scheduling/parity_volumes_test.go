@@ -7,9 +7,11 @@ package scheduling_test
 // us-east-1a..c here; its StorageClass of zones 2 and 3 is "zonal".
 
 import (
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodewright/nodewright/shared/catalog"
@@ -29,7 +31,7 @@ func volumes(objs ...any) opt {
 				in.Volumes.Claims = append(in.Volumes.Claims, o)
 			case *corev1.PersistentVolume:
 				in.Volumes.Volumes = append(in.Volumes.Volumes, o)
-			case *scheduling.StorageClass:
+			case *storagev1.StorageClass:
 				in.Volumes.StorageClasses = append(in.Volumes.StorageClasses, o)
 			default:
 				panic("volumes: not a volume object")
@@ -44,7 +46,7 @@ func hostTerm(host string) []corev1.NodeSelectorRequirement {
 }
 
 func volumeParity() []scenario {
-	zonal := func() *scheduling.StorageClass {
+	zonal := func() *storagev1.StorageClass {
 		return st.Class(st.ClassOptions{Name: "zonal", Zones: []string{zoneB, zoneC}})
 	}
 	claim := func(name string, class *string, volume string) *corev1.PersistentVolumeClaim {
@@ -79,7 +81,7 @@ func volumeParity() []scenario {
 				return
 			}
 			for _, z := range nc.Zones {
-				if !contains(zs, z) {
+				if !slices.Contains(zs, z) {
 					t.Errorf("%s: NodeClaim may launch in %s, want only %v", pod, z, zs)
 				}
 			}
@@ -316,13 +318,4 @@ func bound3(node string) []*corev1.Pod {
 func minDomains(c corev1.TopologySpreadConstraint, n int32) corev1.TopologySpreadConstraint {
 	c.MinDomains = &n
 	return c
-}
-
-func contains(list []string, v string) bool {
-	for _, x := range list {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }

@@ -15,7 +15,7 @@ func (s *solver) result() *Result {
 	res := &Result{NodeClaims: []NodeClaim{}, ExistingNodes: []NodePlacement{}, Unschedulable: []Unschedulable{}}
 	for _, n := range s.nodes {
 		if len(n.placed) > 0 {
-			res.ExistingNodes = append(res.ExistingNodes, NodePlacement{Node: n.name, InFlight: n.inFlight, Pods: sortedKeys(n.placed)})
+			res.ExistingNodes = append(res.ExistingNodes, NodePlacement{Node: n.name, InFlight: n.inFlight, Pods: sortedPodKeys(n.placed)})
 		}
 	}
 	headroom := s.limitHeadroom()
@@ -53,9 +53,10 @@ func (s *solver) result() *Result {
 	return res
 }
 
-func sortedKeys(pods []*corev1.Pod) []string {
+// sortedPodKeys are the pods' namespace/name keys, sorted.
+func sortedPodKeys(pods []*corev1.Pod) []string {
 	keys := podKeys(pods)
-	sort.Strings(keys)
+	slices.Sort(keys)
 	return keys
 }
 
@@ -171,7 +172,7 @@ func (s *solver) priced(fit bitset, mask uint64, dropDearSpot bool) []option {
 
 func (s *solver) nodeClaim(c *claim, opts []option) NodeClaim {
 	u, p := s.u, c.pool
-	nc := NodeClaim{NodePool: p.name, NodeClass: p.nodeClass, Pods: sortedKeys(c.pods),
+	nc := NodeClaim{NodePool: p.name, NodeClass: p.nodeClass, Pods: sortedPodKeys(c.pods),
 		Taints: p.np.Spec.Template.Spec.Taints, StartupTaints: p.np.Spec.Template.Spec.StartupTaints}
 	var slots uint64
 	for _, o := range opts {

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/selection"
 
 	"github.com/nodewright/nodewright/shared/apis"
+	"github.com/nodewright/nodewright/shared/podstate"
 )
 
 // counter counts, per topology domain, the pods a selector matches (or, for
@@ -112,7 +113,7 @@ func (s *solver) countExistingPods() {
 // counted says whether a bound pod counts in topology: not finished and not
 // being deleted, as kube-scheduler and Karpenter count.
 func counted(p *corev1.Pod) bool {
-	return p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
+	return podstate.Active(p)
 }
 
 func (s *solver) registerOwnerTerms(p *corev1.Pod) {

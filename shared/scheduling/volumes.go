@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	storagev1 "k8s.io/api/storage/v1"
 
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/requirements"
@@ -41,29 +41,8 @@ import (
 type Volumes struct {
 	Claims         []*corev1.PersistentVolumeClaim
 	Volumes        []*corev1.PersistentVolume
-	StorageClasses []*StorageClass
+	StorageClasses []*storagev1.StorageClass
 }
-
-// StorageClass is a storage.k8s.io/v1 StorageClass as the API serves it, with
-// the fields volume topology reads: its JSON is the API's, so the cluster's
-// objects and users' manifests decode into it directly. (k8s.io/api's
-// storage/v1 package is not used: importing it alone adds 0.26 MB to every
-// function binary, whose target is 20 MB.)
-type StorageClass struct {
-	metav1.TypeMeta   `json:",inline"`
-	metav1.ObjectMeta `json:"metadata,omitempty"`
-	Provisioner       string `json:"provisioner,omitempty"`
-	// VolumeBindingMode is Immediate (the API's default, also when unset)
-	// or WaitForFirstConsumer.
-	VolumeBindingMode *string                       `json:"volumeBindingMode,omitempty"`
-	AllowedTopologies []corev1.TopologySelectorTerm `json:"allowedTopologies,omitempty"`
-}
-
-// Volume binding modes of a StorageClass.
-const (
-	VolumeBindingImmediate            = "Immediate"
-	VolumeBindingWaitForFirstConsumer = "WaitForFirstConsumer"
-)
 
 // Annotations and keys volume topology reads.
 const (
@@ -92,7 +71,7 @@ const maxVolumeAlternatives = 64
 type volumeIndex struct {
 	claims  map[string]*corev1.PersistentVolumeClaim // by namespace/name
 	volumes map[string]*corev1.PersistentVolume
-	classes map[string]*StorageClass
+	classes map[string]*storagev1.StorageClass
 	// defaultClass is the class claims without one get ("": none).
 	defaultClass string
 }
@@ -111,7 +90,7 @@ func newVolumeIndex(v *Volumes) *volumeIndex {
 		return nil
 	}
 	x := &volumeIndex{claims: map[string]*corev1.PersistentVolumeClaim{}, volumes: map[string]*corev1.PersistentVolume{},
-		classes: map[string]*StorageClass{}}
+		classes: map[string]*storagev1.StorageClass{}}
 	for _, c := range v.Claims {
 		if c != nil {
 			x.claims[c.Namespace+"/"+c.Name] = c
@@ -122,7 +101,7 @@ func newVolumeIndex(v *Volumes) *volumeIndex {
 			x.volumes[pv.Name] = pv
 		}
 	}
-	var defaults []*StorageClass
+	var defaults []*storagev1.StorageClass
 	for _, sc := range v.StorageClasses {
 		if sc == nil {
 			continue
@@ -312,7 +291,7 @@ func (x *volumeIndex) unbound(ref, class string) ([]requirements.Requirements, s
 	if sc == nil {
 		return nil, "", fmt.Sprintf("its PersistentVolumeClaim %s is not bound and its StorageClass %s does not exist", ref, class)
 	}
-	if sc.VolumeBindingMode == nil || *sc.VolumeBindingMode != VolumeBindingWaitForFirstConsumer {
+	if sc.VolumeBindingMode == nil || *sc.VolumeBindingMode != storagev1.VolumeBindingWaitForFirstConsumer {
 		// The API server defaults the mode to Immediate.
 		return nil, "", fmt.Sprintf("its PersistentVolumeClaim %s is not bound and its StorageClass %s binds Immediately: the volume is provisioned first and the pod waits for it", ref, class)
 	}

@@ -2,6 +2,8 @@ package snapshot
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -50,7 +52,7 @@ func FromCluster(c Cluster) *Snapshot {
 	for i := range c.Pods {
 		p := &c.Pods[i]
 		switch {
-		case p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed:
+		case !podstate.Active(p):
 		case p.Spec.NodeName != "":
 			if n, ok := nodes[p.Spec.NodeName]; ok {
 				n.Pods = append(n.Pods, p.DeepCopy())
@@ -61,7 +63,7 @@ func FromCluster(c Cluster) *Snapshot {
 			s.Pending = append(s.Pending, p.DeepCopy())
 		}
 	}
-	for _, name := range sortedNames(gone) {
+	for _, name := range slices.Sorted(maps.Keys(gone)) {
 		s.Warnings = append(s.Warnings, fmt.Sprintf("%d pods bound to node %s, which is not listed: left out", gone[name], name))
 	}
 	for _, n := range nodes {
@@ -81,13 +83,4 @@ func FromCluster(c Cluster) *Snapshot {
 	s.NodeClasses = append(s.NodeClasses, c.NodeClasses...)
 	sort.SliceStable(s.NodeClasses, func(i, j int) bool { return s.NodeClasses[i].Name < s.NodeClasses[j].Name })
 	return s
-}
-
-func sortedNames(m map[string]int) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

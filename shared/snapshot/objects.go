@@ -9,10 +9,10 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/podstate"
-	"github.com/nodewright/nodewright/shared/scheduling"
 )
 
 // volumeObject reads a PersistentVolumeClaim, PersistentVolume or
@@ -29,7 +29,7 @@ func (r *reader) volumeObject(d document, at origin) {
 	case "PersistentVolume":
 		obj = &corev1.PersistentVolume{}
 	default:
-		obj = &scheduling.StorageClass{}
+		obj = &storagev1.StorageClass{}
 	}
 	if !r.decodeInto(d, at, obj) {
 		return
@@ -52,7 +52,7 @@ func (r *reader) volumeObject(d document, at origin) {
 		r.volumes.Claims = append(r.volumes.Claims, o)
 	case *corev1.PersistentVolume:
 		r.volumes.Volumes = append(r.volumes.Volumes, o)
-	case *scheduling.StorageClass:
+	case *storagev1.StorageClass:
 		r.volumes.StorageClasses = append(r.volumes.StorageClasses, o)
 	}
 }
@@ -231,7 +231,7 @@ func (r *reader) pod(d document, at origin) {
 		r.fieldErrors(d, at, pod.Namespace, errs)
 		return
 	}
-	if pod.DeletionTimestamp != nil || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+	if !podstate.Active(pod) {
 		return
 	}
 	if pod.Spec.NodeName == "" && podstate.OwnedBy(pod, "DaemonSet", "Node") {

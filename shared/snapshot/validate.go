@@ -3,7 +3,8 @@ package snapshot
 import (
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -44,7 +45,7 @@ func validateResources(r *corev1.ResourceRequirements, path string) []*fieldErro
 
 func nonNegative(rl corev1.ResourceList, path string) []*fieldError {
 	var errs []*fieldError
-	for _, name := range sortedResourceNames(rl) {
+	for _, name := range slices.Sorted(maps.Keys(rl)) {
 		if q := rl[name]; q.Sign() < 0 {
 			errs = append(errs, fieldErrorf(mapKey(path, string(name)), "%s: must be greater than or equal to 0", q.String()))
 		}
@@ -162,15 +163,6 @@ func validateToleration(t corev1.Toleration, path string) []*fieldError {
 			corev1.TaintEffectNoSchedule, corev1.TaintEffectPreferNoSchedule, corev1.TaintEffectNoExecute))
 	}
 	return errs
-}
-
-func sortedResourceNames(rl corev1.ResourceList) []corev1.ResourceName {
-	names := make([]corev1.ResourceName, 0, len(rl))
-	for n := range rl {
-		names = append(names, n)
-	}
-	sort.Slice(names, func(i, j int) bool { return names[i] < names[j] })
-	return names
 }
 
 // fromFieldErrors converts component-helpers' aggregated field errors.

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"time"
 
@@ -228,11 +230,7 @@ func (s *Store) createNodeClaims(ctx context.Context, lease *Lease, claims []*No
 			touched[nc.NodePool] = true
 		}
 	}
-	poolNames := make([]string, 0, len(touched))
-	for p := range touched {
-		poolNames = append(poolNames, p)
-	}
-	sort.Strings(poolNames)
+	poolNames := slices.Sorted(maps.Keys(touched))
 	items := []types.TransactWriteItem{s.fence(lease), s.bumpVersion(KeyLaunchVersion, v.Cluster)}
 	for _, p := range poolNames {
 		items = append(items, s.bumpPool(p, v.Pools[p]))

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodewright/nodewright/shared/logging"
+	"github.com/nodewright/nodewright/shared/podstate"
 )
 
 // review is the outcome of one AdmissionReview.
@@ -67,7 +68,7 @@ func decideReview(body []byte) (review, error) {
 			return r, fmt.Errorf("decode old pod of AdmissionReview %s: %w", logging.Quote(string(req.UID)), err)
 		}
 	}
-	if pod.Spec.NodeName == "" && unschedulable(&pod) && !unschedulable(&old) {
+	if pod.Spec.NodeName == "" && podstate.Unschedulable(&pod) && !podstate.Unschedulable(&old) {
 		r.pending = &pod
 	}
 	return r, nil
@@ -94,15 +95,4 @@ func decodePodStatus(raw []byte, pod *corev1.Pod) error {
 	}
 	pod.ObjectMeta, pod.Spec.NodeName, pod.Status.Conditions = v.ObjectMeta, v.Spec.NodeName, v.Status.Conditions
 	return nil
-}
-
-// unschedulable reports whether kube-scheduler has marked the pod
-// PodScheduled=False with reason Unschedulable.
-func unschedulable(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodScheduled {
-			return c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable
-		}
-	}
-	return false
 }

@@ -175,9 +175,13 @@ func reasonsIn(t *testing.T, files []*ast.File, set map[string]bool) {
 				continue
 			}
 			params := map[string]bool{}
+			paramType := map[string]string{} // a parameter's named type, if any
 			for _, fl := range fn.Type.Params.List {
 				for _, n := range fl.Names {
 					params[n.Name] = true
+					if id, ok := fl.Type.(*ast.Ident); ok {
+						paramType[n.Name] = id.Name
+					}
 				}
 			}
 			ast.Inspect(fn.Body, func(n ast.Node) bool {
@@ -195,7 +199,13 @@ func reasonsIn(t *testing.T, files []*ast.File, set map[string]bool) {
 					return true
 				}
 				if conv, ok := reason.(*ast.CallExpr); ok {
-					if typ := conversionFieldType(files, conv); typ != "" {
+					typ := conversionFieldType(files, conv)
+					if id, ok := conv.Fun.(*ast.Ident); ok && id.Name == "string" && len(conv.Args) == 1 {
+						if arg, ok := conv.Args[0].(*ast.Ident); ok && paramType[arg.Name] != "" && paramType[arg.Name] != "string" {
+							typ = paramType[arg.Name] // string(p) of a parameter of a typed reason: every constant of the type
+						}
+					}
+					if typ != "" {
 						found := false
 						for _, c := range stringConsts(files, nil) {
 							if c.typ == typ {
@@ -208,7 +218,7 @@ func reasonsIn(t *testing.T, files []*ast.File, set map[string]bool) {
 						return true
 					}
 				}
-				t.Errorf("%s: an event reason the extraction cannot read (a literal, a constant, a forwarded parameter or string(x.Field) of a typed field)", pos)
+				t.Errorf("%s: an event reason the extraction cannot read (a literal, a constant, a forwarded parameter, string(p) of a typed parameter or string(x.Field) of a typed field)", pos)
 				return true
 			})
 		}

@@ -157,6 +157,14 @@ const (
 
 type status struct{ Reason Kind }
 
+type Why string
+
+const WhyB Why = "FromTypedParameter"
+
+func g(r recorder, why Why) {
+	r.Event(ctx, ref, "Normal", string(why), "m")
+}
+
 func f(r recorder, s status, reason string) {
 	r.Event(ctx, ref, corev1.EventTypeNormal, "FromLiteral", "m")
 	r.Event(ctx, ref, corev1.EventTypeWarning, local, "m")
@@ -172,7 +180,7 @@ func f(r recorder, s status, reason string) {
 	}
 	set := map[string]bool{}
 	reasonsIn(t, []*ast.File{file}, set)
-	want := []string{"FromConstant", "FromLiteral", "FromTypedField", "NODEWRIGHT_CLUSTER_NAME"}
+	want := []string{"FromConstant", "FromLiteral", "FromTypedField", "FromTypedParameter", "NODEWRIGHT_CLUSTER_NAME"}
 	if got := sortedSet(set); !slices.Equal(got, want) {
 		t.Errorf("reasons %v, want %v", got, want)
 	}

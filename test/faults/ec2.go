@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -115,7 +117,7 @@ func tagMatch(tags []ec2types.Tag, filters []ec2types.Filter) bool {
 		name := aws.ToString(f.Name)
 		switch {
 		case strings.HasPrefix(name, "tag:"):
-			if v, ok := m[strings.TrimPrefix(name, "tag:")]; !ok || !contains(f.Values, v) {
+			if v, ok := m[strings.TrimPrefix(name, "tag:")]; !ok || !matches(f.Values, v) {
 				return false
 			}
 		case name == "tag-key":
@@ -133,7 +135,9 @@ func tagMatch(tags []ec2types.Tag, filters []ec2types.Filter) bool {
 	return true
 }
 
-func contains(ss []string, s string) bool {
+// matches reports whether a filter's values match s (EC2 reads "*" as any
+// value).
+func matches(ss []string, s string) bool {
 	for _, x := range ss {
 		if x == s || x == "*" {
 			return true
@@ -147,7 +151,7 @@ func (e *EC2) DescribeSubnets(ctx context.Context, in *ec2.DescribeSubnetsInput,
 	err := e.w.call(ctx, "EC2", "DescribeSubnets", []fault{ec2Throttled}, func() error {
 		out = &ec2.DescribeSubnetsOutput{}
 		for _, s := range e.subnets {
-			if tagMatch(s.Tags, in.Filters) && (len(in.SubnetIds) == 0 || contains(in.SubnetIds, aws.ToString(s.SubnetId))) {
+			if tagMatch(s.Tags, in.Filters) && (len(in.SubnetIds) == 0 || matches(in.SubnetIds, aws.ToString(s.SubnetId))) {
 				out.Subnets = append(out.Subnets, s)
 			}
 		}
@@ -198,7 +202,7 @@ func (e *EC2) DescribeLaunchTemplates(ctx context.Context, in *ec2.DescribeLaunc
 			return nil
 		}
 		var all []ec2types.LaunchTemplate
-		for _, n := range sortedKeys(e.templates) {
+		for _, n := range slices.Sorted(maps.Keys(e.templates)) {
 			if tagMatch(e.templates[n].tags(), in.Filters) {
 				all = append(all, describe(n))
 			}
@@ -410,10 +414,10 @@ func (e *EC2) DescribeInstances(ctx context.Context, in *ec2.DescribeInstancesIn
 		var res ec2types.Reservation
 		for _, id := range ids {
 			i := e.instances[id]
-			if len(in.InstanceIds) > 0 && !contains(in.InstanceIds, id) {
+			if len(in.InstanceIds) > 0 && !matches(in.InstanceIds, id) {
 				continue
 			}
-			if states != nil && !contains(states, i.State) {
+			if states != nil && !matches(states, i.State) {
 				continue
 			}
 			var tags []ec2types.Tag

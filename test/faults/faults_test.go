@@ -3,6 +3,8 @@ package faults
 import (
 	"flag"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -133,7 +135,7 @@ func (s *suite) add(r result) {
 // service may return after the call took effect (an ambiguous failure)
 // and ICE: the outcomes a flow must tell from a plain failure.
 func (s *suite) fillFaults() {
-	for _, k := range sortedKeys(s.reached) {
+	for _, k := range slices.Sorted(maps.Keys(s.reached)) {
 		flow, site, _ := strings.Cut(k, "|")
 		for _, name := range s.ambiguous[k] {
 			s.add(runOne(s.firstSeed[k], s.aim(k, target{Flow: flow, Site: site, Occ: 1, Fault: name})))
@@ -153,7 +155,7 @@ func (s *suite) aim(k string, t target) []target {
 func (s *suite) fill() {
 	for range 3 {
 		var todo []target
-		for _, k := range sortedKeys(s.reached) {
+		for _, k := range slices.Sorted(maps.Keys(s.reached)) {
 			flow, site, _ := strings.Cut(k, "|")
 			if !s.crashedBefore[k] {
 				todo = append(todo, target{Flow: flow, Site: site, Occ: 1})
@@ -214,7 +216,7 @@ func (s *suite) report(t *testing.T, requireKnown bool) {
 	for _, d := range knownDefects {
 		defects[d] = true
 	}
-	for _, d := range sortedKeys(defects) {
+	for _, d := range slices.Sorted(maps.Keys(defects)) {
 		if len(found[d]) == 0 {
 			if requireKnown && !*strictFlag {
 				t.Errorf("defect %s is no longer found: delete its checks from knownDefects (flows.go)", d)
@@ -307,7 +309,7 @@ func TestFaults(t *testing.T) {
 		// Not vacuous: every call site a flow reached was crashed, before
 		// and after it took effect.
 		var missing []string
-		for _, k := range sortedKeys(s.reached) {
+		for _, k := range slices.Sorted(maps.Keys(s.reached)) {
 			if !s.crashedBefore[k] || !s.crashedAfter[k] {
 				missing = append(missing, k)
 			}

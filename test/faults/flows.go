@@ -32,8 +32,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -355,7 +357,7 @@ func (f *flows) consolidation() func(ctx context.Context) error {
 // scaleDown removes n of the app's pods for good (its Deployment scaled
 // down).
 func (f *flows) scaleDown(app string, n int) {
-	for _, key := range sortedKeys(f.w.kube.pods) {
+	for _, key := range slices.Sorted(maps.Keys(f.w.kube.pods)) {
 		if p := f.w.kube.pods[key]; n > 0 && p.Labels["app"] == app {
 			delete(f.w.kube.pods, key)
 			n--
@@ -474,7 +476,7 @@ type scenario struct {
 // ourNode is the instance of the first Nodewright node (sorted by ID)
 // that runs pods.
 func (f *flows) ourNode() string {
-	for _, id := range sortedKeys(f.w.ec2.instances) {
+	for _, id := range slices.Sorted(maps.Keys(f.w.ec2.instances)) {
 		in := f.w.ec2.instances[id]
 		if in.live() && in.Tags[names.TagKeyManagedBy] != "" && len(f.w.podsOn(in.DNS)) > 0 {
 			return id

@@ -1,7 +1,9 @@
 package faults
 
 import (
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"time"
 )
 
@@ -50,7 +52,7 @@ func (f *flows) followUp(rng *rand.Rand) {
 
 // warnedLive reports whether an instance EC2 warned still runs.
 func (f *flows) warnedLive() bool {
-	for _, id := range sortedKeys(f.w.warned) {
+	for _, id := range slices.Sorted(maps.Keys(f.w.warned)) {
 		if in := f.w.ec2.instances[id]; in != nil && in.live() {
 			return true
 		}

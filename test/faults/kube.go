@@ -3,7 +3,8 @@ package faults
 import (
 	"context"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -48,23 +49,14 @@ var (
 	podConflict  = fault{name: "409 Conflict", err: apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, "pod", fmt.Errorf("Precondition failed: UID in precondition"))}
 )
 
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
 func (k *Kube) View(ctx context.Context) (*provision.View, error) {
 	var v *provision.View
 	err := k.w.call(ctx, "Kube", "View", []fault{kubeGone}, func() error {
 		v = &provision.View{}
-		for _, n := range sortedKeys(k.nodes) {
+		for _, n := range slices.Sorted(maps.Keys(k.nodes)) {
 			v.Nodes = append(v.Nodes, k.nodes[n].DeepCopy())
 		}
-		for _, p := range sortedKeys(k.pods) {
+		for _, p := range slices.Sorted(maps.Keys(k.pods)) {
 			v.Pods = append(v.Pods, k.pods[p].DeepCopy())
 		}
 		for _, b := range k.pdbs {
@@ -78,7 +70,7 @@ func (k *Kube) View(ctx context.Context) (*provision.View, error) {
 func (k *Kube) Pods(ctx context.Context) ([]*corev1.Pod, error) {
 	var out []*corev1.Pod
 	err := k.w.call(ctx, "Kube", "Pods", []fault{kubeGone}, func() error {
-		for _, p := range sortedKeys(k.pods) {
+		for _, p := range slices.Sorted(maps.Keys(k.pods)) {
 			out = append(out, k.pods[p].DeepCopy())
 		}
 		return nil
@@ -105,7 +97,7 @@ func (k *Kube) MarkNode(ctx context.Context, name string, lbls map[string]string
 		if n.DeletionTimestamp != nil {
 			return apierrors.NewForbidden(schema.GroupResource{Resource: "nodes"}, name, fmt.Errorf("no new finalizers can be added if the object is being deleted"))
 		}
-		if !hasString(n.Finalizers, apis.FinalizerTermination) {
+		if !slices.Contains(n.Finalizers, apis.FinalizerTermination) {
 			n.Finalizers = append(n.Finalizers, apis.FinalizerTermination)
 		}
 		for key, v := range lbls {
@@ -113,15 +105,6 @@ func (k *Kube) MarkNode(ctx context.Context, name string, lbls map[string]string
 		}
 		return nil
 	})
-}
-
-func hasString(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func (k *Kube) RemoveFinalizer(ctx context.Context, name string) error {
@@ -209,7 +192,7 @@ func (k *Kube) deleteNode(n *corev1.Node) {
 func (k *Kube) removeNode(name string) {
 	delete(k.nodes, name)
 	k.w.changed = true
-	for _, key := range sortedKeys(k.pods) {
+	for _, key := range slices.Sorted(maps.Keys(k.pods)) {
 		if p := k.pods[key]; p.Spec.NodeName == name {
 			k.w.podGone(p, "its Node was deleted")
 			k.remove(key)
@@ -224,7 +207,7 @@ func (k *Kube) Event(ctx context.Context, ref provision.Ref, eventType, reason, 
 func (k *Kube) PodsOnNode(ctx context.Context, node string) ([]corev1.Pod, error) {
 	var out []corev1.Pod
 	err := k.w.call(ctx, "Kube", "PodsOnNode", []fault{kubeGone}, func() error {
-		for _, key := range sortedKeys(k.pods) {
+		for _, key := range slices.Sorted(maps.Keys(k.pods)) {
 			if p := k.pods[key]; p.Spec.NodeName == node {
 				out = append(out, *p.DeepCopy())
 			}
@@ -366,13 +349,13 @@ func (k *Kube) protected(p *corev1.Pod) bool { return k.blockingBudget(p) != nil
 // tick moves the cluster on to now: terminations end, kubelets join, the
 // scheduler binds pending pods.
 func (k *Kube) tick(now time.Time) {
-	for _, key := range sortedKeys(k.pods) {
+	for _, key := range slices.Sorted(maps.Keys(k.pods)) {
 		p := k.pods[key]
 		if p != nil && p.DeletionTimestamp != nil && !now.Before(p.DeletionTimestamp.Time) {
 			k.finish(p)
 		}
 	}
-	for _, id := range sortedKeys(k.w.ec2.instances) {
+	for _, id := range slices.Sorted(maps.Keys(k.w.ec2.instances)) {
 		in := k.w.ec2.instances[id]
 		if in.State == "pending" && now.Sub(in.Launched) >= 10*time.Second {
 			in.State = "running"
@@ -405,8 +388,8 @@ func (k *Kube) schedule(now time.Time) {
 			used[p.Spec.NodeName] += cpuOf(p)
 		}
 	}
-	nodes := sortedKeys(k.nodes)
-	for _, key := range sortedKeys(k.pods) {
+	nodes := slices.Sorted(maps.Keys(k.nodes))
+	for _, key := range slices.Sorted(maps.Keys(k.pods)) {
 		p := k.pods[key]
 		if p.Spec.NodeName != "" || p.DeletionTimestamp != nil {
 			continue

@@ -3,6 +3,8 @@ package faults
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -15,7 +17,7 @@ import (
 	"github.com/nodewright/nodewright/shared/catalog"
 	"github.com/nodewright/nodewright/shared/drain"
 	"github.com/nodewright/nodewright/shared/names"
-	"github.com/nodewright/nodewright/shared/provision"
+	"github.com/nodewright/nodewright/shared/podstate"
 	"github.com/nodewright/nodewright/shared/state"
 )
 
@@ -77,7 +79,7 @@ func (w *World) tick() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	now := w.clock.Now()
-	for _, id := range sortedKeys(w.warned) {
+	for _, id := range slices.Sorted(maps.Keys(w.warned)) {
 		in := w.ec2.instances[id]
 		if in == nil || in.State == "shutting-down" || in.State == "terminated" || now.Before(w.warned[id]) {
 			continue
@@ -86,7 +88,7 @@ func (w *World) tick() {
 		// that must move is still running when EC2 takes the instance.
 		var left []string
 		for _, p := range w.podsOn(in.DNS) {
-			if p.DeletionTimestamp == nil && provision.Reschedulable(p) {
+			if !podstate.Terminating(p) && !podstate.FollowsNode(p) {
 				left = append(left, p.Namespace+"/"+p.Name)
 			}
 		}
@@ -95,7 +97,7 @@ func (w *World) tick() {
 		}
 		w.end(in, "reclaim")
 	}
-	for _, id := range sortedKeys(w.ec2.instances) {
+	for _, id := range slices.Sorted(maps.Keys(w.ec2.instances)) {
 		in := w.ec2.instances[id]
 		if in.State == "terminated" {
 			// The cloud controller deletes the Node of a gone instance.
@@ -109,7 +111,7 @@ func (w *World) tick() {
 
 func (w *World) podsOn(node string) []*corev1.Pod {
 	var out []*corev1.Pod
-	for _, key := range sortedKeys(w.kube.pods) {
+	for _, key := range slices.Sorted(maps.Keys(w.kube.pods)) {
 		if p := w.kube.pods[key]; p.Spec.NodeName == node && node != "" {
 			out = append(out, p)
 		}
@@ -127,7 +129,7 @@ func (w *World) end(in *instance, by string) {
 	w.changed = true
 	var killed, protected []string
 	for _, p := range w.podsOn(in.DNS) {
-		if p.DeletionTimestamp != nil || !provision.Reschedulable(p) {
+		if podstate.Terminating(p) || podstate.FollowsNode(p) {
 			continue
 		}
 		killed = append(killed, p.Namespace+"/"+p.Name)
@@ -135,7 +137,7 @@ func (w *World) end(in *instance, by string) {
 			protected = append(protected, p.Namespace+"/"+p.Name)
 		}
 	}
-	for _, key := range sortedKeys(w.kube.pods) {
+	for _, key := range slices.Sorted(maps.Keys(w.kube.pods)) {
 		if p := w.kube.pods[key]; p.Spec.NodeName == in.DNS && in.DNS != "" {
 			w.kube.remove(key)
 		}
@@ -220,7 +222,7 @@ func (w *World) touch(name, what string) {
 }
 
 func (e *EC2) byDNS(dns string) *instance {
-	for _, id := range sortedKeys(e.instances) {
+	for _, id := range slices.Sorted(maps.Keys(e.instances)) {
 		if in := e.instances[id]; in.DNS == dns {
 			return in
 		}
@@ -231,7 +233,7 @@ func (e *EC2) byDNS(dns string) *instance {
 // records decodes the NodeClaim records in the table.
 func (w *World) records() []*state.NodeClaim {
 	var out []*state.NodeClaim
-	for _, key := range sortedKeys(w.dynamo.items) {
+	for _, key := range slices.Sorted(maps.Keys(w.dynamo.items)) {
 		it := w.dynamo.items[key]
 		if !strings.Contains(key, "\x00"+state.PrefixNodeClaim) {
 			continue
@@ -308,7 +310,7 @@ func (w *World) launched(in *instance, token string) {
 			w.violate("3", "launch %s (instance %s) bought capacity for pods %s, which the launch of %s (in flight) already bought for", token, in.ID, strings.Join(both, ", "), r.Name)
 		}
 	}
-	for _, id := range sortedKeys(w.warned) {
+	for _, id := range slices.Sorted(maps.Keys(w.warned)) {
 		old := w.ec2.instances[id]
 		// Once Nodewright has marked the reclaimed offering unavailable, no
 		// launch may land on it.
@@ -348,7 +350,7 @@ func (w *World) settled(registration, redrive time.Duration) {
 			w.violate("2", "record %s (%s) has had no instance for %s", r.Name, r.Phase, now.Sub(r.CreatedAt).Round(time.Second))
 		}
 	}
-	for _, id := range sortedKeys(w.ec2.instances) {
+	for _, id := range slices.Sorted(maps.Keys(w.ec2.instances)) {
 		in := w.ec2.instances[id]
 		if in.live() && in.Tags[names.TagKeyManagedBy] == names.TagValueManagedBy && !claimed[id] && now.Sub(in.Launched) > registration+time.Minute {
 			w.violate("1.leak", "instance %s (nodeclaim tag %s) has had no record for %s and is still running", id, in.Tags[names.TagKeyNodeClaim], now.Sub(in.Launched).Round(time.Second))

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"sort"
 	"strings"
 	"sync"
 
@@ -424,16 +423,6 @@ func (w *PDBWatch) Stop() { w.stop() }
 // LogFile opens a log file under dir for the functions' logs.
 func LogFile(dir, name string) (*os.File, error) {
 	return os.Create(dir + "/" + name)
-}
-
-// SortedKeys returns m's keys sorted.
-func SortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // PodOf is the i-th pod a workload's Deployment makes, pending.

@@ -8,6 +8,7 @@ package interruption_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -456,7 +457,7 @@ func TestDrainOutlivesItsInvocation(t *testing.T) {
 	}
 	nodes, _ := harness.NodesOf(c, suite.LC, "default", "outliveapp")
 	if _, still := nodes[node.Name]; still || len(nodes) != 1 {
-		t.Errorf("outliveapp runs on %v, want the replacement only", harness.SortedKeys(nodes))
+		t.Errorf("outliveapp runs on %v, want the replacement only", slices.Sorted(maps.Keys(nodes)))
 	}
 	if m := watch.Max(); m > 1 {
 		t.Errorf("the PDB allows at most 1 unavailable; %d were at once", m)

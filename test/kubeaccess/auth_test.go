@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -103,7 +104,7 @@ func TestIAMTokenThroughWebhookAndRBAC(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if u := review.Status.UserInfo; u.Username != "nodewright:provision" || !contains(u.Groups, "nodewright:controller") {
+	if u := review.Status.UserInfo; u.Username != "nodewright:provision" || !slices.Contains(u.Groups, "nodewright:controller") {
 		t.Fatalf("authenticated as %+v, want nodewright:provision in nodewright:controller", u)
 	}
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -332,7 +333,7 @@ func TestNodeWrites(t *testing.T) {
 	for _, tt := range n.Spec.Taints {
 		hasTaint = hasTaint || tt.Key == taint.Key && tt.Effect == taint.Effect
 	}
-	if !hasTaint || !n.Spec.Unschedulable || n.Labels["nodewright.io/test"] != "yes" || !contains(n.Finalizers, kube.FinalizerTermination) {
+	if !hasTaint || !n.Spec.Unschedulable || n.Labels["nodewright.io/test"] != "yes" || !slices.Contains(n.Finalizers, kube.FinalizerTermination) {
 		t.Fatalf("node after writes: taints %v unschedulable %v labels %v finalizers %v", n.Spec.Taints, n.Spec.Unschedulable, n.Labels, n.Finalizers)
 	}
 	if _, err := kc.Untaint(ctx, node.Name, taint.Key, ""); err != nil {

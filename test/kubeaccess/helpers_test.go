@@ -1,7 +1,6 @@
 package kubeaccess
 
 import (
-	"slices"
 	"testing"
 	"time"
 
@@ -12,8 +11,6 @@ import (
 )
 
 var authnv1SelfSubjectReview = authnv1.SelfSubjectReview{}
-
-func contains(list []string, s string) bool { return slices.Contains(list, s) }
 
 // eventually polls cond until it is true or the deadline passes.
 func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, error)) {

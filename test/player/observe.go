@@ -3,6 +3,8 @@ package player
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -140,12 +142,7 @@ func workload(p *corev1.Pod) bool {
 	if p.Namespace == metav1.NamespaceSystem {
 		return false
 	}
-	for _, r := range p.OwnerReferences {
-		if r.Kind == "DaemonSet" || r.Kind == "Node" {
-			return false
-		}
-	}
-	return true
+	return !podstate.OwnedBy(p, "DaemonSet", "Node")
 }
 
 func runningReady(p *corev1.Pod) bool {
@@ -252,7 +249,7 @@ func (o *observer) livePods() []*corev1.Pod {
 	var out []*corev1.Pod
 	for _, obj := range o.pods.GetStore().List() {
 		p := obj.(*corev1.Pod)
-		if workload(p) && p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+		if workload(p) && podstate.Active(p) {
 			out = append(out, p)
 		}
 	}
@@ -484,21 +481,12 @@ func (o *observer) refusedLocked(offs []state.Offering) {
 		}
 	}
 	var parts []string
-	for _, ct := range sortedKeys(byType) {
+	for _, ct := range slices.Sorted(maps.Keys(byType)) {
 		parts = append(parts, fmt.Sprintf("%d %s", byType[ct], ct))
 	}
 	f := fresh[0]
 	o.eventLocked(report.KindCapacity, "offerings", "CreateFleet refused %d offerings (%s; %s), e.g. %s %s %s: marked unavailable, solved again without them",
-		len(fresh), strings.Join(parts, ", "), strings.Join(sortedKeys(codes), ","), f.InstanceType, f.Zone, f.CapacityType)
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
+		len(fresh), strings.Join(parts, ", "), strings.Join(slices.Sorted(maps.Keys(codes)), ","), f.InstanceType, f.Zone, f.CapacityType)
 }
 
 // price is the live nodes' price per hour in the latest sample.

@@ -18,6 +18,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -361,8 +363,8 @@ func (pl *player) provisionLoop(ctx context.Context) {
 			batch := pl.pending
 			pl.pending = map[string]map[string]bool{}
 			pl.mu.Unlock()
-			for _, ns := range harness.SortedKeys(batch) {
-				pods := harness.SortedKeys(batch[ns])
+			for _, ns := range slices.Sorted(maps.Keys(batch)) {
+				pods := slices.Sorted(maps.Keys(batch[ns]))
 				pl.obs.event(report.KindTrigger, "audit log", "a CloudWatch Logs batch of %d Unschedulable pods in %s: provision invoked", len(pods), ns)
 				if err := pl.h.AuditLog(ctx, ns, pods...); err != nil && ctx.Err() == nil {
 					pl.obs.event(report.KindWarning, "provision", "audit-log batch of %d pods: %v", len(pods), err)

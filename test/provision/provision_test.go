@@ -3,6 +3,7 @@ package provision_test
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"regexp"
@@ -472,7 +473,7 @@ func TestOrphansAndUnregisteredInstancesAreTerminated(t *testing.T) {
 		for _, id := range append(poolInstances(t, h, "never"), poolInstances(t, h, "orphan")...) {
 			left[id] = true
 		}
-		return !left[orphan] && !left[unregistered], fmt.Sprint(harness.SortedKeys(left)), nil
+		return !left[orphan] && !left[unregistered], fmt.Sprint(slices.Sorted(maps.Keys(left))), nil
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package schedtest
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -117,12 +118,12 @@ type ClassOptions struct {
 }
 
 // Class builds a StorageClass of the EBS CSI driver.
-func Class(o ClassOptions) *scheduling.StorageClass {
-	mode := scheduling.VolumeBindingWaitForFirstConsumer
+func Class(o ClassOptions) *storagev1.StorageClass {
+	mode := storagev1.VolumeBindingWaitForFirstConsumer
 	if o.Immediate {
-		mode = scheduling.VolumeBindingImmediate
+		mode = storagev1.VolumeBindingImmediate
 	}
-	sc := &scheduling.StorageClass{
+	sc := &storagev1.StorageClass{
 		TypeMeta:          metav1.TypeMeta{APIVersion: "storage.k8s.io/v1", Kind: "StorageClass"},
 		ObjectMeta:        metav1.ObjectMeta{Name: o.Name, CreationTimestamp: o.Created},
 		Provisioner:       "ebs.csi.aws.com",
