@@ -139,8 +139,8 @@ type Handler struct {
 	Queue                      Visibility
 	Heartbeat, RetryVisibility time.Duration
 	// Recheck: the batch is the recheck queue's (recheck.go): an event
-	// whose node's action exists or whose lease is held is acknowledged
-	// without acting.
+	// the node's action already records is acknowledged; any other is
+	// handled as a first delivery.
 	Recheck bool
 }
 
@@ -333,15 +333,7 @@ func (h *Handler) instance(ctx context.Context, in trigger.Interruption, id stri
 		if err != nil {
 			return out, err
 		}
-		if why := recheckDecision(a, false); why != RecheckActs {
-			if a.Open() {
-				// An earlier event's action (a rebalance) may be at work
-				// without this event's deadline: its drain reads it here.
-				intent := state.IntentFor(state.CauseInterruption, a.ID, d.Reason, h.Now(), drainDeadline(in, d))
-				if _, err := h.Terminator.Intend(ctx, rec, intent); err != nil {
-					return out, fmt.Errorf("record the interruption for the node's action: %w", err)
-				}
-			}
+		if why := recheckDecision(a, in.EventID); why != RecheckActs {
 			out.Note = string(why)
 			log.Info("recheck: nothing to do", "nodeClaim", rec.Name, "why", why, "step", a.Step)
 			return out, nil
@@ -362,12 +354,6 @@ func (h *Handler) instance(ctx context.Context, in trigger.Interruption, id stri
 		intent := state.IntentFor(state.CauseInterruption, ActionPrefix+rec.InstanceID, d.Reason, h.Now(), drainDeadline(in, d))
 		if _, err := h.Terminator.Intend(ctx, rec, intent); err != nil {
 			return out, fmt.Errorf("record the interruption while another invocation handles the node: %w", err)
-		}
-		if h.Recheck {
-			why := recheckDecision(nil, true)
-			out.Note = string(why)
-			log.Info("recheck: nothing to do", "nodeClaim", rec.Name, "why", why, "holder", held.Holder)
-			return out, nil
 		}
 		if !urgent(intent.Deadline, h.Now()) {
 			out.Note = "another invocation is handling this node: its deadline is recorded for it"
