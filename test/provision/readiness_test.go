@@ -91,6 +91,17 @@ func TestBrokenNodePoolIsLeftOut(t *testing.T) {
 	if !found {
 		t.Errorf("no Warning NodeClassNotFound event on NodePool %s (%d events)", broken, len(evs.Items))
 	}
+	// The package's tests share one cluster and its provision lease: the
+	// round that launched for readyapp may have been another test's. This
+	// harness's own rounds (a sweep, once the lease is free) emit the metric.
+	if err := harness.Poll(c, 2*time.Minute, "a round of this harness's provision function", func() (bool, string, error) {
+		if _, n := h.Metrics.Sum(metrics.NodePoolNotReady, map[string]string{metrics.DimNodePool: broken}); n > 0 {
+			return true, "", nil
+		}
+		return false, "no NodePoolNotReady point yet", h.Sweep(c)
+	}); err != nil {
+		t.Fatal(err)
+	}
 	if sum, n := h.Metrics.Sum(metrics.NodePoolNotReady, map[string]string{metrics.DimNodePool: broken}); n == 0 || sum != float64(n) {
 		t.Errorf("NodePoolNotReady for %s: %d points summing to %g, want every point 1", broken, n, sum)
 	}
