@@ -1,6 +1,7 @@
 package provision_test
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/metrics"
 	"github.com/nodewright/nodewright/shared/provision"
+	"github.com/nodewright/nodewright/shared/state"
 	"github.com/nodewright/nodewright/test/harness"
 )
 
@@ -93,10 +95,22 @@ func TestBrokenNodePoolIsLeftOut(t *testing.T) {
 	}
 	// The package's tests share one cluster and its provision lease: the
 	// round that launched for readyapp may have been another test's. This
-	// harness's own rounds (a sweep, once the lease is free) emit the metric.
-	if err := harness.Poll(c, 2*time.Minute, "a round of this harness's provision function", func() (bool, string, error) {
+	// harness's own round (a sweep, invoked once the lease is free: asking a
+	// holder to run again would keep it running) emits the metric.
+	st, err := harness.Store(lc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := harness.Poll(c, 3*time.Minute, "a round of this harness's provision function", func() (bool, string, error) {
 		if _, n := h.Metrics.Sum(metrics.NodePoolNotReady, map[string]string{metrics.DimNodePool: broken}); n > 0 {
 			return true, "", nil
+		}
+		l, err := st.ReadLease(c, state.LeaseProvision)
+		if err != nil && !errors.Is(err, state.ErrNotFound) {
+			return false, "", err
+		}
+		if err == nil && l.Holder != "" && l.Until.After(h.Clock.Now()) {
+			return false, "the provision lease is held by " + l.Holder, nil
 		}
 		return false, "no NodePoolNotReady point yet", h.Sweep(c)
 	}); err != nil {
@@ -104,10 +118,6 @@ func TestBrokenNodePoolIsLeftOut(t *testing.T) {
 	}
 	if sum, n := h.Metrics.Sum(metrics.NodePoolNotReady, map[string]string{metrics.DimNodePool: broken}); n == 0 || sum != float64(n) {
 		t.Errorf("NodePoolNotReady for %s: %d points summing to %g, want every point 1", broken, n, sum)
-	}
-	st, err := harness.Store(lc)
-	if err != nil {
-		t.Fatal(err)
 	}
 	pr, err := st.PoolReadiness(c)
 	if err != nil {
