@@ -138,9 +138,10 @@ func Start(ctx context.Context, opts Options) (c *Cloud, err error) {
 	if err := c.initState(); err != nil {
 		return nil, err
 	}
+	started := c // the returns below set c to nil: stop what was started
 	defer func() {
 		if err != nil {
-			c.Close()
+			started.Close()
 			c = nil
 		}
 	}()
