@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/nodewright/nodewright/shared/handover"
 	"github.com/nodewright/nodewright/shared/state"
 )
 
@@ -120,6 +122,9 @@ type statusReport struct {
 	// ReadinessAt (the provision function's last change to them).
 	NotReady    []state.NotReadyPool `json:"notReadyNodePools"`
 	ReadinessAt *time.Time           `json:"readinessAt,omitempty"`
+	// Karpenter is the Karpenter controller the provision function last
+	// found running (namespace/holder of its Lease): it launches nothing.
+	Karpenter string `json:"karpenterRunning,omitempty"`
 }
 
 type statusRow struct {
@@ -148,7 +153,7 @@ type poolTotals struct {
 // with the pools the provision function leaves out, by name.
 func statusOf(t target, records []*state.NodeClaim, readiness state.PoolReadiness, now time.Time) *statusReport {
 	rep := &statusReport{Table: t.Table, Cluster: t.Cluster, NodeClaims: []statusRow{}, NodePools: []poolTotals{},
-		NotReady: append([]state.NotReadyPool{}, readiness.NotReady...)}
+		NotReady: append([]state.NotReadyPool{}, readiness.NotReady...), Karpenter: readiness.Karpenter}
 	sort.Slice(rep.NotReady, func(i, j int) bool { return rep.NotReady[i].NodePool < rep.NotReady[j].NodePool })
 	if !readiness.At.IsZero() {
 		at := readiness.At
@@ -208,6 +213,11 @@ func round4(v float64) float64 { return float64(int64(v*1e4+0.5)) / 1e4 }
 // NodePools left out when there are any.
 func (r *statusReport) write(w io.Writer) error {
 	fmt.Fprintf(w, "cluster %s (table %s)\n\n", r.Cluster, r.Table)
+	if r.Karpenter != "" {
+		ns, holder, _ := strings.Cut(r.Karpenter, "/")
+		fmt.Fprintf(w, "Karpenter's controller is running (Lease %s/%s, holder %s): Nodewright launches and adopts nothing until it is gone\n\n",
+			ns, handover.LeaseName, holder)
+	}
 	if len(r.NodeClaims) == 0 {
 		fmt.Fprintln(w, "no NodeClaims: Nodewright has launched no node for this cluster (or they are all gone)")
 		return r.writeNotReady(w)

@@ -279,3 +279,34 @@ func TestAge(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusSaysKarpenterIsRunning: while the provision function last found
+// Karpenter's controller running, status says so first, in both forms, and
+// says nothing of it otherwise.
+func TestStatusSaysKarpenterIsRunning(t *testing.T) {
+	for _, tc := range []struct {
+		name, karpenter, wantLine string
+	}{
+		{"running", "kube-system/karpenter-7d9f_1", "Karpenter's controller is running (Lease kube-system/karpenter-leader-election, holder karpenter-7d9f_1): Nodewright launches and adopts nothing until it is gone"},
+		{"gone", "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			readiness := state.PoolReadiness{At: t0, Karpenter: tc.karpenter}
+			code, stdout, stderr, _ := runState(t, &fakeState{records: records(), readiness: readiness}, "status", "-stack", "s")
+			if code != exitOK {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			if got := strings.Contains(stdout, "Karpenter's controller is running"); got != (tc.wantLine != "") {
+				t.Fatalf("output:\n%s", stdout)
+			}
+			if tc.wantLine != "" && !strings.Contains(stdout, tc.wantLine) {
+				t.Errorf("output lacks %q:\n%s", tc.wantLine, stdout)
+			}
+			_, stdout, _, _ = runState(t, &fakeState{records: records(), readiness: readiness}, "status", "-stack", "s", "-o", "json")
+			var rep statusReport
+			if err := json.Unmarshal([]byte(stdout), &rep); err != nil || rep.Karpenter != tc.karpenter {
+				t.Errorf("JSON karpenterRunning %q (%v), want %q", rep.Karpenter, err, tc.karpenter)
+			}
+		})
+	}
+}

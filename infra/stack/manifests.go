@@ -40,8 +40,10 @@ func WebhookManifest(url string, timeoutSeconds int) ([]byte, error) {
 // volume objects that pin pods to zones, and Karpenter's NodePools and
 // EC2NodeClasses where their CRDs are installed), evict pods, delete pods
 // that a drain's deadline (terminationGracePeriod, a spot instance's end)
-// leaves, patch (cordon, taint, finalizer) and delete nodes, and record
-// events (get: a repeated event bumps the count of the existing one).
+// leaves, patch (cordon, taint, finalizer) and delete nodes, record
+// events (get: a repeated event bumps the count of the existing one), and
+// list Leases to see Karpenter's leader-election Lease (package handover:
+// Nodewright launches nothing while Karpenter's controller runs).
 func ClusterRoleRules() []rbacv1.PolicyRule {
 	read := []string{"get", "list", "watch"}
 	return []rbacv1.PolicyRule{
@@ -55,6 +57,7 @@ func ClusterRoleRules() []rbacv1.PolicyRule {
 		{APIGroups: []string{"karpenter.sh"}, Resources: []string{"nodepools"}, Verbs: read},
 		{APIGroups: []string{"karpenter.k8s.aws"}, Resources: []string{"ec2nodeclasses"}, Verbs: read},
 		{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch", "get"}},
+		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"list"}},
 	}
 }
 

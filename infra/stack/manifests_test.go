@@ -81,6 +81,8 @@ func TestRBACManifest(t *testing.T) {
 		{"", "pods", "delete"}, {"karpenter.sh", "nodepools", "list"}, {"karpenter.k8s.aws", "ec2nodeclasses", "watch"},
 		// The volume objects the cache reads for volume topology.
 		{"", "persistentvolumeclaims", "watch"}, {"", "persistentvolumes", "list"}, {"storage.k8s.io", "storageclasses", "watch"},
+		// Karpenter's leader-election Lease (package handover).
+		{"coordination.k8s.io", "leases", "list"},
 	} {
 		if !allowed(c.group, c.resource, c.verb) {
 			t.Errorf("cannot %s %s/%s", c.verb, c.group, c.resource)
@@ -88,6 +90,7 @@ func TestRBACManifest(t *testing.T) {
 	}
 	for _, c := range []struct{ group, resource, verb string }{
 		{"", "pods", "create"}, {"", "pods", "patch"}, {"", "secrets", "get"}, {"karpenter.sh", "nodepools", "patch"}, {"", "nodes", "create"}, {"apps", "daemonsets", "patch"},
+		{"coordination.k8s.io", "leases", "update"}, {"coordination.k8s.io", "leases", "get"},
 	} {
 		if allowed(c.group, c.resource, c.verb) {
 			t.Errorf("may %s %s/%s", c.verb, c.group, c.resource)

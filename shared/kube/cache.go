@@ -12,6 +12,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -181,6 +182,11 @@ type View struct {
 	KarpenterCRDs bool
 	NodePools     []*apis.NodePool
 	NodeClasses   []*apis.EC2NodeClass
+	// KarpenterLeases are Karpenter's leader-election Leases
+	// (handover.Running says whether its controller runs);
+	// KarpenterUnknown is set when the cluster role may not list Leases.
+	KarpenterLeases  []coordinationv1.Lease
+	KarpenterUnknown bool
 	// Invalid lists the NodePools and EC2NodeClasses that failed to decode or
 	// validate ("cluster: NodePool bad: spec.weight: 0 is out of range 1..100"),
 	// as apis.Errors; nil when all are valid.
@@ -227,7 +233,7 @@ func (c *Cache) Sync(ctx context.Context) (*View, error) {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	stores := []syncer{c.pods, c.nodes, c.ds, c.pdbs, c.pvcs, c.pvs}
-	errs := make([]error, len(stores)+2)
+	errs := make([]error, len(stores)+3)
 	for i, s := range stores {
 		wg.Add(1)
 		go func() {
@@ -248,6 +254,13 @@ func (c *Cache) Sync(ctx context.Context) (*View, error) {
 	go func() {
 		defer wg.Done()
 		v.StorageClasses, errs[len(stores)+1] = c.c.StorageClasses(ctx)
+	}()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		var readable bool
+		v.KarpenterLeases, readable, errs[len(stores)+2] = c.c.KarpenterLeases(ctx)
+		v.KarpenterUnknown = !readable
 	}()
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {

@@ -89,11 +89,15 @@ func clusterErrors(err error, kind string) apis.Errors {
 }
 
 // listRaw lists a custom resource (all pages) and returns its items as JSON.
-func (c *Client) listRaw(ctx context.Context, path string) ([]json.RawMessage, error) {
+// params are extra query parameters, as name and value pairs.
+func (c *Client) listRaw(ctx context.Context, path string, params ...string) ([]json.RawMessage, error) {
 	var out []json.RawMessage
 	cont := ""
 	for {
 		req := c.core.Get().AbsPath(path).Param("limit", fmt.Sprint(c.pageSize)).SetHeader("Accept", "application/json")
+		for i := 0; i+1 < len(params); i += 2 {
+			req = req.Param(params[i], params[i+1])
+		}
 		if cont != "" {
 			req = req.Param("continue", cont)
 		}

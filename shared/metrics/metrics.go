@@ -97,6 +97,10 @@ const (
 	// AMI), 0 for one that is ready. Gauge; under ClusterName alone, 1 while
 	// any pool is not ready.
 	NodePoolNotReady = "NodePoolNotReady"
+	// KarpenterRunning is 1 while Karpenter's controller runs in the
+	// cluster (its leader-election Lease is live) and Nodewright launches
+	// nothing, 0 otherwise. Gauge.
+	KarpenterRunning = "KarpenterRunning"
 )
 
 // Unit is a CloudWatch metric unit.
@@ -170,6 +174,7 @@ func Definitions() []Definition {
 		{PodsEvicted, UnitCount, Sum, []string{DimReason}, "pods evicted from nodes taken out"},
 		{InterruptionMessagesFailed, UnitCount, Sum, nil, "interruption messages that failed"},
 		{NodePoolNotReady, UnitCount, Maximum, []string{DimNodePool}, "NodePools left out of solves (1: not ready)"},
+		{KarpenterRunning, UnitCount, Maximum, nil, "1 while Karpenter's controller runs and Nodewright launches nothing"},
 	}
 	sort.Slice(defs, func(i, j int) bool { return defs[i].Name < defs[j].Name })
 	return defs

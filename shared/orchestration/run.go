@@ -115,6 +115,9 @@ type TickReport struct {
 	// it reached these candidates (the next tick takes them).
 	BudgetSpent string   `json:"budgetSpent,omitempty"`
 	Unreached   []string `json:"unreached,omitempty"`
+	// Standby says why the tick started nothing: Karpenter's controller
+	// runs in the cluster (package handover).
+	Standby string `json:"standby,omitempty"`
 }
 
 // Tick carries on the open consolidation actions and, when none is left
@@ -169,9 +172,16 @@ func (r *Run) Tick(ctx context.Context) (*TickReport, error) {
 	if _, err := e.Capacity.Register(ctx); err != nil {
 		return rep, err
 	}
-	in, err := r.Inputs(ctx)
+	in, view, err := r.inputs(ctx)
 	if err != nil {
 		return rep, err
+	}
+	if c := view.Karpenter; c != nil {
+		// Karpenter's controller runs: no action starts (its replacements
+		// could not launch; see package handover).
+		rep.Standby = c.Message()
+		e.Log.Warn("Karpenter's controller runs: starting no consolidation action", "lease", c.Holding(), "until", c.Until)
+		return rep, nil
 	}
 	if err := r.fingerprint(ctx, in); err != nil {
 		return rep, err
@@ -279,19 +289,25 @@ func (r *Run) sleep(ctx context.Context, d time.Duration) error {
 // actions, unavailable offerings, zones, spot prices and the node classes'
 // current AMIs.
 func (r *Run) Inputs(ctx context.Context) (disruption.Inputs, error) {
+	in, _, err := r.inputs(ctx)
+	return in, err
+}
+
+// inputs is Inputs, and the cluster view it read.
+func (r *Run) inputs(ctx context.Context) (disruption.Inputs, *provision.View, error) {
 	e := r.Exec
 	view, err := e.Source.View(ctx)
 	if err != nil {
-		return disruption.Inputs{}, err
+		return disruption.Inputs{}, nil, err
 	}
 	pools, classes, _ := provision.MergeConfig(e.NodePools, e.NodeClasses, view)
 	records, err := r.Store.NodeClaims(ctx)
 	if err != nil {
-		return disruption.Inputs{}, err
+		return disruption.Inputs{}, nil, err
 	}
 	acts, err := r.Store.Actions(ctx)
 	if err != nil {
-		return disruption.Inputs{}, err
+		return disruption.Inputs{}, nil, err
 	}
 	var open []*state.Action
 	for _, a := range acts {
@@ -301,7 +317,7 @@ func (r *Run) Inputs(ctx context.Context) (disruption.Inputs, error) {
 	}
 	unavail, err := r.Store.Unavailable(ctx)
 	if err != nil {
-		return disruption.Inputs{}, err
+		return disruption.Inputs{}, nil, err
 	}
 	// Replacements are planned only into the NodePools provision would
 	// launch into (their class exists and resolves whole); the nodes of the
@@ -309,7 +325,7 @@ func (r *Run) Inputs(ctx context.Context) (disruption.Inputs, error) {
 	resolved := r.Classes.ResolveAll(ctx, classes)
 	zones, err := provision.ReadyZones(resolved)
 	if err != nil {
-		return disruption.Inputs{}, err
+		return disruption.Inputs{}, nil, err
 	}
 	notReady := map[string]bool{}
 	for _, s := range provision.Readiness(pools, classes, resolved) {
@@ -344,7 +360,7 @@ func (r *Run) Inputs(ctx context.Context) (disruption.Inputs, error) {
 			in.CurrentImages[c.Name] = set
 		}
 	}
-	return in, nil
+	return in, view, nil
 }
 
 // budget is a decision's work budget (see Run.Budget).

@@ -84,6 +84,9 @@ const (
 	EventNominated        EventReason = "Nominated"
 	EventFailedScheduling EventReason = "FailedScheduling"
 	EventRegistered       EventReason = "Registered"
+	// EventKarpenterRunning is on a NodePool a round would have launched
+	// into while Karpenter's controller runs (package handover).
+	EventKarpenterRunning EventReason = "KarpenterRunning"
 )
 
 // DrainResult, DrainOptions and Drainer are package termination's (the

@@ -13,6 +13,7 @@ import (
 
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/catalog"
+	"github.com/nodewright/nodewright/shared/handover"
 	"github.com/nodewright/nodewright/shared/podstate"
 	"github.com/nodewright/nodewright/shared/scheduling"
 	"github.com/nodewright/nodewright/shared/state"
@@ -33,6 +34,11 @@ type View struct {
 	// StorageClasses that pin pods with volumes to zones (nil: not read;
 	// pods' volumes then restrict nothing).
 	Volumes *scheduling.Volumes
+	// Karpenter is Karpenter's controller when it runs in the cluster
+	// (handover.Running): Nodewright then launches nothing. KarpenterUnknown
+	// is set when the cluster role may not read its Lease.
+	Karpenter        *handover.Controller
+	KarpenterUnknown bool
 	// Warnings are problems reading the cluster that do not stop a round
 	// (an invalid NodePool object, by name and field path).
 	Warnings []string

@@ -30,6 +30,10 @@ func (r *Reconciler) launcher() *launch.Launcher {
 // partial fleets left out; state.ErrConflict when another launcher wrote
 // records since they were read (nothing was launched).
 func (r *Reconciler) launch(ctx context.Context, lease *state.Lease, w *world, plan *scheduling.Result, reason string, rep *Report) ([]*state.NodeClaim, []state.Offering, int, error) {
+	if c := w.view.Karpenter; c != nil {
+		r.standBy(ctx, w, plan, reason, rep, c)
+		return nil, nil, 0, nil
+	}
 	versions := limitedVersions(w.pools, w.versions)
 	res, err := r.launcher().Launch(ctx, lease, launch.Input{
 		Plan: plan, Reason: reason, Pools: w.pools, Classes: w.classes, Records: w.records, Versions: &versions, Exclude: w.excluded(),

@@ -156,6 +156,14 @@ func (r *Reconciler) poolReadiness(ctx context.Context, w *world, rep *Report) e
 		uids[p.Name] = string(p.UID)
 	}
 	pr := state.PoolReadiness{At: r.Now()}
+	running := 0.0
+	if c := w.view.Karpenter; c != nil {
+		pr.Karpenter, running = c.Holding(), 1
+	}
+	_ = r.Metrics.Emit(metrics.KarpenterRunning, running, nil)
+	if w.view.KarpenterUnknown {
+		rep.Warnings = append(rep.Warnings, "cannot tell whether Karpenter's controller runs: the cluster role may not list Leases (coordination.k8s.io)")
+	}
 	for _, s := range w.readiness {
 		value := 0.0
 		if !s.Ready() {
@@ -176,20 +184,21 @@ func (r *Reconciler) poolReadiness(ctx context.Context, w *world, rep *Report) e
 // they differ from what this container last wrote (a cold container writes
 // once), so that `nodewright status` shows them without a write per round.
 type readinessNote struct {
-	mu      sync.Mutex
-	written bool
-	last    []state.NotReadyPool
+	mu        sync.Mutex
+	written   bool
+	last      []state.NotReadyPool
+	karpenter string
 }
 
 func (n *readinessNote) store(ctx context.Context, r *Reconciler, pr state.PoolReadiness) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.written && slices.Equal(n.last, pr.NotReady) {
+	if n.written && slices.Equal(n.last, pr.NotReady) && n.karpenter == pr.Karpenter {
 		return
 	}
 	if err := r.Store.PutPoolReadiness(ctx, pr); err != nil {
 		r.Log.Warn("cannot record the NodePools' readiness for nodewright status", "error", err.Error())
 		return
 	}
-	n.written, n.last = true, pr.NotReady
+	n.written, n.last, n.karpenter = true, pr.NotReady, pr.Karpenter
 }

@@ -213,6 +213,9 @@ type Report struct {
 	Recovered  []string         `json:"recovered,omitempty"`
 	Registered []string         `json:"registered,omitempty"`
 	Refused    []state.Offering `json:"refused,omitempty"`
+	// Standby says why the round launched nothing it planned: Karpenter's
+	// controller runs in the cluster (handover).
+	Standby string `json:"standby,omitempty"`
 	// Batch is the batching wait before the round (set by the caller that
 	// settled: the provision handler).
 	Batch  Batched       `json:"batch"`
@@ -462,6 +465,9 @@ func (r *Reconciler) solveAndLaunch(ctx context.Context, lease *state.Lease, w *
 		start = r.Now()
 		launched, refused, short, err := r.launch(ctx, lease, w, plan, reason, rep)
 		rep.Launch += r.Now().Sub(start)
+		if rep.Standby != "" {
+			return nil
+		}
 		if errors.Is(err, state.ErrConflict) {
 			// Another launcher wrote records since we read (the launch
 			// fence, or room in a limited pool): read the records again and

@@ -10,13 +10,18 @@ import (
 
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/drain"
+	"github.com/nodewright/nodewright/shared/handover"
 	"github.com/nodewright/nodewright/shared/kube"
 	"github.com/nodewright/nodewright/shared/provision"
 	"github.com/nodewright/nodewright/shared/scheduling"
 )
 
-// cacheSource reads the cluster through the warm cache.
-type cacheSource struct{ c *kube.Cache }
+// cacheSource reads the cluster through the warm cache; now dates
+// Karpenter's lease.
+type cacheSource struct {
+	c   *kube.Cache
+	now func() time.Time
+}
 
 func (s cacheSource) View(ctx context.Context) (*provision.View, error) {
 	v, err := s.c.Sync(ctx)
@@ -24,7 +29,8 @@ func (s cacheSource) View(ctx context.Context) (*provision.View, error) {
 		return nil, err
 	}
 	out := &provision.View{Pods: v.Pods, Nodes: v.Nodes, DaemonSets: v.DaemonSets, PDBs: v.PDBs, NodePools: v.NodePools, NodeClasses: v.NodeClasses,
-		Volumes: &scheduling.Volumes{Claims: v.PersistentVolumeClaims, Volumes: v.PersistentVolumes, StorageClasses: v.StorageClasses}}
+		Volumes:   &scheduling.Volumes{Claims: v.PersistentVolumeClaims, Volumes: v.PersistentVolumes, StorageClasses: v.StorageClasses},
+		Karpenter: handover.Running(v.KarpenterLeases, s.now()), KarpenterUnknown: v.KarpenterUnknown}
 	if v.Invalid != nil {
 		out.Warnings = append(out.Warnings, fmt.Sprintf("invalid Karpenter objects in the cluster (ignored): %v", v.Invalid))
 	}

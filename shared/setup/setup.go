@@ -128,7 +128,7 @@ func Controller(ctx context.Context, o Options) (*provision.Reconciler, error) {
 	}
 	r := &provision.Reconciler{
 		Cluster: cluster, Store: store, Fleet: launcher, Catalog: cat, Spot: spot,
-		Source: cacheSource{kube.NewCache(kc, kube.CacheOptions{Now: o.Now, Log: o.Log})},
+		Source: cacheSource{kube.NewCache(kc, kube.CacheOptions{Now: o.Now, Log: o.Log}), o.Now},
 		Nodes:  nodeWriter{kc}, Drainer: drainer{kc, o.Now},
 		Events:    events{kube.NewRecorder(kc, kube.RecorderOptions{Instance: o.Env[envLambdaFunction], Now: o.Now, Log: o.Log})},
 		NodePools: pools, NodeClasses: classes, Now: o.Now, Log: o.Log,

@@ -31,6 +31,10 @@ type NotReadyPool struct {
 type PoolReadiness struct {
 	At       time.Time      `json:"at"`
 	NotReady []NotReadyPool `json:"notReady,omitempty"`
+	// Karpenter names the Karpenter controller the read found running
+	// (namespace/holder of its leader-election Lease; "": none):
+	// provisioning then launches nothing.
+	Karpenter string `json:"karpenter,omitempty"`
 }
 
 // PutPoolReadiness stores pr (last writer wins: every writer computes it
