@@ -34,6 +34,7 @@ require (
 )
 
 require (
+	github.com/aws/aws-sdk-go-v2/service/autoscaling v1.79.4 // indirect
 	github.com/awslabs/operatorpkg v0.0.0-20260708223819-4da4c353c5fa // indirect
 	github.com/evanphx/json-patch/v5 v5.9.11 // indirect
 	github.com/go-openapi/swag/cmdutils v0.25.4 // indirect

@@ -27,19 +27,21 @@ Usage:
   nodewright validate DIR                load and validate the NodePools and EC2NodeClasses in DIR
   nodewright plan [-f FILE]... [flags]   print the nodes Nodewright would launch for a cluster snapshot
   nodewright webhook apply [flags]       register the pending-pod webhook in the cluster (token read from Secrets Manager)
+  nodewright migrate -cluster C [flags]  print NodePools and EC2NodeClasses for the node groups Cluster Autoscaler scales
   nodewright version                     print the version
   nodewright help [COMMAND]              print this help, or a command's
 
-Run 'nodewright help COMMAND' (status, explain, validate, plan, webhook) for a command's flags.
+Run 'nodewright help COMMAND' (status, explain, validate, plan, webhook, migrate) for a command's flags.
 `
 
 // cli runs commands; solve is the scheduler, webhook reaches AWS and the
 // cluster, state reads the state table (stand-ins in tests of the command
 // line itself; zero: the real ones).
 type cli struct {
-	solve   func(scheduling.Input) (*scheduling.Result, error)
-	webhook webhookDeps
-	state   stateDeps
+	solve     func(scheduling.Input) (*scheduling.Result, error)
+	webhook   webhookDeps
+	state     stateDeps
+	migration migrateDeps
 }
 
 // run executes the command line args and returns the process exit code.
@@ -63,6 +65,8 @@ func (c cli) run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return c.plan(args[1:], stdin, stdout, stderr)
 	case "webhook":
 		return c.webhookCmd(args[1:], stdout, stderr)
+	case "migrate":
+		return c.migrate(args[1:], stdin, stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintf(stdout, "nodewright %s\n", versionString())
 		return exitOK
@@ -72,7 +76,7 @@ func (c cli) run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return exitOK
 		}
 		switch args[1] {
-		case "status", "explain", "validate", "plan":
+		case "status", "explain", "validate", "plan", "migrate":
 			// Asked-for help goes to stdout ('nodewright help status | less').
 			return c.run([]string{args[1], "-h"}, stdin, stdout, stdout)
 		case "webhook":
