@@ -64,7 +64,7 @@ func (np *NodePool) Validate() error {
 	if np.Spec.Replicas != nil {
 		v.nonNegative(spec.Child("replicas"), *np.Spec.Replicas)
 	}
-	return v.errs.asError()
+	return withRefusals(refusalsOf(NodePoolKind, np), v.errs).asError()
 }
 
 func validateTemplate(v *validator, path *field.Path, t *NodeClaimTemplate) {
