@@ -66,14 +66,14 @@ var invalidCases = []struct {
 	doc  string
 	want string
 }{
-	// The issue's example: the second document's third requirement.
-	{"operator Gte", nodeClassDoc("") + "---\n" + nodePoolDoc(template(
+	// The second document's third requirement.
+	{"operator Ge", nodeClassDoc("") + "---\n" + nodePoolDoc(template(
 		"{key: kubernetes.io/arch, operator: In, values: [amd64]}",
 		"{key: karpenter.sh/capacity-type, operator: In, values: [spot]}",
-		"{key: karpenter.k8s.aws/instance-cpu, operator: Gte, values: ['4']}")),
-		`test.yaml: document 2 (NodePool default): spec.template.spec.requirements[2].operator: "Gte" is not one of In, NotIn, Exists, DoesNotExist, Gt, Lt`},
+		"{key: karpenter.k8s.aws/instance-cpu, operator: Ge, values: ['4']}")),
+		`test.yaml: document 2 (NodePool default): spec.template.spec.requirements[2].operator: "Ge" is not one of In, NotIn, Exists, DoesNotExist, Gt, Lt, Gte, Lte`},
 	{"operator missing", nodePoolDoc(template("{key: kubernetes.io/arch, values: [amd64]}")),
-		npPrefix + `spec.template.spec.requirements[0].operator: required (one of In, NotIn, Exists, DoesNotExist, Gt, Lt)`},
+		npPrefix + `spec.template.spec.requirements[0].operator: required (one of In, NotIn, Exists, DoesNotExist, Gt, Lt, Gte, Lte)`},
 	{"In without values", nodePoolDoc(template("{key: kubernetes.io/arch, operator: In}")),
 		npPrefix + `spec.template.spec.requirements[0].values: operator In needs at least one value`},
 	{"Gt with two values", nodePoolDoc(template("{key: karpenter.k8s.aws/instance-generation, operator: Gt, values: ['1', '2']}")),
@@ -334,16 +334,16 @@ func TestParseReportsEveryDocument(t *testing.T) {
 // compared as numbers.
 func TestValidationErrorOrder(t *testing.T) {
 	reqs := repeat("{key: kubernetes.io/arch, operator: In, values: [amd64]}", 12)
-	reqs[10] = "{key: a, operator: Gte}"
-	reqs[2] = "{key: b, operator: Lte}"
+	reqs[10] = "{key: a, operator: Ge}"
+	reqs[2] = "{key: b, operator: Le}"
 	_, err := Parse([]byte(nodePoolDoc(template(reqs...)+"weight: 0\n")), "order.yaml")
 	var lines []string
 	for _, l := range strings.Split(fmt.Sprint(err), "\n") {
 		lines = append(lines, strings.TrimPrefix(l, "order.yaml: document 1 (NodePool default): "))
 	}
 	want := []string{
-		`spec.template.spec.requirements[2].operator: "Lte" is not one of In, NotIn, Exists, DoesNotExist, Gt, Lt`,
-		`spec.template.spec.requirements[10].operator: "Gte" is not one of In, NotIn, Exists, DoesNotExist, Gt, Lt`,
+		`spec.template.spec.requirements[2].operator: "Le" is not one of In, NotIn, Exists, DoesNotExist, Gt, Lt, Gte, Lte`,
+		`spec.template.spec.requirements[10].operator: "Ge" is not one of In, NotIn, Exists, DoesNotExist, Gt, Lt, Gte, Lte`,
 		`spec.weight: 0 is out of range 1..100`,
 	}
 	if strings.Join(lines, "\n") != strings.Join(want, "\n") {

@@ -84,3 +84,23 @@ func TestListLimits(t *testing.T) {
 		})
 	}
 }
+
+// Karpenter v1.14's Gte and Lte operators load, with Gt and Lt's rule: one
+// non-negative integer value.
+func TestGteLteLoad(t *testing.T) {
+	c, err := Parse([]byte(nodePoolDoc(template(
+		"{key: karpenter.k8s.aws/instance-cpu, operator: Gte, values: ['4']}",
+		"{key: karpenter.k8s.aws/instance-memory, operator: Lte, values: ['16384']}"))), "valid.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	eq(t, "operators", []any{c.NodePools[0].Spec.Template.Spec.Requirements[0].Operator, c.NodePools[0].Spec.Template.Spec.Requirements[1].Operator},
+		[]any{NodeSelectorOpGte, NodeSelectorOpLte})
+	for _, bad := range []string{"[]", "['-1']", "['1', '2']", "[x]"} {
+		_, err := Parse([]byte(nodePoolDoc(template("{key: karpenter.k8s.aws/instance-cpu, operator: Gte, values: "+bad+"}"))), "test.yaml")
+		want := npPrefix + "spec.template.spec.requirements[0].values: operator Gte needs exactly one non-negative integer value"
+		if err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("values %s: got %v, want %s...", bad, err, want)
+		}
+	}
+}

@@ -35,6 +35,7 @@ func requirementOperators() []string {
 		string(corev1.NodeSelectorOpIn), string(corev1.NodeSelectorOpNotIn),
 		string(corev1.NodeSelectorOpExists), string(corev1.NodeSelectorOpDoesNotExist),
 		string(corev1.NodeSelectorOpGt), string(corev1.NodeSelectorOpLt),
+		string(NodeSelectorOpGte), string(NodeSelectorOpLte),
 	}
 }
 
@@ -142,7 +143,7 @@ func validateRequirement(v *validator, path *field.Path, r *NodeSelectorRequirem
 		if len(r.Values) == 0 {
 			v.add(values, "operator In needs at least one value")
 		}
-	case corev1.NodeSelectorOpGt, corev1.NodeSelectorOpLt:
+	case corev1.NodeSelectorOpGt, corev1.NodeSelectorOpLt, NodeSelectorOpGte, NodeSelectorOpLte:
 		if !singleNonNegativeInteger(r.Values) {
 			v.add(values, "operator %s needs exactly one non-negative integer value, got %s", r.Operator, quoteAll(r.Values))
 		}
