@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -371,14 +372,16 @@ func TestValidateRefusesBuiltObjects(t *testing.T) {
 }
 
 // Each honoured row names a test that exists: a function of that name in
-// the _test.go files of the named directory.
+// the _test.go files of the named directory. A test whose cases are named
+// by field path (string literals starting "spec.") must have a case for
+// each row that names it ("path", or "path=value" for a value).
 func TestSupportTableTestsExist(t *testing.T) {
-	funcs := map[string]map[string]bool{} // dir -> test functions
-	testsIn := func(dir string) map[string]bool {
+	funcs := map[string]map[string][]string{} // dir -> test function -> its "spec." literals
+	testsIn := func(dir string) map[string][]string {
 		if m, ok := funcs[dir]; ok {
 			return m
 		}
-		m := map[string]bool{}
+		m := map[string][]string{}
 		files, _ := filepath.Glob(filepath.Join(repoRoot, dir, "*_test.go"))
 		fset := token.NewFileSet()
 		for _, f := range files {
@@ -388,7 +391,7 @@ func TestSupportTableTestsExist(t *testing.T) {
 			}
 			for _, d := range file.Decls {
 				if fn, ok := d.(*ast.FuncDecl); ok && fn.Recv == nil && strings.HasPrefix(fn.Name.Name, "Test") {
-					m[fn.Name.Name] = true
+					m[fn.Name.Name] = specLiterals(fn)
 				}
 			}
 		}
@@ -400,10 +403,34 @@ func TestSupportTableTestsExist(t *testing.T) {
 			continue
 		}
 		dir, name, ok := strings.Cut(s.Test, ".")
-		if !ok || !testsIn(dir)[name] {
+		cases, found := testsIn(dir)[name]
+		if !ok || !found {
 			t.Errorf("%s %s %s: test %q not found (want <dir>.<TestName> of a test asserting the field's effect)", s.Kind, s.Path, s.Value, s.Test)
+			continue
+		}
+		want := s.Path
+		if s.Value != "" {
+			want += "=" + s.Value
+		}
+		if len(cases) > 0 && !slices.Contains(cases, want) {
+			t.Errorf("%s: %s has cases by field path but none for %q", s.Test, name, want)
 		}
 	}
+}
+
+// specLiterals are the string literals of a function that start "spec."
+// (the field paths its cases are named by).
+func specLiterals(fn *ast.FuncDecl) []string {
+	var out []string
+	ast.Inspect(fn, func(n ast.Node) bool {
+		if lit, ok := n.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+			if v, err := strconv.Unquote(lit.Value); err == nil && strings.HasPrefix(v, "spec.") {
+				out = append(out, v)
+			}
+		}
+		return true
+	})
+	return out
 }
 
 // supportMarkdown is the field table of docs/karpenter-parity.md.
