@@ -46,7 +46,7 @@ const (
 	class   = EC2NodeClassKind
 	overlay = NodeOverlayKind
 
-	planTest       = "shared/scheduling.TestScenarios"
+	planTest       = "shared/scheduling.TestNodePoolFieldsShapeThePlan"
 	operatorTest   = "shared/scheduling.TestRequirementOperatorsSelectInstanceTypes"
 	budgetTest     = "shared/apis.TestNodePoolAllowedDisruptions"
 	decideTest     = "shared/disruption.TestDecide"
