@@ -1,9 +1,9 @@
 // Package requirements is the label-requirement algebra of scheduling: a
 // requirement is a predicate on one node label (In, NotIn, Exists,
-// DoesNotExist, Gt, Lt and Karpenter's Gte and Lte, with its minValues), and requirements can be
-// intersected, checked for compatibility and matched against labels. It is
-// pure, allocation-light and has no I/O, so the scheduler and the tests use it
-// directly.
+// DoesNotExist, Gt, Lt and Karpenter's Gte and Lte, with its minValues), and
+// requirements can be intersected, checked for compatibility and matched
+// against labels. It is pure, allocation-light and has no I/O, so the
+// scheduler and the tests use it directly.
 package requirements
 
 import (
@@ -41,8 +41,9 @@ type Requirement struct {
 
 // New builds a requirement from an operator and its values. Gt, Lt, Gte and
 // Lte need a single integer value; Gte n is read as Gt n-1 and Lte n as Lt
-// n+1 (the same integers), as Karpenter reads Gt n as Gte n+1. A deprecated alias of a well-known label is read as
-// the label it means (apis.NormalizeLabel), as Karpenter reads it.
+// n+1 (the same integers), as Karpenter reads Gt n as Gte n+1. A deprecated
+// alias of a well-known label is read as the label it means
+// (apis.NormalizeLabel), as Karpenter reads it.
 func New(key string, op corev1.NodeSelectorOperator, values ...string) (Requirement, error) {
 	r := Requirement{Key: apis.NormalizeLabel(key)}
 	switch op {
