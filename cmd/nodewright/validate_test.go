@@ -64,6 +64,24 @@ func TestValidate(t *testing.T) {
 		{name: "bad YAML", files: map[string]string{"pool.yaml": validPool, "class.yaml": validClass + "  tags: [\n"}, code: exitError,
 			stderr: []string{"class.yaml: document 1", "line "}},
 		{name: "no NodePool", files: map[string]string{"class.yaml": validClass}, code: exitError, stderr: []string{"has no NodePool (apiVersion karpenter.sh/v1, kind NodePool)"}},
+		// Issue 20: fields Nodewright would ignore are refused, each with its
+		// path and what to do instead.
+		{name: "refused class fields", files: map[string]string{"pool.yaml": validPool,
+			"class.yaml": strings.Replace(validClass, "al2023@latest", "bottlerocket@latest", 1) +
+				"  capacityReservationSelectorTerms: [{id: cr-0123456789abcdef0}]\n  instanceStorePolicy: RAID0\n"}, code: exitError,
+			stderr: []string{
+				`class.yaml: document 1 (EC2NodeClass default): spec.amiSelectorTerms[0].alias: "bottlerocket@latest": Bottlerocket is not supported yet`,
+				`class.yaml: document 1 (EC2NodeClass default): spec.capacityReservationSelectorTerms: capacity reservations are not supported yet`}},
+		{name: "static pool", files: map[string]string{"class.yaml": validClass, "pool.yaml": validPool + "  replicas: 3\n"}, code: exitError,
+			stderr: []string{"pool.yaml: document 1 (NodePool default): spec.replicas: static NodePools are not supported yet; remove replicas and let pods drive the pool"}},
+		{name: "reserved capacity", files: map[string]string{"class.yaml": validClass, "pool.yaml": strings.Replace(validPool, "values: [spot]", "values: [reserved]", 1)}, code: exitError,
+			stderr: []string{`pool.yaml: document 1 (NodePool default): spec.template.spec.requirements[0].values: "reserved": capacity type reserved is not supported yet`}},
+		{name: "NodeOverlay", files: map[string]string{"class.yaml": validClass, "pool.yaml": validPool,
+			"overlay.yaml": "apiVersion: karpenter.sh/v1alpha1\nkind: NodeOverlay\nmetadata: {name: savings}\nspec: {priceAdjustment: '-10%'}\n"}, code: exitError,
+			stderr: []string{"overlay.yaml: document 1 (NodeOverlay savings): spec.priceAdjustment: NodeOverlay is not supported yet"}},
+		{name: "Gte and Lte", files: map[string]string{"class.yaml": validClass,
+			"pool.yaml": validPool + "        - {key: karpenter.k8s.aws/instance-cpu, operator: Gte, values: ['4']}\n        - {key: karpenter.k8s.aws/instance-cpu, operator: Lte, values: ['16']}\n"},
+			code: exitOK, stdout: []string{"NodePool default: valid"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := dirWith(t, tc.files)

@@ -83,6 +83,12 @@ func TestLoadConfigErrors(t *testing.T) {
 			[]string{"pool.yaml", "v1beta1"}},
 		{"no NodePool", map[string]string{"class.yaml": goodClass}, []string{"no NodePool"}},
 		{"empty directory", map[string]string{}, []string{"no NodePool"}},
+		// Issue 20: a field Nodewright would ignore fails the synth too.
+		{"static pool refused", map[string]string{"class.yaml": goodClass, "pool.yaml": goodPool + "  replicas: 3\n"},
+			[]string{"pool.yaml: document 1 (NodePool default): spec.replicas: static NodePools are not supported yet; remove replicas and let pods drive the pool"}},
+		{"instance profile refused", map[string]string{"pool.yaml": goodPool,
+			"class.yaml": strings.Replace(goodClass, "role: KarpenterNodeRole-demo-cluster", "instanceProfile: my-profile", 1)},
+			[]string{"class.yaml: document 1 (EC2NodeClass default): spec.instanceProfile: Nodewright launches nodes with its stack's instance profile"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -119,11 +125,12 @@ func TestLoadConfigWarnsOnOtherKinds(t *testing.T) {
 func TestCheckNodeRoles(t *testing.T) {
 	cases := []struct {
 		name, class string
+		profile     string // set on the loaded class (the loader refuses it in YAML)
 		want        []string
 	}{
-		{"other role", strings.Replace(goodClass, "KarpenterNodeRole-demo-cluster", "SomeoneElsesRole", 1),
+		{"other role", strings.Replace(goodClass, "KarpenterNodeRole-demo-cluster", "SomeoneElsesRole", 1), "",
 			[]string{"class.yaml", "EC2NodeClass default", "spec.role", `"SomeoneElsesRole"`, "nodewright:nodeRole=SomeoneElsesRole"}},
-		{"instance profile", strings.Replace(goodClass, "role: KarpenterNodeRole-demo-cluster", "instanceProfile: my-profile", 1),
+		{"instance profile", goodClass, "my-profile",
 			[]string{"class.yaml", "spec.instanceProfile", "not supported"}},
 	}
 	for _, tc := range cases {
@@ -131,6 +138,9 @@ func TestCheckNodeRoles(t *testing.T) {
 			cfg, _, err := LoadConfig(testConfigDir(t, map[string]string{"class.yaml": tc.class, "pool.yaml": goodPool}))
 			if err != nil {
 				t.Fatal(err)
+			}
+			if tc.profile != "" {
+				cfg.NodeClasses[0].Spec.InstanceProfile = &tc.profile
 			}
 			err = checkNodeRoles(cfg, "KarpenterNodeRole-demo-cluster")
 			if err == nil {

@@ -12,7 +12,10 @@
 // output loads), decode strictly (unknown and duplicate fields are errors,
 // except unknown fields under status), apply Karpenter's CRD defaults and
 // validate each object the way Karpenter's CRD schema, CEL rules and webhooks
-// do. Every error names its source, document and field path:
+// do. A field or value of Karpenter's schemas that Nodewright does not act on
+// is refused, with what to do instead (SupportTable), and so are NodeOverlay
+// and Karpenter's other kinds. Every error names its source, document and
+// field path:
 //
 //	nodepool.yaml: document 2 (NodePool default): spec.weight: 0 is out of range 1..100
 //

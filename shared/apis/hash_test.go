@@ -72,7 +72,6 @@ func TestEC2NodeClassHash(t *testing.T) {
 		"other subnets":            "tags: {app: b, team: a}\nsubnetSelectorTerms: [{id: subnet-1}]\n",
 		"amiFamily matching alias": "amiFamily: AL2023\ntags: {team: a, app: b}\n",
 		"default metadata spelled": "tags: {team: a, app: b}\nmetadataOptions: {httpTokens: required, httpPutResponseHopLimit: 1}\n",
-		"ipPrefixCount":            "tags: {team: a, app: b}\nipPrefixCount: 2\n",
 		"pinned alias (AMI drift)": "tags: {team: a, app: b}\namiSelectorTerms: [{alias: al2023@v20250101}]\n",
 	}
 	for name, extra := range same {

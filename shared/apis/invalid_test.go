@@ -66,14 +66,14 @@ var invalidCases = []struct {
 	doc  string
 	want string
 }{
-	// The issue's example: the second document's third requirement.
-	{"operator Gte", nodeClassDoc("") + "---\n" + nodePoolDoc(template(
+	// The second document's third requirement.
+	{"operator Ge", nodeClassDoc("") + "---\n" + nodePoolDoc(template(
 		"{key: kubernetes.io/arch, operator: In, values: [amd64]}",
 		"{key: karpenter.sh/capacity-type, operator: In, values: [spot]}",
-		"{key: karpenter.k8s.aws/instance-cpu, operator: Gte, values: ['4']}")),
-		`test.yaml: document 2 (NodePool default): spec.template.spec.requirements[2].operator: "Gte" is not one of In, NotIn, Exists, DoesNotExist, Gt, Lt`},
+		"{key: karpenter.k8s.aws/instance-cpu, operator: Ge, values: ['4']}")),
+		`test.yaml: document 2 (NodePool default): spec.template.spec.requirements[2].operator: "Ge" is not one of In, NotIn, Exists, DoesNotExist, Gt, Lt, Gte, Lte`},
 	{"operator missing", nodePoolDoc(template("{key: kubernetes.io/arch, values: [amd64]}")),
-		npPrefix + `spec.template.spec.requirements[0].operator: required (one of In, NotIn, Exists, DoesNotExist, Gt, Lt)`},
+		npPrefix + `spec.template.spec.requirements[0].operator: required (one of In, NotIn, Exists, DoesNotExist, Gt, Lt, Gte, Lte)`},
 	{"In without values", nodePoolDoc(template("{key: kubernetes.io/arch, operator: In}")),
 		npPrefix + `spec.template.spec.requirements[0].values: operator In needs at least one value`},
 	{"Gt with two values", nodePoolDoc(template("{key: karpenter.k8s.aws/instance-generation, operator: Gt, values: ['1', '2']}")),
@@ -175,7 +175,8 @@ var invalidCases = []struct {
 	{"unknown limit", nodePoolDoc(template() + "limits: {cpus: 8}\n"),
 		npPrefix + `spec.limits[cpus]: "cpus" is not a known resource: use one of cpu, memory, ephemeral-storage, pods, nodes, storage, hugepages-<size>, or an extended resource with a domain (like nvidia.com/gpu)`},
 	{"static pool with cpu limit", nodePoolDoc(template() + "replicas: 3\nlimits: {cpu: 8}\n"),
-		npPrefix + `spec.limits[cpu]: only limits.nodes is supported on a static NodePool (replicas is set)`},
+		npPrefix + `spec.limits[cpu]: only limits.nodes is supported on a static NodePool (replicas is set)` + "\n" +
+			npPrefix + `spec.replicas: static NodePools are not supported yet; remove replicas and let pods drive the pool`},
 	{"unknown field", nodePoolDoc("template:\n  spec:\n    nodeClasRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}\n    requirements: []\n"),
 		npPrefix + `spec.template.spec.nodeClasRef: unknown field (did you mean "nodeClassRef"?)`},
 	{"unknown field in requirement", nodePoolDoc(template("{key: kubernetes.io/arch, operator: In, value: [amd64]}")),
@@ -205,7 +206,7 @@ var invalidCases = []struct {
 
 	// EC2NodeClass.
 	{"role and instanceProfile", nodeClassDoc("instanceProfile: KarpenterNodeInstanceProfile\n"),
-		ncPrefix + `spec.instanceProfile: must not be set together with role: set exactly one of role, instanceProfile`},
+		ncPrefix + `spec.instanceProfile: Nodewright launches nodes with its stack's instance profile; remove instanceProfile and set role to the stack's node role`},
 	{"no role", nodeClassDoc("", "role"),
 		ncPrefix + `spec.role: required (or instanceProfile: exactly one of them)`},
 	{"no amiSelectorTerms", nodeClassDoc("", "amiSelectorTerms"),
@@ -215,7 +216,7 @@ var invalidCases = []struct {
 	{"alias family", nodeClassDoc("amiSelectorTerms: [{alias: ubuntu@latest}]\n", "amiSelectorTerms"),
 		ncPrefix + `spec.amiSelectorTerms[0].alias: "ubuntu@latest": family "ubuntu" is not one of al2, al2023, bottlerocket, windows2019, windows2022`},
 	{"windows pinned", nodeClassDoc("amiSelectorTerms: [{alias: windows2022@v20240101}]\n", "amiSelectorTerms"),
-		ncPrefix + `spec.amiSelectorTerms[0].alias: "windows2022@v20240101": windows families support only version latest (like windows2022@latest)`},
+		ncPrefix + `spec.amiSelectorTerms[0].alias: "windows2022@v20240101": Windows is not supported yet: Nodewright writes user data for AL2023 only; use alias al2023@latest (or amiFamily Custom with your own userData)`},
 	{"alias not alone", nodeClassDoc("amiSelectorTerms: [{alias: al2023@latest}, {id: ami-0123456789abcdef0}]\n", "amiSelectorTerms"),
 		ncPrefix + `spec.amiSelectorTerms: a term with an alias must be the only term (has 2 terms)`},
 	{"alias with tags", nodeClassDoc("amiSelectorTerms: [{alias: al2023@latest, tags: {team: a}}]\n", "amiSelectorTerms"),
@@ -227,7 +228,7 @@ var invalidCases = []struct {
 	{"owner only", nodeClassDoc("amiFamily: AL2023\namiSelectorTerms: [{owner: self}]\n", "amiSelectorTerms"),
 		ncPrefix + `spec.amiSelectorTerms[0]: must set one of alias, id, name, ssmParameter, tags`},
 	{"amiFamily mismatch", nodeClassDoc("amiFamily: AL2\n"),
-		ncPrefix + `spec.amiFamily: "AL2" does not match the alias family AL2023: set AL2023 or Custom, or leave it unset`},
+		ncPrefix + `spec.amiFamily: "AL2": AL2 is not supported yet: Nodewright writes user data for AL2023 only; use alias al2023@latest (or amiFamily Custom with your own userData)`},
 	{"amiFamily missing", nodeClassDoc("amiSelectorTerms: [{tags: {team: a}}]\n", "amiSelectorTerms"),
 		ncPrefix + `spec.amiFamily: required (amiSelectorTerms have no alias, so the family must be named: one of AL2, AL2023, Bottlerocket, Custom, Windows2019, Windows2022)`},
 	{"amiFamily enum", nodeClassDoc("amiFamily: Ubuntu\n"),
@@ -241,7 +242,7 @@ var invalidCases = []struct {
 	{"security group id and name", nodeClassDoc("securityGroupSelectorTerms: [{id: sg-123, name: default}]\n", "securityGroupSelectorTerms"),
 		ncPrefix + `spec.securityGroupSelectorTerms[0].id: must not be combined with name in the same term`},
 	{"capacity reservation owner", nodeClassDoc("capacityReservationSelectorTerms: [{tags: {a: b}, ownerID: '1234'}]\n"),
-		ncPrefix + `spec.capacityReservationSelectorTerms[0].ownerID: "1234" must be a 12-digit AWS account ID`},
+		ncPrefix + `spec.capacityReservationSelectorTerms: capacity reservations are not supported yet: Nodewright launches spot and on-demand only; remove the terms`},
 	{"restricted cluster tag", nodeClassDoc("tags: {kubernetes.io/cluster/prod: owned}\n"),
 		ncPrefix + `spec.tags[kubernetes.io/cluster/prod]: tag key "kubernetes.io/cluster/prod" is restricted: Nodewright sets it on the instances it launches`},
 	{"restricted nodepool tag", nodeClassDoc("tags: {karpenter.sh/nodepool: x}\n"),
@@ -333,16 +334,16 @@ func TestParseReportsEveryDocument(t *testing.T) {
 // compared as numbers.
 func TestValidationErrorOrder(t *testing.T) {
 	reqs := repeat("{key: kubernetes.io/arch, operator: In, values: [amd64]}", 12)
-	reqs[10] = "{key: a, operator: Gte}"
-	reqs[2] = "{key: b, operator: Lte}"
+	reqs[10] = "{key: a, operator: Ge}"
+	reqs[2] = "{key: b, operator: Le}"
 	_, err := Parse([]byte(nodePoolDoc(template(reqs...)+"weight: 0\n")), "order.yaml")
 	var lines []string
 	for _, l := range strings.Split(fmt.Sprint(err), "\n") {
 		lines = append(lines, strings.TrimPrefix(l, "order.yaml: document 1 (NodePool default): "))
 	}
 	want := []string{
-		`spec.template.spec.requirements[2].operator: "Lte" is not one of In, NotIn, Exists, DoesNotExist, Gt, Lt`,
-		`spec.template.spec.requirements[10].operator: "Gte" is not one of In, NotIn, Exists, DoesNotExist, Gt, Lt`,
+		`spec.template.spec.requirements[2].operator: "Le" is not one of In, NotIn, Exists, DoesNotExist, Gt, Lt, Gte, Lte`,
+		`spec.template.spec.requirements[10].operator: "Ge" is not one of In, NotIn, Exists, DoesNotExist, Gt, Lt, Gte, Lte`,
 		`spec.weight: 0 is out of range 1..100`,
 	}
 	if strings.Join(lines, "\n") != strings.Join(want, "\n") {

@@ -152,7 +152,7 @@ func TestLoadDir(t *testing.T) {
 }
 
 func TestOtherKindsAreKept(t *testing.T) {
-	doc := "apiVersion: karpenter.sh/v1\nkind: NodeClaim\nmetadata: {name: c}\nspec: {anything: goes}\n---\n" +
+	doc := "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n---\n" +
 		"apiVersion: eks.amazonaws.com/v1\nkind: NodeClass\nmetadata: {name: auto}\n"
 	c := mustParse(t, doc)
 	eq(t, "other", len(c.Other), 2)

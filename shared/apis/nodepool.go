@@ -50,11 +50,18 @@ type NodeClaimTemplateSpec struct {
 	ExpireAfter            NillableDuration                       `json:"expireAfter,omitempty"`
 }
 
+// Karpenter's operators beyond Kubernetes': integer bounds that include
+// their value (Gte 4 allows 4 and more).
+const (
+	NodeSelectorOpGte corev1.NodeSelectorOperator = "Gte"
+	NodeSelectorOpLte corev1.NodeSelectorOperator = "Lte"
+)
+
 // NodeSelectorRequirementWithMinValues is a node selector requirement that can
 // also ask for a minimum number of distinct values among the chosen instance
 // types (for example at least 5 instance families). Operators are In, NotIn,
-// Exists, DoesNotExist, Gt and Lt; like Karpenter, values given with Exists or
-// DoesNotExist are accepted and carry no meaning.
+// Exists, DoesNotExist, Gt, Lt, Gte and Lte; like Karpenter, values given
+// with Exists or DoesNotExist are accepted and carry no meaning.
 type NodeSelectorRequirementWithMinValues struct {
 	Key       string                      `json:"key"`
 	Operator  corev1.NodeSelectorOperator `json:"operator"`

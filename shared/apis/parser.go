@@ -66,12 +66,27 @@ func (p *parser) object(ref docRef, data []byte, inherited header, inList bool) 
 		p.nodePool(ref, data, version)
 	case h.Kind == EC2NodeClassKind && group == AWSGroup:
 		p.nodeClass(ref, data, version)
+	case h.Kind == NodeOverlayKind && group == KarpenterGroup:
+		p.nodeOverlay(ref, data)
 	case isLegacyKind(group, h.Kind):
 		p.fail(ref, fieldErrorf("kind", "%s (%s) is not supported: Nodewright reads %s %s and %s %s",
+			h.Kind, h.APIVersion, NodePoolKind, NodePoolAPIVersion, EC2NodeClassKind, EC2NodeClassAPIVersion))
+	case group == KarpenterGroup || group == AWSGroup:
+		p.fail(ref, fieldErrorf("kind", "%s (%s) is not configuration Nodewright reads (it reads %s %s and %s %s): remove the document",
 			h.Kind, h.APIVersion, NodePoolKind, NodePoolAPIVersion, EC2NodeClassKind, EC2NodeClassAPIVersion))
 	default:
 		p.cfg.Other = append(p.cfg.Other, p.doc(ref, data))
 	}
+}
+
+// nodeOverlay refuses a NodeOverlay: each field it sets, or the kind when
+// it sets none.
+func (p *parser) nodeOverlay(ref docRef, data []byte) {
+	errs := Refusals(NodeOverlayKind, data)
+	if len(errs) == 0 {
+		errs = ErrorList{fieldErrorf("kind", "%s", overlayFix)}
+	}
+	p.failAll(ref, errs.sorted())
 }
 
 func (p *parser) doc(ref docRef, data []byte) Document {
@@ -93,7 +108,7 @@ func (p *parser) nodePool(ref docRef, data []byte, version string) {
 	}
 	np := &NodePool{}
 	if errs := decodeStrict(data, np); len(errs) > 0 {
-		p.failAll(ref, errs.sorted())
+		p.failAll(ref, withRefusals(Refusals(NodePoolKind, data), errs.sorted()))
 		return
 	}
 	np.Default()
@@ -111,7 +126,7 @@ func (p *parser) nodeClass(ref docRef, data []byte, version string) {
 	}
 	nc := &EC2NodeClass{}
 	if errs := decodeStrict(data, nc); len(errs) > 0 {
-		p.failAll(ref, errs.sorted())
+		p.failAll(ref, withRefusals(Refusals(EC2NodeClassKind, data), errs.sorted()))
 		return
 	}
 	nc.Default()

@@ -26,20 +26,17 @@ func TestValidEdgeCases(t *testing.T) {
 			"{key: karpenter.k8s.aws/ec2nodeclass, operator: In, values: [default]}",
 			"{key: example.com/team, operator: In, values: [a]}",
 			"{key: team, operator: In, values: [a]}"))},
-		{"capacity-type label and empty-value taint", nodePoolDoc("template:\n  metadata:\n    labels: {karpenter.sh/capacity-type: spot, node.kubernetes.io/role: gpu}\n    annotations: {Example.com/Owner: x}\n" +
+		{"capacity-type label and empty-value taint", nodePoolDoc("template:\n  metadata:\n    labels: {karpenter.sh/capacity-type: spot, node.kubernetes.io/role: gpu}\n" +
 			template()[len("template:\n"):] + "    taints: [{key: dedicated, effect: NoSchedule}, {key: dedicated, effect: NoExecute}]\n")},
 		{"budget edges", nodePoolDoc(template() + "disruption:\n  consolidateAfter: 1h30m20s\n  budgets:\n  - {nodes: '0'}\n  - {nodes: 100%}\n  - {nodes: '3', schedule: '@hourly', duration: 10m}\n  - {nodes: '1', schedule: '*/15 9-17 * JAN-MAR mon-fri', duration: 1h5m}\n")},
 		{"Never", nodePoolDoc(template() + "    expireAfter: Never\ndisruption: {consolidateAfter: Never}\n")},
 		{"weights", nodePoolDoc(template()+"weight: 1\n") + "---\n" + strings.Replace(nodePoolDoc(template()+"weight: 100\n"), "name: default", "name: b", 1)},
-		{"static pool", nodePoolDoc(template() + "replicas: 3\nlimits: {nodes: 5}\n")},
 		{"limits of every kind", nodePoolDoc(template() + "limits: {cpu: 100m, memory: 1.5Gi, ephemeral-storage: 1Ti, pods: 1k, nodes: 10, nvidia.com/gpu: 4, hugepages-2Mi: 1Gi}\n")},
-		{"instanceProfile", nodeClassDoc("instanceProfile: KarpenterNodeInstanceProfile\n", "role")},
-		{"pinned aliases", nodeClassDoc("amiSelectorTerms: [{alias: bottlerocket@v1.20.0}]\n", "amiSelectorTerms") + "---\n" +
-			strings.Replace(nodeClassDoc("amiFamily: Custom\namiSelectorTerms: [{alias: windows2019@latest}]\n", "amiSelectorTerms"), "name: default", "name: win", 1)},
-		{"selector varieties", nodeClassDoc("amiFamily: AL2\namiSelectorTerms: [{name: my-ami-*, owner: '123456789012'}, {ssmParameter: /my/param}, {tags: {a: '*'}}]\n"+
+		{"pinned aliases", nodeClassDoc("amiSelectorTerms: [{alias: al2023@v20250101}]\n", "amiSelectorTerms") + "---\n" +
+			strings.Replace(nodeClassDoc("amiFamily: Custom\namiSelectorTerms: [{alias: al2023@latest}]\n", "amiSelectorTerms"), "name: default", "name: custom", 1)},
+		{"selector varieties", nodeClassDoc("amiFamily: Custom\namiSelectorTerms: [{name: my-ami-*, owner: '123456789012'}, {ssmParameter: /my/param}, {tags: {a: '*'}}]\n"+
 			"subnetSelectorTerms: [{tags: {Name: '*Private*', team: a}}, {id: subnet-0abc}]\n"+
-			"securityGroupSelectorTerms: [{name: my-sg}, {name: x, tags: {}}]\n"+
-			"capacityReservationSelectorTerms: [{instanceMatchCriteria: targeted}, {tags: {a: b}, ownerID: '123456789012', instanceMatchCriteria: open}]\n",
+			"securityGroupSelectorTerms: [{name: my-sg}, {name: x, tags: {}}]\n",
 			"amiSelectorTerms", "subnetSelectorTerms", "securityGroupSelectorTerms")},
 		{"volumes", nodeClassDoc("blockDeviceMappings:\n- {deviceName: /dev/xvda, rootVolume: true, ebs: {volumeSize: 1Ti}}\n- {deviceName: /dev/xvdb, ebs: {volumeSize: 64T}}\n- {deviceName: /dev/xvdc, ebs: {snapshotID: snap-1}}\n- {deviceName: /dev/xvdd, ebs: {volumeSize: 59000Gi, volumeType: io2, iops: 64000}}\n")},
 		{"kubelet", nodeClassDoc("kubelet: {evictionHard: {memory.available: 500Mi, nodefs.available: '10.5%'}, systemReserved: {pid: '100'}, imageGCHighThresholdPercent: 100, imageGCLowThresholdPercent: 0, clusterDNS: ['fd00::a']}\n")},
@@ -85,5 +82,25 @@ func TestListLimits(t *testing.T) {
 				t.Fatalf("got %v\nwant %s", err, tc.want)
 			}
 		})
+	}
+}
+
+// Karpenter v1.14's Gte and Lte operators load, with Gt and Lt's rule: one
+// non-negative integer value.
+func TestGteLteLoad(t *testing.T) {
+	c, err := Parse([]byte(nodePoolDoc(template(
+		"{key: karpenter.k8s.aws/instance-cpu, operator: Gte, values: ['4']}",
+		"{key: karpenter.k8s.aws/instance-memory, operator: Lte, values: ['16384']}"))), "valid.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	eq(t, "operators", []any{c.NodePools[0].Spec.Template.Spec.Requirements[0].Operator, c.NodePools[0].Spec.Template.Spec.Requirements[1].Operator},
+		[]any{NodeSelectorOpGte, NodeSelectorOpLte})
+	for _, bad := range []string{"[]", "['-1']", "['1', '2']", "[x]"} {
+		_, err := Parse([]byte(nodePoolDoc(template("{key: karpenter.k8s.aws/instance-cpu, operator: Gte, values: "+bad+"}"))), "test.yaml")
+		want := npPrefix + "spec.template.spec.requirements[0].values: operator Gte needs exactly one non-negative integer value"
+		if err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("values %s: got %v, want %s...", bad, err, want)
+		}
 	}
 }

@@ -90,7 +90,7 @@ func (nc *EC2NodeClass) Validate() error {
 	if s.IPPrefixCount != nil {
 		v.nonNegative(spec.Child("ipPrefixCount"), int64(*s.IPPrefixCount))
 	}
-	return v.errs.asError()
+	return withRefusals(refusalsOf(EC2NodeClassKind, nc), v.errs).asError()
 }
 
 func validateIdentity(v *validator, spec *field.Path, s *EC2NodeClassSpec) {

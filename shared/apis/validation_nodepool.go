@@ -35,6 +35,7 @@ func requirementOperators() []string {
 		string(corev1.NodeSelectorOpIn), string(corev1.NodeSelectorOpNotIn),
 		string(corev1.NodeSelectorOpExists), string(corev1.NodeSelectorOpDoesNotExist),
 		string(corev1.NodeSelectorOpGt), string(corev1.NodeSelectorOpLt),
+		string(NodeSelectorOpGte), string(NodeSelectorOpLte),
 	}
 }
 
@@ -64,7 +65,7 @@ func (np *NodePool) Validate() error {
 	if np.Spec.Replicas != nil {
 		v.nonNegative(spec.Child("replicas"), *np.Spec.Replicas)
 	}
-	return v.errs.asError()
+	return withRefusals(refusalsOf(NodePoolKind, np), v.errs).asError()
 }
 
 func validateTemplate(v *validator, path *field.Path, t *NodeClaimTemplate) {
@@ -142,7 +143,7 @@ func validateRequirement(v *validator, path *field.Path, r *NodeSelectorRequirem
 		if len(r.Values) == 0 {
 			v.add(values, "operator In needs at least one value")
 		}
-	case corev1.NodeSelectorOpGt, corev1.NodeSelectorOpLt:
+	case corev1.NodeSelectorOpGt, corev1.NodeSelectorOpLt, NodeSelectorOpGte, NodeSelectorOpLte:
 		if !singleNonNegativeInteger(r.Values) {
 			v.add(values, "operator %s needs exactly one non-negative integer value, got %s", r.Operator, quoteAll(r.Values))
 		}

@@ -201,8 +201,9 @@ func TestKarpenterTypos(t *testing.T) {
 // TestKarpenterConversion mirrors requirements:575 and requirements:625
 // (conversion to node selector requirements) and requirement:917, where
 // Nodewright deliberately differs: In, NotIn, Exists and DoesNotExist
-// convert as in Karpenter; bounds stay Gt and Lt (Nodewright's API has no
-// Gte or Lte) and minValues travel beside the requirements
+// convert as in Karpenter; bounds stay Gt and Lt (a pool's Gte n is read as
+// Gt n-1 and Lte n as Lt n+1, and corev1's node selectors have no Gte or
+// Lte) and minValues travel beside the requirements
 // (NodeClaim.MinValues), since corev1's type has no field for them.
 func TestKarpenterConversion(t *testing.T) {
 	_ = []string{"requirements:575", "requirements:625", "requirement:917"}

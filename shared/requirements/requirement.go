@@ -1,9 +1,9 @@
 // Package requirements is the label-requirement algebra of scheduling: a
 // requirement is a predicate on one node label (In, NotIn, Exists,
-// DoesNotExist, Gt, Lt, with Karpenter's minValues), and requirements can be
-// intersected, checked for compatibility and matched against labels. It is
-// pure, allocation-light and has no I/O, so the scheduler and the tests use it
-// directly.
+// DoesNotExist, Gt, Lt and Karpenter's Gte and Lte, with its minValues), and
+// requirements can be intersected, checked for compatibility and matched
+// against labels. It is pure, allocation-light and has no I/O, so the
+// scheduler and the tests use it directly.
 package requirements
 
 import (
@@ -39,9 +39,11 @@ type Requirement struct {
 	MinValues *int
 }
 
-// New builds a requirement from an operator and its values. Gt and Lt need a
-// single integer value. A deprecated alias of a well-known label is read as
-// the label it means (apis.NormalizeLabel), as Karpenter reads it.
+// New builds a requirement from an operator and its values. Gt, Lt, Gte and
+// Lte need a single integer value; Gte n is read as Gt n-1 and Lte n as Lt
+// n+1 (the same integers), as Karpenter reads Gt n as Gte n+1. A deprecated
+// alias of a well-known label is read as the label it means
+// (apis.NormalizeLabel), as Karpenter reads it.
 func New(key string, op corev1.NodeSelectorOperator, values ...string) (Requirement, error) {
 	r := Requirement{Key: apis.NormalizeLabel(key)}
 	switch op {
@@ -53,7 +55,7 @@ func New(key string, op corev1.NodeSelectorOperator, values ...string) (Requirem
 		r.complement = true
 	case corev1.NodeSelectorOpDoesNotExist:
 		r.absent = true
-	case corev1.NodeSelectorOpGt, corev1.NodeSelectorOpLt:
+	case corev1.NodeSelectorOpGt, corev1.NodeSelectorOpLt, apis.NodeSelectorOpGte, apis.NodeSelectorOpLte:
 		if len(values) != 1 {
 			return Requirement{}, fmt.Errorf("%s %s needs exactly one integer value, got %d", key, op, len(values))
 		}
@@ -62,10 +64,20 @@ func New(key string, op corev1.NodeSelectorOperator, values ...string) (Requirem
 			return Requirement{}, fmt.Errorf("%s %s %q: not an integer", key, op, values[0])
 		}
 		r.complement = true
-		if op == corev1.NodeSelectorOpGt {
+		switch {
+		case op == corev1.NodeSelectorOpGt:
 			r.gt, r.hasGt = n, true
-		} else {
+		case op == corev1.NodeSelectorOpLt:
 			r.lt, r.hasLt = n, true
+		case op == apis.NodeSelectorOpGte && n > math.MinInt64:
+			r.gt, r.hasGt = n-1, true
+		case op == apis.NodeSelectorOpLte && n < math.MaxInt64:
+			r.lt, r.hasLt = n+1, true
+		default:
+			// Gte MinInt64 or Lte MaxInt64: any integer; Gt MinInt64 is
+			// the closest bound (the one integer it leaves out is never
+			// a label's value).
+			r.gt, r.hasGt = math.MinInt64, true
 		}
 	default:
 		return Requirement{}, fmt.Errorf("%s: unknown operator %q", key, op)

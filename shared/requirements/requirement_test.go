@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nodewright/nodewright/shared/apis"
 )
 
 const (
@@ -14,6 +16,8 @@ const (
 	opDNE = corev1.NodeSelectorOpDoesNotExist
 	opGt  = corev1.NodeSelectorOpGt
 	opLt  = corev1.NodeSelectorOpLt
+	opGte = apis.NodeSelectorOpGte
+	opLte = apis.NodeSelectorOpLte
 )
 
 func TestRequirementMatches(t *testing.T) {
@@ -41,6 +45,18 @@ func TestRequirementMatches(t *testing.T) {
 		{opLt, []string{"4"}, "3", true, true},
 		{opLt, []string{"4"}, "4", true, false},
 		{opLt, []string{"4"}, "-10", true, true},
+		// Gte and Lte (Karpenter v1.14) include their bound.
+		{opGte, []string{"2"}, "2", true, true},
+		{opGte, []string{"2"}, "3", true, true},
+		{opGte, []string{"2"}, "1", true, false},
+		{opGte, []string{"2"}, "x", true, false},
+		{opGte, []string{"2"}, "", false, false},
+		{opGte, []string{"0"}, "0", true, true},
+		{opLte, []string{"4"}, "4", true, true},
+		{opLte, []string{"4"}, "5", true, false},
+		{opLte, []string{"4"}, "0", true, true},
+		{opLte, []string{"4"}, "", false, false},
+		{opLte, []string{"9223372036854775807"}, "9223372036854775807", true, true},
 	}
 	for _, tt := range tests {
 		r := MustNew("k", tt.op, tt.values...)
@@ -58,7 +74,9 @@ func TestNewRejectsBadBounds(t *testing.T) {
 	}{
 		{opGt, []string{"x"}, `k Gt "x": not an integer`},
 		{opLt, []string{"1", "2"}, "k Lt needs exactly one integer value, got 2"},
-		{"Gte", []string{"1"}, `k: unknown operator "Gte"`},
+		{opGte, []string{"x"}, `k Gte "x": not an integer`},
+		{opLte, nil, "k Lte needs exactly one integer value, got 0"},
+		{"Ge", []string{"1"}, `k: unknown operator "Ge"`},
 	} {
 		_, err := New("k", c.op, c.values...)
 		if err == nil || err.Error() != c.want {
@@ -87,6 +105,11 @@ func TestIntersect(t *testing.T) {
 		{MustNew("k", opGt, "1").Intersect(MustNew("k", opLt, "4")), MustNew("k", opNot, "2", "3"), "k In", false},
 		{MustNew("k", opDNE), MustNew("k", opDNE), "k DoesNotExist", true},
 		{MustNew("k", opNot), MustNew("k", opNot), "", true},
+		// Gte n is Gt n-1 and Lte n is Lt n+1: [3, 3] holds 3 alone.
+		{MustNew("k", opGte, "3"), MustNew("k", opLte, "3"), "k Gt [2], k Lt [4]", true},
+		{MustNew("k", opGte, "3"), MustNew("k", opLt, "3"), "k In", false},
+		{MustNew("k", opGte, "3"), MustNew("k", opIn, "2", "3"), "k In [3]", true},
+		{MustNew("k", opLte, "2"), MustNew("k", opIn, "2", "3"), "k In [2]", true},
 	}
 	for _, tt := range tests {
 		got := tt.a.Intersect(tt.b)
