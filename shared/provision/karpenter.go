@@ -57,23 +57,31 @@ func (r *Reconciler) karpenterRound(w *world) {
 		if _, ok := usage[p.Name][resourceNodes]; !ok {
 			usage[p.Name][resourceNodes] = *resource.NewQuantity(0, resource.DecimalSI)
 		}
-		r.karpenterResources(metrics.KarpenterNodePoolsUsage, p.Name, usage[p.Name])
-		r.karpenterResources(metrics.KarpenterNodePoolsLimit, p.Name, corev1.ResourceList(p.Spec.Limits))
+		used, limits := karpenterValues(usage[p.Name]), karpenterValues(corev1.ResourceList(p.Spec.Limits))
+		for _, res := range slices.Sorted(maps.Keys(used)) {
+			_ = r.Metrics.Emit(metrics.KarpenterNodePoolsUsage, used[res], metrics.Dims{metrics.LabelResourceType: res, metrics.LabelNodePool: p.Name})
+		}
+		for _, res := range slices.Sorted(maps.Keys(limits)) {
+			_ = r.Metrics.Emit(metrics.KarpenterNodePoolsLimit, limits[res], metrics.Dims{metrics.LabelResourceType: res, metrics.LabelNodePool: p.Name})
+		}
 	}
 }
 
 // resourceNodes is the "nodes" resource of NodePool usage and limits.
 const resourceNodes corev1.ResourceName = "nodes"
 
-func (r *Reconciler) karpenterResources(name, pool string, list corev1.ResourceList) {
-	for _, res := range slices.Sorted(maps.Keys(list)) {
-		q := list[res]
+// karpenterValues are a resource list's values by Karpenter's resource_type
+// label, as Karpenter gives them: cpu in cores, the others in units.
+func karpenterValues(list corev1.ResourceList) map[string]float64 {
+	out := map[string]float64{}
+	for res, q := range list {
 		v := float64(q.Value())
 		if res == corev1.ResourceCPU {
 			v = float64(q.MilliValue()) / 1000
 		}
-		_ = r.Metrics.Emit(name, v, metrics.Dims{metrics.LabelResourceType: ResourceType(res), metrics.LabelNodePool: pool})
+		out[ResourceType(res)] = v
 	}
+	return out
 }
 
 // ResourceType is Karpenter's resource_type label of a resource name:
