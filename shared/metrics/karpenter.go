@@ -147,11 +147,11 @@ func Karpenter() []KarpenterMetric {
 	out := []KarpenterMetric{
 		// sigs.k8s.io/karpenter: pkg/metrics
 		{Name: KarpenterNodeClaimsCreated, Kind: Counter, Labels: []string{LabelReason, LabelNodePool, LabelMinValuesRelaxed}, Unit: UnitCount, Statistic: Sum,
-			Nodewright: "a NodeClaim launched (beside NodeClaimsLaunched); reason is provisioned, or the disruption's reason for a replacement; min_values_relaxed is false"},
+			Nodewright: "a NodeClaim launched (beside NodeClaimsLaunched); reason provisioned, or replacement for one launched to replace a node (Karpenter names the disruption's reason); min_values_relaxed true when the solve relaxed minValues"},
 		{Name: KarpenterNodeClaimsTerminated, Kind: Counter, Labels: []string{LabelNodePool, LabelCapacityType, LabelZone}, Unit: UnitCount, Statistic: Sum,
 			Nodewright: "a NodeClaim's record removed once its instance is terminated (the termination path)"},
 		{Name: KarpenterNodeClaimsDisrupted, Kind: Counter, Labels: []string{LabelReason, LabelNodePool, LabelCapacityType}, Unit: UnitCount, Statistic: Sum,
-			Nodewright: "a node taken out: per node of a finished consolidation action (reason underutilized, empty, drifted or expired) and per interrupted instance (reason the message type)"},
+			Nodewright: "a node retired by the termination path: reason underutilized, empty, drifted or expired (consolidation), the message type (interruption), garbage_collected (an instance no record claimed); a Node someone deleted is not counted"},
 		{Name: KarpenterNodesCreated, Kind: Counter, Labels: []string{LabelNodePool, LabelZone}, Unit: UnitCount, Statistic: Sum,
 			Nodewright: "a launched NodeClaim's Node registered (beside RegistrationSeconds)"},
 		{Name: KarpenterNodesTerminated, Kind: Counter, Labels: []string{LabelNodePool, LabelZone}, Unit: UnitCount, Statistic: Sum,
@@ -208,7 +208,7 @@ func Karpenter() []KarpenterMetric {
 			Labels:  []string{"name", "namespace", "owner", "node", "scheduled", LabelNodePool, LabelZone, "arch", LabelCapacityType, "instance_type", "phase", "ready", "managed"},
 			Dropped: []string{"name", "namespace", "owner", "node"}, Nodewright: perPod},
 		{Name: KarpenterPodsStartupDuration, Kind: Summary, Unit: UnitSeconds, Statistic: Average,
-			Nodewright: "a pod on a Nodewright node: its creation to its Ready condition, once, by the round that first sees it Ready (CloudWatch computes the percentiles)"},
+			Nodewright: "a pod on a Nodewright node: its creation to its Ready condition, observed by the one-minute sweep whose interval the Ready transition falls in (a late sweep can miss or repeat one)"},
 		{Name: "karpenter_pods_unstarted_time_seconds", Kind: Gauge, Labels: podLabels, Dropped: podLabels, Nodewright: perPod},
 		{Name: "karpenter_pods_bound_duration_seconds", Kind: Histogram,
 			Nodewright: "not emitted: karpenter_pods_startup_duration_seconds and RegistrationSeconds"},

@@ -417,3 +417,36 @@ func (r *resolver) labels(p *pkgInfo, f fileInfo, e ast.Expr) ([]string, bool, e
 	walk(e)
 	return found, true, nil
 }
+
+// The comparison fails a name pinned but not registered, one registered but
+// not pinned, a kind or labels that differ, and a dropped label that is
+// not one of the metric's.
+func TestCompareKarpenterFindsMismatches(t *testing.T) {
+	pinned := []KarpenterMetric{
+		{Name: "karpenter_a_total", Kind: Counter, Labels: []string{"x"}, Nodewright: "n"},
+		{Name: "karpenter_b", Kind: Gauge, Labels: []string{"y"}, Dropped: []string{"z"}, Nodewright: "n"},
+		{Name: "karpenter_gone", Kind: Gauge, Nodewright: "n"},
+		{Name: "karpenter_nodes", Kind: Gauge, Labels: []string{"node_name"}, RuntimeLabels: true, Nodewright: "n"},
+	}
+	src := map[string]registered{
+		"karpenter_a_total": {kind: Gauge, labels: []string{"x", "w"}, where: "a.go:1"},
+		"karpenter_b":       {kind: Gauge, labels: []string{"y"}, where: "b.go:2"},
+		"karpenter_new":     {kind: Counter, where: "n.go:3"},
+		"karpenter_nodes":   {kind: Gauge, labels: []string{"node_name", "phase"}, runtime: true, where: "c.go:4"},
+	}
+	got := strings.Join(compareKarpenter(pinned, src), "\n")
+	for _, want := range []string{
+		"karpenter_a_total is a gauge in Karpenter's source (a.go:1), pinned as a counter",
+		"karpenter_a_total has labels [x w] in Karpenter's source (a.go:1), pinned [x]",
+		"karpenter_b drops z, which is not one of its labels",
+		"karpenter_gone is pinned but Karpenter v1.14.1 does not register it",
+		"Karpenter v1.14.1 registers karpenter_new (n.go:3), which Karpenter() does not list",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the comparison lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "karpenter_nodes") {
+		t.Errorf("labels built at run time that include the pinned ones were refused:\n%s", got)
+	}
+}
