@@ -164,4 +164,7 @@ type Report struct {
 	BudgetSpent string
 	Solves      int
 	Unreached   []string
+	// Allowed is, per NodePool and reason, how many more of its nodes its
+	// budgets let be disrupted when the run began.
+	Allowed map[string]map[apis.DisruptionReason]int
 }

@@ -96,6 +96,7 @@ func newDecider(in *Inputs, r *registry) *decider {
 		rep: Report{Skipped: map[string]string{}, Rejected: map[string]string{}}}
 	d.nominated = v.baseline()
 	d.budgets = newBudgets(v)
+	d.rep.Allowed = d.budgets.clone().left
 	d.classify()
 	return d
 }

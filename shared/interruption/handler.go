@@ -246,6 +246,7 @@ func (h *Handler) Message(ctx context.Context, msg events.SQSMessage) (outs []Ou
 		arrived = time.UnixMilli(ms)
 	}
 	log := h.Log.With("messageId", msg.MessageId, "eventId", in.EventID, "kind", in.Kind)
+	h.emit(metrics.KarpenterInterruptionReceivedMessages, 1, metrics.Dims{metrics.LabelMessageType: trigger.KarpenterMessageType(in.Kind, in.State)})
 	if in.Kind == trigger.KindUnknown {
 		log.Warn("event of an unknown kind: acknowledged")
 		h.emit(metrics.Interruptions, 1, metrics.Dims{metrics.DimKind: string(in.Kind)})

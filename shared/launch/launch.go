@@ -373,6 +373,7 @@ func (l *Launcher) settle(ctx context.Context, g *group, res *Result) ([]*state.
 		reason := failureReason(g.err)
 		l.Log.Warn("launch failed", "nodeClaims", len(g.recs), "token", g.token, "nodePool", g.claim.NodePool, "reason", reason, "error", g.err.Error())
 		_ = l.Metrics.Emit(metrics.LaunchFailures, float64(len(g.recs)), metrics.Dims{metrics.DimReason: reason})
+		l.karpenterLaunchFailed(g.err, len(g.recs))
 		keep := mayHaveLaunched(g.err)
 		if keep && !g.unrecorded {
 			l.Log.Warn("CreateFleet may have launched: records kept for the re-drive", "token", g.token, "error", g.err.Error())
@@ -451,6 +452,7 @@ func (l *Launcher) adopt(ctx context.Context, rec *state.NodeClaim, in *fleet.In
 	_ = l.Metrics.Emit(metrics.NodeClaimsLaunched, 1, metrics.Dims{
 		metrics.DimNodePool: rec.NodePool, metrics.DimCapacityType: rec.CapacityType, metrics.DimInstanceType: rec.InstanceType,
 	})
+	l.karpenterCreated(rec)
 	l.Log.Info("nodeclaim launched", "nodeClaim", rec.Name, "nodePool", rec.NodePool, "instance", rec.InstanceID,
 		"type", rec.InstanceType, "zone", rec.Zone, "capacityType", rec.CapacityType, "price", rec.PricePerHour, "reason", rec.Reason)
 	return nil

@@ -48,26 +48,16 @@ type Dims map[string]string
 // unknown metric, a missing or extra dimension, or a value that is not finite
 // is an error and nothing is written.
 func (e *Emitter) Emit(name string, value float64, dims Dims) error {
-	def, ok := Lookup(name)
-	if !ok {
-		return fmt.Errorf("emit %s: unknown metric", name)
-	}
-	if math.IsNaN(value) || math.IsInf(value, 0) {
-		return fmt.Errorf("emit %s: value %v is not finite", name, value)
+	def, err := check(name, value, dims)
+	if err != nil {
+		return err
 	}
 	if e.cluster == "" {
 		return fmt.Errorf("emit %s: no cluster name", name)
 	}
-	if len(dims) != len(def.Detail) {
-		return fmt.Errorf("emit %s: dimensions %v, want exactly %v", name, slices.Sorted(maps.Keys(dims)), def.Detail)
-	}
 	rec := map[string]any{DimCluster: e.cluster}
 	for _, k := range def.Detail {
-		v := dims[k]
-		if v == "" {
-			return fmt.Errorf("emit %s: dimension %s missing or empty", name, k)
-		}
-		rec[k] = v
+		rec[k] = dims[k]
 	}
 	rec[name] = value
 	rec["_aws"] = emfMeta{
@@ -89,6 +79,67 @@ func (e *Emitter) Emit(name string, value float64, dims Dims) error {
 		return fmt.Errorf("emit %s: %w", name, err)
 	}
 	return nil
+}
+
+// check returns the definition of the metric called name if a data point
+// of value with dims is one Emit writes.
+func check(name string, value float64, dims Dims) (Definition, error) {
+	def, ok := Lookup(name)
+	if !ok {
+		return def, fmt.Errorf("emit %s: unknown metric", name)
+	}
+	if math.IsNaN(value) || math.IsInf(value, 0) {
+		return def, fmt.Errorf("emit %s: value %v is not finite", name, value)
+	}
+	if len(dims) != len(def.Detail) {
+		return def, fmt.Errorf("emit %s: dimensions %v, want exactly %v", name, slices.Sorted(maps.Keys(dims)), def.Detail)
+	}
+	for _, k := range def.Detail {
+		if dims[k] == "" {
+			return def, fmt.Errorf("emit %s: dimension %s missing or empty", name, k)
+		}
+	}
+	return def, nil
+}
+
+// Recorder keeps the data points it is given, refusing those an Emitter
+// refuses: what tests of the code that emits use in its place. Safe for
+// concurrent use.
+type Recorder struct {
+	mu     sync.Mutex
+	points []Point
+}
+
+// Point is one data point a Recorder kept.
+type Point struct {
+	Name  string
+	Value float64
+	Dims  Dims
+}
+
+// Emit keeps the data point, or returns the error an Emitter would.
+func (r *Recorder) Emit(name string, value float64, dims Dims) error {
+	if _, err := check(name, value, dims); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.points = append(r.points, Point{Name: name, Value: value, Dims: maps.Clone(dims)})
+	return nil
+}
+
+// Points returns the kept points of the metric called name, in the order
+// they came.
+func (r *Recorder) Points(name string) []Point {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []Point
+	for _, p := range r.points {
+		if p.Name == name {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 type emfMeta struct {

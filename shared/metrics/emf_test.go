@@ -159,3 +159,26 @@ func BenchmarkEmit(b *testing.B) {
 		}
 	}
 }
+
+func TestRecorderChecksAsEmitDoes(t *testing.T) {
+	var r Recorder
+	if err := r.Emit(KarpenterNodesCreated, 1, Dims{LabelNodePool: "default", LabelZone: "us-east-1a"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []struct {
+		name string
+		dims Dims
+	}{
+		{KarpenterNodesCreated, Dims{LabelNodePool: "default"}},
+		{KarpenterNodesCreated, Dims{LabelNodePool: "default", LabelZone: ""}},
+		{"karpenter_nope", nil},
+	} {
+		if err := r.Emit(bad.name, 1, bad.dims); err == nil {
+			t.Errorf("Recorder took %s %v", bad.name, bad.dims)
+		}
+	}
+	got := r.Points(KarpenterNodesCreated)
+	if len(got) != 1 || got[0].Dims[LabelZone] != "us-east-1a" || got[0].Value != 1 {
+		t.Errorf("points %+v", got)
+	}
+}

@@ -8,7 +8,11 @@
 // so a renamed metric changes the dashboard and the alarms with it.
 package metrics
 
-import "sort"
+import (
+	"slices"
+	"sort"
+	"sync"
+)
 
 // Namespace is the CloudWatch namespace of every Nodewright metric.
 const Namespace = "Nodewright"
@@ -122,6 +126,7 @@ type Statistic string
 const (
 	Sum     Statistic = "Sum"
 	Maximum Statistic = "Maximum"
+	Minimum Statistic = "Minimum"
 	Average Statistic = "Average"
 )
 
@@ -180,12 +185,20 @@ func Definitions() []Definition {
 	return defs
 }
 
-// Lookup returns the definition of the metric called name.
+// Lookup returns the definition of the metric called name: one of
+// Nodewright's own (Definitions) or a Karpenter metric Nodewright emits
+// (KarpenterDefinitions).
 func Lookup(name string) (Definition, bool) {
-	for _, d := range Definitions() {
-		if d.Name == name {
-			return d, true
-		}
-	}
-	return Definition{}, false
+	d, ok := byName()[name]
+	d.Detail = slices.Clone(d.Detail)
+	return d, ok
 }
+
+// byName indexes every definition by name, once.
+var byName = sync.OnceValue(func() map[string]Definition {
+	m := map[string]Definition{}
+	for _, d := range append(Definitions(), KarpenterDefinitions()...) {
+		m[d.Name] = d
+	}
+	return m
+})

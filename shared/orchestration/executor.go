@@ -309,6 +309,7 @@ func (e *Executor) step(ctx context.Context, lease *state.Lease, a *state.Action
 		e.recordDecision(ctx, a, "")
 		saved := a.PriceBefore - a.PriceAfter
 		_ = e.Metrics.Emit(metrics.ConsolidationActions, 1, metrics.Dims{metrics.DimMethod: a.Method, metrics.DimReason: a.Reason})
+		e.karpenterDecision(a)
 		_ = e.Metrics.Emit(metrics.ConsolidationNodesRemoved, float64(len(a.NodeClaims)), nil)
 		_ = e.Metrics.Emit(metrics.ConsolidationSavings, saved, nil)
 		e.Log.Info("consolidation done", "action", a.ID, "method", a.Method, "reason", a.Reason, "nodes", a.Nodes,

@@ -197,6 +197,7 @@ func (r *Run) Tick(ctx context.Context) (*TickReport, error) {
 		e.Log.Info("nothing to consolidate", "candidates", drep.Candidates, "skipped", summarize(drep.Skipped), "rejected", summarize(drep.Rejected))
 	}
 	_ = e.Metrics.Emit(metrics.ConsolidationCandidates, float64(drep.Candidates), nil)
+	e.karpenterBudgets(drep.Allowed)
 	if len(cmds) == 0 {
 		return rep, nil
 	}

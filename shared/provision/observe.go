@@ -80,6 +80,7 @@ func (r *Reconciler) emitRound(ctx context.Context, w *world, rep *Report) {
 		_ = r.Metrics.Emit(metrics.Nodes, n, dims)
 		_ = r.Metrics.Emit(metrics.ClusterPricePerHour, math.Round(price[k]*1e4)/1e4, dims)
 	}
+	r.karpenterRound(w)
 	if rep.Plan == nil || (len(rep.Launches) == 0 && len(rep.Plan.Unschedulable) == 0) {
 		return
 	}

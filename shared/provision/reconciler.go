@@ -446,6 +446,7 @@ func (r *Reconciler) solveAndLaunch(ctx context.Context, lease *state.Lease, w *
 		rep.Plan, rep.Deferred = plan, len(plan.Deferred)
 		r.placed.record(plan)
 		_ = r.Metrics.Emit(metrics.SolveDuration, float64(r.Now().Sub(start).Milliseconds()), nil)
+		r.karpenterSolved(r.Now().Sub(start), len(plan.Unschedulable))
 		if len(plan.Deferred) > 0 || attempt == 0 {
 			// Every round's first solve reports, so the gauge drops back to
 			// zero once the backlog is through.

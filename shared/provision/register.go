@@ -177,6 +177,7 @@ func (r *Reconciler) register(ctx context.Context, w *world, rep *Report) {
 			rep.Registered = append(rep.Registered, rec.Name)
 			took := rec.RegisteredAt.Sub(rec.LaunchedAt)
 			_ = r.Metrics.Emit(metrics.RegistrationDuration, took.Seconds(), nil)
+			r.karpenterRegistered(rec)
 			r.Events.Event(ctx, Ref{Kind: "Node", Name: n.Name, UID: string(n.UID)}, corev1.EventTypeNormal, string(EventRegistered),
 				fmt.Sprintf("NodeClaim %s (%s, %s, %s, $%.4f/h) registered %s after launch", rec.Name, rec.InstanceType, rec.CapacityType, rec.Zone, rec.PricePerHour, took.Round(time.Second)))
 			r.Log.Info("nodeclaim registered", "nodeClaim", rec.Name, "node", n.Name, "after", took.String())

@@ -185,6 +185,7 @@ func (r *Reconciler) Sweep(ctx context.Context) (*SweepReport, error) {
 	if len(trep.NotOurs) > 0 {
 		r.Log.Info("deleted Nodes that carry the termination finalizer but are not Nodewright's: left alone", "nodes", trep.NotOurs)
 	}
+	r.karpenterPodsStarted(view, records)
 	return rep, nil
 }
 

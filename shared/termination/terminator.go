@@ -320,6 +320,7 @@ func (t *Terminator) release(ctx context.Context, req Request, rec *state.NodeCl
 	}
 	if id != "" {
 		if err := t.Fleet.Terminate(ctx, []string{id}); err != nil {
+			t.karpenterTerminateFailed()
 			return out, fmt.Errorf("retire %s: %w", req.name(), err)
 		}
 	}
@@ -345,6 +346,7 @@ func (t *Terminator) release(ctx context.Context, req Request, rec *state.NodeCl
 		t.Events.NodeEvent(ctx, req.Node, corev1.EventTypeNormal, "Terminated", fmt.Sprintf("%s: drained, instance %s terminated", why, id))
 	}
 	t.log().Info("node retired", "node", req.name(), "instance", id, "reason", why)
+	t.karpenterRetired(req, rec)
 	out.Done = true
 	return out, nil
 }

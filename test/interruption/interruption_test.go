@@ -195,6 +195,22 @@ func TestSpotInterruptionWithPDB(t *testing.T) {
 	if sum, _ := h.Metrics.Sum(metrics.InterruptionMessagesFailed, nil); sum != 0 {
 		t.Errorf("metric %s: %v, want none", metrics.InterruptionMessagesFailed, sum)
 	}
+	// Karpenter's names, with Karpenter's labels.
+	for _, c := range []struct {
+		name string
+		dims map[string]string
+		min  float64
+	}{
+		{metrics.KarpenterInterruptionReceivedMessages, map[string]string{metrics.LabelMessageType: "spot_interrupted"}, 1},
+		{metrics.KarpenterNodeClaimsDisrupted, map[string]string{metrics.LabelReason: "spot_interrupted", metrics.LabelNodePool: "spot", metrics.LabelCapacityType: apis.CapacityTypeSpot}, 1},
+		{metrics.KarpenterNodeClaimsTerminated, map[string]string{metrics.LabelNodePool: "spot", metrics.LabelZone: node.Labels[corev1.LabelTopologyZone]}, 1},
+		{metrics.KarpenterNodesTerminated, map[string]string{metrics.LabelNodePool: "spot"}, 1},
+		{metrics.KarpenterNodeClaimsCreated, map[string]string{metrics.LabelReason: "replacement"}, 1},
+	} {
+		if sum, _ := h.Metrics.Sum(c.name, c.dims); sum < c.min {
+			t.Errorf("metric %s%v: %v, want at least %v", c.name, c.dims, sum, c.min)
+		}
+	}
 	t.Logf("spot interruption: all 10 pods Running again %s after the message (replacement launched %s after it)",
 		took.Round(100*time.Millisecond), rep.CreatedAt.Sub(start).Round(100*time.Millisecond))
 }
