@@ -81,6 +81,7 @@ func (s *Stack) addObservability() {
 		graph("Oldest pending pod (s)", 6, s.metric(metrics.PendingPodOldestAge, minute)),
 		graph("Solve duration (ms)", 6, s.metric(metrics.SolveDuration, minute)),
 		graph("Pods deferred by the solve budget", 6, s.metric(metrics.PodsDeferred, minute)),
+		graph("Karpenter's controller running (1: nothing launched)", 6, s.metric(metrics.KarpenterRunning, minute)),
 	)
 	dash.AddWidgets(
 		graph("Launches by NodePool and capacity type", 6, s.search(metrics.NodeClaimsLaunched)),
