@@ -66,6 +66,14 @@ func decide(in Inputs, r *registry) ([]Command, Report) {
 // budget stopped the run, the candidates no method reached.
 func (d *decider) finish(cmds []Command) ([]Command, Report) {
 	d.rep.Warnings = d.v.warnings
+	for pool, h := range d.v.health {
+		if h.held != "" {
+			if d.rep.RepairPaused == nil {
+				d.rep.RepairPaused = map[string]string{}
+			}
+			d.rep.RepairPaused[pool] = h.held
+		}
+	}
 	d.rep.Solves, d.rep.BudgetSpent = d.v.work.solves, d.v.work.spent
 	if d.v.work.spent == "" {
 		return cmds, d.rep
