@@ -33,7 +33,7 @@ type blockKey struct {
 }
 
 // Decide finds what consolidation should do now: the commands of the
-// disruption methods, tried in order (methods.go: expiration, drift,
+// disruption methods, tried in order (methods.go: repair, expiration, drift,
 // emptiness, multi-node, single-node) until one that is not forceful
 // leaves the run with commands; and a report of the nodes it considered.
 // It is deterministic: the same inputs give the same commands.

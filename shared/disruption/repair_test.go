@@ -181,6 +181,9 @@ func TestRepair(t *testing.T) {
 				if c.Reason != ReasonUnhealthy || !c.Immediate || len(c.Replacements) != 0 {
 					t.Errorf("command %s: reason %s, immediate %v, %d replacements; want Unhealthy, immediate, none", c.Explanation, c.Reason, c.Immediate, len(c.Replacements))
 				}
+				if !strings.HasPrefix(c.Explanation, "repair/Unhealthy: delete ") || strings.Contains(c.Explanation, "saves") {
+					t.Errorf("explanation %q: want a repair/Unhealthy deletion with no saving claimed", c.Explanation)
+				}
 				if tc.cond != "" && c.Condition != tc.cond {
 					t.Errorf("command %s: condition %q, want %q", c.Explanation, c.Condition, tc.cond)
 				}
