@@ -52,7 +52,7 @@ func decide(in Inputs, r *registry) ([]Command, Report) {
 	var cmds []Command
 	for i, m := range r.methods {
 		cmds = append(cmds, m.compute(d, d.cands[i])...)
-		if d.v.work.spent != "" || (len(cmds) > 0 && m.kind().class != forceful) {
+		if d.v.work.spent != "" || (len(cmds) > 0 && !m.kind().class.isForceful()) {
 			break
 		}
 	}
@@ -123,7 +123,7 @@ func (d *decider) classify() {
 			if ok {
 				d.cands[i] = append(d.cands[i], n)
 				taken = true
-				if c == forceful {
+				if c.isForceful() {
 					break
 				}
 				continue

@@ -29,13 +29,15 @@ var RepairUnhealthyShare = intstr.FromString("20%")
 // is deleted at once: nothing blocks it (no do-not-disrupt, PDB or
 // disruption budget: Karpenter's repair consults none), its pods are
 // deleted without waiting for evictions (Command.Immediate) and wait for
-// the provision function like any pending pod. It counts against the
+// the provision function like any pending pod. It takes a node that
+// registered and never initialized too (its kubelet never became Ready),
+// as Karpenter's repair takes any NodeClaim with a Node. It counts against the
 // budgets of the methods after it. Only Nodewright's opt-outs hold it: the
 // NodePool's and the Node's nodewright.io/node-repair "false", and the
 // safety stop (RepairUnhealthyShare).
 type repair struct{}
 
-func (repair) kind() kind { return kind{name: MethodRepair, class: forceful} }
+func (repair) kind() kind { return kind{name: MethodRepair, class: unhealthy} }
 
 func (repair) candidate(d *decider, n *nodeInfo) (bool, string) {
 	f, why := d.v.repairable(n)

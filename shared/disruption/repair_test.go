@@ -130,6 +130,15 @@ func TestRepair(t *testing.T) {
 			n := w.foreign("mng", "c4")
 			n.Status.Conditions[0] = corev1.NodeCondition{Type: ready, Status: corev1.ConditionFalse, LastTransitionTime: metav1.NewTime(now.Add(-time.Hour))}
 		}, held: map[string]string{"mng": "not launched by Nodewright"}},
+		{name: "registered, never Ready: repaired (as Karpenter's repair takes any NodeClaim with a Node)", setup: func(w *world) {
+			w.node("a", "c4", od, phase(state.Registered), condition(ready, corev1.ConditionFalse, time.Hour))
+		}, repaired: []string{"a"}, cond: ready},
+		{name: "registered, within its toleration", setup: func(w *world) {
+			w.node("a", "c4", od, phase(state.Registered), condition(ready, corev1.ConditionFalse, time.Minute))
+		}, held: map[string]string{"a": "Ready False for 1m0s, repaired after 30m0s"}},
+		{name: "still launching: no Node to judge", setup: func(w *world) {
+			w.node("a", "c4", od, phase(state.Launched), condition(ready, corev1.ConditionFalse, time.Hour))
+		}, held: map[string]string{"a": "not initialized"}},
 		{name: "already being disrupted", setup: func(w *world) {
 			w.node("a", "c4", od, condition(ready, corev1.ConditionFalse, time.Hour), disrupting("consolidation-single-node-1-x"))
 		}, held: map[string]string{"a": "already being disrupted"}},

@@ -2,6 +2,7 @@ package orchestration
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -93,5 +94,34 @@ func TestTickSaysWhyRepairIsPaused(t *testing.T) {
 	}
 	if c, ok := seen.StatusChecks["i-a"]; !ok || !c.Impaired || !c.Since.Equal(since) {
 		t.Errorf("decision's status checks %+v, want i-a impaired since %v", seen.StatusChecks, since)
+	}
+}
+
+// TestAbandonedRepairKeepsARegisteredNodeRegistered: a repair of a node
+// that registered and never initialized, abandoned (it became Ready),
+// gives the record back as registered, for the provision sweep to
+// initialize; an initialized one goes back to initialized.
+func TestAbandonedRepairKeepsARegisteredNodeRegistered(t *testing.T) {
+	for _, tc := range []struct {
+		initialized bool
+		want        state.Phase
+	}{{false, state.Registered}, {true, state.Initialized}} {
+		r := newRig(t)
+		rec := r.store.rec("nc-a")
+		rec.Phase, rec.RegisteredAt = state.Registered, t0.Add(-time.Hour)
+		if tc.initialized {
+			rec.Phase, rec.InitializedAt = state.Initialized, t0.Add(-50*time.Minute)
+		}
+		r.store.put(rec)
+		r.validate = errors.New("node ip-a: no longer to be repaired: healthy again")
+		a := r.start(repairCommand())
+		r.clock.Step(validationWait)
+		r.advance(a)
+		if a.Step != state.StepAbandoned {
+			t.Fatalf("step %s, want abandoned", a.Step)
+		}
+		if got := r.store.rec("nc-a"); got.Phase != tc.want || got.Disruption != nil {
+			t.Errorf("initialized %v: record %s, disruption %+v; want %s, none", tc.initialized, got.Phase, got.Disruption, tc.want)
+		}
 	}
 }

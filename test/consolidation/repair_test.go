@@ -79,8 +79,7 @@ func markNotReady(t *testing.T, name string) {
 }
 
 // initialized sweeps until the pool's n records are initialized (their
-// Nodes Ready): repair, as every disruption method, takes initialized
-// nodes only.
+// Nodes Ready), as a running pool's are before a node fails.
 func initialized(t *testing.T, h *harness.Harness, pool string, n int) {
 	t.Helper()
 	c := harness.Ctx(t)
