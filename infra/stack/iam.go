@@ -127,7 +127,7 @@ func (s *Stack) addControllerPolicy() {
 			[]*string{s.ec2("instance/*"), s.ec2("launch-template/*")}, resourceTags),
 		stmt("AllowRegionalReadActions", []string{
 			"ec2:DescribeAvailabilityZones", "ec2:DescribeCapacityReservations", "ec2:DescribeImages",
-			"ec2:DescribeInstances", "ec2:DescribeInstanceTypeOfferings", "ec2:DescribeInstanceTypes",
+			"ec2:DescribeInstances", "ec2:DescribeInstanceStatus", "ec2:DescribeInstanceTypeOfferings", "ec2:DescribeInstanceTypes",
 			"ec2:DescribeLaunchTemplates", "ec2:DescribeSecurityGroups", "ec2:DescribeSpotPriceHistory",
 			"ec2:DescribeSubnets",
 		}, []*string{jsii.String("*")}, map[string]any{

@@ -1,5 +1,5 @@
 // Package disruption decides which of Nodewright's nodes to disrupt, by
-// which method and why: expiration, drift, emptiness, multi-node and
+// which method and why: repair, expiration, drift, emptiness, multi-node and
 // single-node consolidation (methods.go lists them in the order they are
 // tried), so that the cluster runs on fewer or cheaper nodes without
 // hurting workloads. It honours each NodePool's consolidation policy,
@@ -41,6 +41,10 @@ const (
 	ReasonDrifted              = Reason(apis.DisruptionReasonDrifted)
 	ReasonEmpty                = Reason(apis.DisruptionReasonEmpty)
 	ReasonUnderutilized        = Reason(apis.DisruptionReasonUnderutilized)
+	// ReasonUnhealthy: a node condition (or the EC2 status check) has been
+	// bad for longer than its repair toleration (not budgeted, as Karpenter
+	// v1.14.1's node repair).
+	ReasonUnhealthy Reason = "Unhealthy"
 )
 
 // NodePool annotations that set a minimum saving before any replacement
@@ -95,6 +99,21 @@ type Inputs struct {
 	SpotToSpot bool
 	// Budget bounds the run's work (the zero value: no bound).
 	Budget Budget
+	// StatusChecks are the EC2 status checks of Nodewright's instances, by
+	// instance ID, as the consolidation function polled them
+	// (DescribeInstanceStatus); an instance not listed passes (nil: not
+	// polled).
+	StatusChecks map[string]StatusCheck
+}
+
+// StatusCheck is an instance's EC2 status checks (DescribeInstanceStatus).
+type StatusCheck struct {
+	// Impaired: the instance or the system check fails.
+	Impaired bool
+	// Since is when the failing check first failed (its ImpairedSince).
+	Since time.Time
+	// Detail names the failing check ("instance reachability: failed").
+	Detail string
 }
 
 // Budget bounds one run's work (Decide or Validate), so that a tick ends
@@ -134,6 +153,14 @@ type Command struct {
 	PriceBefore, PriceAfter float64
 	// Explanation is one line a person reads (for logs and events).
 	Explanation string
+	// Immediate: once draining begins the candidates' pods are deleted at
+	// once, PodDisruptionBudgets and do-not-disrupt notwithstanding, as at
+	// the end of a terminationGracePeriod (repair: Karpenter sets an
+	// unhealthy NodeClaim's termination timestamp to now).
+	Immediate bool `json:",omitempty"`
+	// Condition is, for a repair, the unhealthy condition it repairs
+	// (apis.ConditionEC2StatusCheck for a failing status check).
+	Condition corev1.NodeConditionType `json:",omitempty"`
 }
 
 // Savings is what the command saves per hour, as planned.
@@ -167,4 +194,10 @@ type Report struct {
 	// Allowed is, per NodePool and reason, how many more of its nodes its
 	// budgets let be disrupted when the run began.
 	Allowed map[string]map[apis.DisruptionReason]int
+	// RepairHeld maps an unhealthy node repair leaves alone (within its
+	// toleration, opted out, the safety stop) to why.
+	RepairHeld map[string]string
+	// RepairPaused maps a NodePool whose repair is paused by the safety
+	// stop (more than 20% of its nodes unhealthy) to why.
+	RepairPaused map[string]string
 }

@@ -33,7 +33,15 @@ const (
 	eventual
 	// graceful (emptiness, multi-node, single-node): everything blocks.
 	graceful
+	// unhealthy (repair): forceful, and it also takes a node that
+	// registered but never initialized (Karpenter's repair takes any
+	// NodeClaim with a Node: a kubelet that never became Ready included).
+	unhealthy
 )
+
+// isForceful says whether nothing blocks the class: a forceful method's
+// candidate is no later method's, and its commands do not end the run.
+func (c class) isForceful() bool { return c == forceful || c == unhealthy }
 
 // blocked says why a node cannot be disrupted in class c ("" when it can),
 // and the cause a validation that finds it reports.
@@ -44,7 +52,7 @@ func (v *view) blocked(n *nodeInfo, c class) (string, Cause) {
 		return "not launched by Nodewright", CauseChanged
 	case r.Disruption != nil:
 		return fmt.Sprintf("already being disrupted (%s: %s)", r.Disruption.Action, r.Disruption.Reason), CauseChanged
-	case r.Phase != state.Initialized:
+	case r.Phase != state.Initialized && !(c == unhealthy && r.Phase == state.Registered):
 		return fmt.Sprintf("not initialized (nodeclaim %s is %s)", r.Name, r.Phase), CauseChanged
 	case n.node.DeletionTimestamp != nil:
 		return "being deleted", CauseChanged
@@ -53,7 +61,7 @@ func (v *view) blocked(n *nodeInfo, c class) (string, Cause) {
 	case n.pool.Spec.Replicas != nil:
 		return fmt.Sprintf("NodePool %s is static (replicas)", n.pool.Name), CauseChanged
 	}
-	if c == forceful {
+	if c.isForceful() {
 		return "", ""
 	}
 	if n.node.Annotations[apis.AnnotationDoNotDisrupt] == "true" {

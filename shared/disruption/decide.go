@@ -33,7 +33,7 @@ type blockKey struct {
 }
 
 // Decide finds what consolidation should do now: the commands of the
-// disruption methods, tried in order (methods.go: expiration, drift,
+// disruption methods, tried in order (methods.go: repair, expiration, drift,
 // emptiness, multi-node, single-node) until one that is not forceful
 // leaves the run with commands; and a report of the nodes it considered.
 // It is deterministic: the same inputs give the same commands.
@@ -52,7 +52,7 @@ func decide(in Inputs, r *registry) ([]Command, Report) {
 	var cmds []Command
 	for i, m := range r.methods {
 		cmds = append(cmds, m.compute(d, d.cands[i])...)
-		if d.v.work.spent != "" || (len(cmds) > 0 && m.kind().class != forceful) {
+		if d.v.work.spent != "" || (len(cmds) > 0 && !m.kind().class.isForceful()) {
 			break
 		}
 	}
@@ -66,6 +66,14 @@ func decide(in Inputs, r *registry) ([]Command, Report) {
 // budget stopped the run, the candidates no method reached.
 func (d *decider) finish(cmds []Command) ([]Command, Report) {
 	d.rep.Warnings = d.v.warnings
+	for pool, h := range d.v.health {
+		if h.held != "" {
+			if d.rep.RepairPaused == nil {
+				d.rep.RepairPaused = map[string]string{}
+			}
+			d.rep.RepairPaused[pool] = h.held
+		}
+	}
 	d.rep.Solves, d.rep.BudgetSpent = d.v.work.solves, d.v.work.spent
 	if d.v.work.spent == "" {
 		return cmds, d.rep
@@ -116,7 +124,7 @@ func (d *decider) classify() {
 			if ok {
 				d.cands[i] = append(d.cands[i], n)
 				taken = true
-				if c == forceful {
+				if c.isForceful() {
 					break
 				}
 				continue

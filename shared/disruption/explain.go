@@ -54,6 +54,10 @@ func explain(cmd Command, cands []*nodeInfo, note string) string {
 	if note != "" {
 		b.WriteString(": " + note)
 	}
+	if cmd.Reason == ReasonUnhealthy {
+		// A repair saves nothing: its pods need the capacity again.
+		return b.String()
+	}
 	fmt.Fprintf(&b, "; %s -> %s", money(cmd.PriceBefore), money(cmd.PriceAfter))
 	if s := cmd.Savings(); s >= 0 {
 		fmt.Fprintf(&b, ", saves %s", money(s))

@@ -46,6 +46,8 @@ type world struct {
 	now     time.Time
 	// notReady are the NodePools replacements may not be planned into.
 	notReady map[string]bool
+	// checks are the instances' EC2 status checks (nil: not polled).
+	checks map[string]StatusCheck
 }
 
 // fakeSpot prices spot per type, the same in every zone; types it does not
@@ -313,6 +315,7 @@ func (w *world) inputs() Inputs {
 		Now: w.now, Nodes: w.nodes, Pods: w.podList, PDBs: w.pdbs, DaemonSets: w.ds, Records: w.recs, Actions: w.actions,
 		NodePools: w.pools, NodeClasses: w.classes, Catalog: w.catalog(), Zones: []string{zoneA, zoneB}, Spot: w.spot,
 		Unavailable: unavailable, CurrentImages: w.images, SpotToSpot: w.s2s, NotReady: w.notReady,
+		StatusChecks: w.checks,
 	}
 }
 

@@ -7,6 +7,7 @@ import "github.com/nodewright/nodewright/shared/apis"
 // whose commands are not forceful ends the run. A method is one file (a
 // type that implements method) and one line here.
 var methods = register(
+	repair{},
 	expiration{},
 	drift{},
 	emptiness{},

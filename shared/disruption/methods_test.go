@@ -43,24 +43,24 @@ func TestMethodsAreRegisteredInOrder(t *testing.T) {
 	for _, m := range methods.methods {
 		got = append(got, m.kind().name)
 	}
-	want := []Method{MethodExpiration, MethodDrift, MethodEmptiness, MethodMultiNode, MethodSingleNode}
+	want := []Method{MethodRepair, MethodExpiration, MethodDrift, MethodEmptiness, MethodMultiNode, MethodSingleNode}
 	if !slices.Equal(got, want) {
 		t.Errorf("methods %v, want %v", got, want)
 	}
 }
 
 // TestARegisteredMethodRunsInOrder: a method registered after emptiness
-// runs after it and before multi-node; when it finds work the run ends
+// runs after it and before multi-node (repair, expiration and drift before it); when it finds work the run ends
 // with its command, and Validate finds the method through the registry.
 func TestARegisteredMethodRunsInOrder(t *testing.T) {
-	all := []Method{MethodExpiration, MethodDrift, MethodEmptiness, "dummy", MethodMultiNode, MethodSingleNode}
+	all := []Method{MethodRepair, MethodExpiration, MethodDrift, MethodEmptiness, "dummy", MethodMultiNode, MethodSingleNode}
 	for _, tc := range []struct {
 		name     string
 		labelled bool
 		ran      []Method
 		method   Method
 	}{
-		{"the dummy finds work", true, all[:4], "dummy"},
+		{"the dummy finds work", true, all[:5], "dummy"},
 		{"the dummy finds none", false, all, MethodSingleNode},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -72,11 +72,11 @@ func TestARegisteredMethodRunsInOrder(t *testing.T) {
 			}
 			var log []Method
 			r := register()
-			for _, m := range methods.methods[:3] {
+			for _, m := range methods.methods[:4] {
 				r.register(recorded{m, &log})
 			}
 			r.register(dummy{&log})
-			for _, m := range methods.methods[3:] {
+			for _, m := range methods.methods[4:] {
 				r.register(recorded{m, &log})
 			}
 			cmds, rep := decide(w.inputs(), r)

@@ -53,7 +53,10 @@ type view struct {
 	// (Inputs.NodePools less Inputs.NotReady).
 	launchable []*apis.NodePool
 	// hashes are the NodePools' and EC2NodeClasses' hashes, by kind/name.
-	hashes   map[string]string
+	hashes map[string]string
+	// health is each NodePool's repair settings and unhealthy share,
+	// computed once (repair.go).
+	health   map[string]*poolHealth
 	warnings []string
 	// work is what the run spent of Inputs.Budget.
 	work work
@@ -132,6 +135,7 @@ func newView(in *Inputs) *view {
 	v := &view{
 		in: in, now: in.Now, pools: map[string]*apis.NodePool{}, classes: map[string]*apis.EC2NodeClass{},
 		byName: map[string]*nodeInfo{}, byRecord: map[string]*nodeInfo{}, reserved: map[string][]*corev1.Pod{}, hashes: map[string]string{},
+		health: map[string]*poolHealth{},
 	}
 	for _, p := range in.NodePools {
 		if p != nil {

@@ -1,5 +1,5 @@
 // Package orchestration carries out the disruption commands package
-// disruption decides (expiration, drift, emptiness, multi-node and
+// disruption decides (repair, expiration, drift, emptiness, multi-node and
 // single-node consolidation) as state machines in the state table:
 //
 //	planned -> replacing -> replacement-ready -> draining -> terminating -> done
@@ -256,7 +256,7 @@ func (e *Executor) step(ctx context.Context, lease *state.Lease, a *state.Action
 			return true, e.abandon(ctx, a, invalidReason(err), err.Error())
 		}
 		if len(cmd.Replacements) == 0 {
-			return true, e.beginDraining(ctx, a)
+			return true, e.beginDraining(ctx, a, cmd.Immediate)
 		}
 		a.Step = state.StepReplacing
 		return true, e.Store.PutAction(ctx, a)
@@ -286,7 +286,7 @@ func (e *Executor) step(ctx context.Context, lease *state.Lease, a *state.Action
 		e.Log.Info("consolidation replacements ready", "action", a.ID, "replacements", a.Replacements)
 		return true, nil
 	case state.StepReplacementReady:
-		return true, e.beginDraining(ctx, a)
+		return true, e.beginDraining(ctx, a, cmd.Immediate)
 	case state.StepDraining:
 		done, err := e.drain(ctx, a, deleteBy)
 		if err != nil || !done {
@@ -379,9 +379,12 @@ func (e *Executor) launch(ctx context.Context, lease *state.Lease, a *state.Acti
 
 // beginDraining starts the drain: the candidates' pods are to move (solves
 // place them elsewhere from now on) and each candidate's
-// terminationGracePeriod starts counting now, as its drain deadline. It
+// terminationGracePeriod starts counting now, as its drain deadline (for
+// an immediate command, a repair, the deadline is now: its pods are
+// deleted in the first pass, as Karpenter's repair sets the termination
+// timestamp to now). It
 // writes the action at StepDraining.
-func (e *Executor) beginDraining(ctx context.Context, a *state.Action) error {
+func (e *Executor) beginDraining(ctx context.Context, a *state.Action, immediate bool) error {
 	grace := map[string]time.Duration{}
 	if len(a.NodeClaims) > 0 && e.Source != nil {
 		view, err := e.Source.View(ctx)
@@ -399,6 +402,10 @@ func (e *Executor) beginDraining(ctx context.Context, a *state.Action) error {
 	var earliest time.Time
 	err := e.markCandidates(ctx, a, func(r *state.NodeClaim) bool {
 		d := r.Disruption
+		if immediate && (d.Deadline.IsZero() || d.Deadline.After(now)) {
+			d.Deadline = now
+			return true
+		}
 		if g, ok := grace[r.NodePool]; ok && d.Deadline.IsZero() {
 			d.Deadline = now.Add(g)
 			return true

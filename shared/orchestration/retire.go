@@ -149,6 +149,11 @@ func (e *Executor) abandon(ctx context.Context, a *state.Action, reason AbandonR
 		}
 		r.Disruption = nil
 		r.Phase = state.Initialized
+		if a.Method == string(disruption.MethodRepair) && r.InitializedAt.IsZero() {
+			// Repair also takes a node that registered and never
+			// initialized: it goes back to registered, for the sweep.
+			r.Phase = state.Registered
+		}
 		return write
 	}, nil)
 	if err != nil {

@@ -87,10 +87,13 @@ type Run struct {
 	Exec   *Executor
 	Decide func(disruption.Inputs) ([]disruption.Command, disruption.Report)
 	// Images resolves an EC2NodeClass's AMIs now (drift); nil: no AMI drift.
-	Images     func(ctx context.Context, nc *apis.EC2NodeClass) ([]string, error)
-	SpotToSpot bool
-	Holder     string
-	LeaseTTL   time.Duration
+	Images func(ctx context.Context, nc *apis.EC2NodeClass) ([]string, error)
+	// StatusChecks reads the EC2 status checks of instances and returns
+	// the impaired ones (node repair; *fleet.Launcher); nil: not polled.
+	StatusChecks func(ctx context.Context, instanceIDs []string) (map[string]fleet.Impairment, error)
+	SpotToSpot   bool
+	Holder       string
+	LeaseTTL     time.Duration
 	// MaxWait bounds the time a tick waits on open actions (0: DefaultMaxWait).
 	MaxWait time.Duration
 	// Budget bounds each decision's and validation's work (zero fields:
@@ -187,6 +190,7 @@ func (r *Run) Tick(ctx context.Context) (*TickReport, error) {
 		return rep, err
 	}
 	cmds, drep := r.Decide(in)
+	r.repairNotes(ctx, in, drep)
 	rep.Candidates, rep.Skipped = drep.Candidates, drep.Skipped
 	rep.BudgetSpent, rep.Unreached = drep.BudgetSpent, drep.Unreached
 	if drep.BudgetSpent != "" {
@@ -346,6 +350,7 @@ func (r *Run) inputs(ctx context.Context) (disruption.Inputs, *provision.View, e
 			in.Spot = r.Spot
 		}
 	}
+	in.StatusChecks = r.statusChecks(ctx, records)
 	if r.Images != nil {
 		in.CurrentImages = map[string]map[string]bool{}
 		for _, c := range classes {

@@ -9,21 +9,7 @@ import (
 	"github.com/nodewright/nodewright/shared/disruption"
 	"github.com/nodewright/nodewright/shared/handover"
 	"github.com/nodewright/nodewright/shared/provision"
-	"github.com/nodewright/nodewright/shared/state"
 )
-
-// tickStore is runStore with the consolidation lease and the reads a
-// tick makes before it decides.
-type tickStore struct{ runStore }
-
-func (s tickStore) Acquire(context.Context, string, string, time.Duration, ...string) (*state.Lease, error) {
-	return &state.Lease{Name: state.LeaseConsolidation, Holder: "test", Token: 1}, nil
-}
-func (s tickStore) Release(context.Context, *state.Lease) (bool, error) { return false, nil }
-func (s tickStore) Actions(context.Context) ([]*state.Action, error)    { return nil, nil }
-func (s tickStore) Unavailable(context.Context) ([]state.Offering, error) {
-	return nil, nil
-}
 
 // karpenterSource is the rig's cluster with Karpenter's controller in it.
 type karpenterSource struct {

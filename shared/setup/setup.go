@@ -172,6 +172,7 @@ func ConsolidationRun(r *provision.Reconciler, o Options) *orchestration.Run {
 	}
 	if l, ok := r.Fleet.(*fleet.Launcher); ok {
 		run.Images = l.CurrentImages
+		run.StatusChecks = l.StatusChecks
 	}
 	return run
 }

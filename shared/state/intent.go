@@ -17,6 +17,7 @@ const (
 	CauseDeletion      Cause = "deletion"      // the Node was deleted (kubectl delete node)
 	CauseOrphan        Cause = "orphan"        // an instance of ours no record claimed
 	CauseInterruption  Cause = "interruption"  // spot warning, rebalance, scheduled change, state change
+	CauseRepair        Cause = "repair"        // unhealthy past its repair toleration
 )
 
 // Urgency orders termination intents: a more urgent one takes a node's
@@ -26,7 +27,7 @@ type Urgency int
 // Urgencies, least urgent first.
 const (
 	// UrgencyVoluntary: Nodewright chose to remove the node
-	// (consolidation, expiry, drift); its action may still abandon it.
+	// (consolidation, expiry, drift, repair); its action may still abandon it.
 	UrgencyVoluntary Urgency = iota
 	// UrgencyRequired: someone else asked for the node to go (the Node was
 	// deleted, its instance has no record); it is never abandoned.
@@ -69,6 +70,8 @@ func (d Disruption) Normalize() Disruption {
 			d.Cause = CauseExpiration
 		case strings.HasPrefix(d.Action, KindConsolidation+"-"+KindDrift+"-"):
 			d.Cause = CauseDrift
+		case strings.HasPrefix(d.Action, KindConsolidation+"-"+KindRepair+"-"):
+			d.Cause = CauseRepair
 		default:
 			d.Cause = CauseConsolidation
 		}

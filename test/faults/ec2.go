@@ -29,6 +29,8 @@ type instance struct {
 	// By says who ended it: "nodewright" (TerminateInstances) or "reclaim"
 	// (EC2 took a spot instance back).
 	By string
+	// Impaired is when its status check began to fail (zero: passing).
+	Impaired time.Time
 }
 
 // offering is (instance type, zone, capacity type).
@@ -440,6 +442,30 @@ func (e *EC2) DescribeInstances(ctx context.Context, in *ec2.DescribeInstancesIn
 		}
 		if len(res.Instances) > 0 {
 			out.Reservations = []ec2types.Reservation{res}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// DescribeInstanceStatus answers the running instances' status checks: an
+// impaired instance fails its instance reachability check.
+func (e *EC2) DescribeInstanceStatus(ctx context.Context, in *ec2.DescribeInstanceStatusInput, _ ...func(*ec2.Options)) (*ec2.DescribeInstanceStatusOutput, error) {
+	var out *ec2.DescribeInstanceStatusOutput
+	err := e.w.call(ctx, "EC2", "DescribeInstanceStatus", []fault{ec2Throttled}, func() error {
+		out = &ec2.DescribeInstanceStatusOutput{}
+		for _, id := range in.InstanceIds {
+			i := e.instances[id]
+			if i == nil || i.State != "running" {
+				continue
+			}
+			ok := &ec2types.InstanceStatusSummary{Status: ec2types.SummaryStatusOk}
+			st := ec2types.InstanceStatus{InstanceId: aws.String(id), InstanceStatus: ok, SystemStatus: ok}
+			if !i.Impaired.IsZero() {
+				st.InstanceStatus = &ec2types.InstanceStatusSummary{Status: ec2types.SummaryStatusImpaired, Details: []ec2types.InstanceStatusDetails{
+					{Name: ec2types.StatusNameReachability, Status: ec2types.StatusTypeFailed, ImpairedSince: aws.Time(i.Impaired)}}}
+			}
+			out.InstanceStatuses = append(out.InstanceStatuses, st)
 		}
 		return nil
 	})

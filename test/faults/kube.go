@@ -397,7 +397,7 @@ func (k *Kube) schedule(now time.Time) {
 		bound := false
 		for _, name := range nodes {
 			n := k.nodes[name]
-			if n.DeletionTimestamp != nil || n.Spec.Unschedulable || !tolerates(p, n) || !selected(p, n) || k.w.ec2.byDNS(name) == nil || k.w.ec2.byDNS(name).State != "running" {
+			if n.DeletionTimestamp != nil || n.Spec.Unschedulable || !nodeReady(n) || !tolerates(p, n) || !selected(p, n) || k.w.ec2.byDNS(name) == nil || k.w.ec2.byDNS(name).State != "running" {
 				continue
 			}
 			free := n.Status.Allocatable.Cpu().MilliValue() - used[name]
@@ -417,6 +417,17 @@ func (k *Kube) schedule(now time.Time) {
 			k.w.changed = true
 		}
 	}
+}
+
+// nodeReady: the node controller taints a node that is not Ready
+// (node.kubernetes.io/not-ready): the scheduler places nothing there.
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
 
 // selected reports whether the node has the labels the pod's nodeSelector

@@ -39,6 +39,11 @@ type World struct {
 
 	// warned are spot instances EC2 warned, with when it takes them back.
 	warned map[string]time.Time
+	// unhealthy are instances node repair may replace, with when their
+	// toleration ends: from then on their pods may be deleted, PDBs
+	// notwithstanding (Karpenter's repair sets the termination timestamp
+	// to now).
+	unhealthy map[string]time.Time
 	// foreign are Nodes and instances Nodewright did not launch.
 	foreign map[string]bool
 	// limits are the NodePools' CPU limits (millicores).
@@ -161,12 +166,15 @@ func (w *World) end(in *instance, by string) {
 // end (shared/interruption): the deadline pods are measured against.
 const deadlineMargin = 15 * time.Second
 
-// deadlineOf is the drain deadline of a node's instance (zero: none).
+// deadlineOf is the drain deadline of a node's instance (zero: none): a
+// spot warning's, or the end of an unhealthy node's repair toleration,
+// the earlier.
 func (w *World) deadlineOf(instanceID string) time.Time {
+	var dl time.Time
 	if t, ok := w.warned[instanceID]; ok {
-		return t.Add(-deadlineMargin)
+		dl = t.Add(-deadlineMargin)
 	}
-	return time.Time{}
+	return state.Earliest(dl, w.unhealthy[instanceID])
 }
 
 func (w *World) pastDeadline(instanceID string) bool {
