@@ -224,11 +224,11 @@ func TestPricingEndpointRegion(t *testing.T) {
 
 // memStore is a FiguresStore in memory.
 type memStore struct {
-	mu      sync.Mutex
-	data    map[string][]byte
-	getErr  error
-	putErr  error
-	puts    int
+	mu     sync.Mutex
+	data   map[string][]byte
+	getErr error
+	putErr error
+	puts   int
 }
 
 func (m *memStore) RegionFigures(_ context.Context, region string) ([]byte, error) {
