@@ -95,6 +95,10 @@ func (r *Regional) applyLocked() {
 	}
 }
 
+// Warning is what a plan says of the held figures ("" when they are the
+// region's own).
+func (r *Regional) Warning() string { return r.Choice().Warning() }
+
 // set replaces the held figures (and the catalog made of them).
 func (r *Regional) set(f *Figures) {
 	r.mu.Lock()
