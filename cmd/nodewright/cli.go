@@ -26,11 +26,12 @@ Usage:
   nodewright explain POD [flags]         say why a pod is pending or where it was placed, from the recorded decisions
   nodewright validate DIR                load and validate the NodePools and EC2NodeClasses in DIR
   nodewright plan [-f FILE]... [flags]   print the nodes Nodewright would launch for a cluster snapshot
+  nodewright prices [-region R] [-o FILE] write a region's on-demand prices and offerings, for plan -prices
   nodewright webhook apply [flags]       register the pending-pod webhook in the cluster (token read from Secrets Manager)
   nodewright version                     print the version
   nodewright help [COMMAND]              print this help, or a command's
 
-Run 'nodewright help COMMAND' (status, explain, validate, plan, webhook) for a command's flags.
+Run 'nodewright help COMMAND' (status, explain, validate, plan, prices, webhook) for a command's flags.
 `
 
 // cli runs commands; solve is the scheduler, webhook reaches AWS and the
@@ -40,11 +41,13 @@ type cli struct {
 	solve   func(scheduling.Input) (*scheduling.Result, error)
 	webhook webhookDeps
 	state   stateDeps
+	// pricesDeps read region figures from AWS (zero: never).
+	pricesDeps pricesDeps
 }
 
 // run executes the command line args and returns the process exit code.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	return cli{solve: scheduling.Solve}.run(args, stdin, stdout, stderr)
+	return cli{solve: scheduling.Solve, pricesDeps: awsPricesDeps()}.run(args, stdin, stdout, stderr)
 }
 
 func (c cli) run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -61,6 +64,8 @@ func (c cli) run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return c.validate(args[1:], stdout, stderr)
 	case "plan":
 		return c.plan(args[1:], stdin, stdout, stderr)
+	case "prices":
+		return c.prices(args[1:], stdout, stderr)
 	case "webhook":
 		return c.webhookCmd(args[1:], stdout, stderr)
 	case "version", "--version":
@@ -72,7 +77,7 @@ func (c cli) run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return exitOK
 		}
 		switch args[1] {
-		case "status", "explain", "validate", "plan":
+		case "status", "explain", "validate", "plan", "prices":
 			// Asked-for help goes to stdout ('nodewright help status | less').
 			return c.run([]string{args[1], "-h"}, stdin, stdout, stdout)
 		case "webhook":
