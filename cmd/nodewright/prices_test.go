@@ -175,7 +175,10 @@ spec:
 func TestPricesCommandWritesWhatPlanReads(t *testing.T) {
 	var asked string
 	c := cli{solve: (&recorder{}).solve, pricesDeps: pricesDeps{
-		read:   func(_ context.Context, _ awsFlags, region string) (*pricing.Figures, error) { asked = region; return euFigures(), nil },
+		read: func(_ context.Context, _ awsFlags, region string) (*pricing.Figures, error) {
+			asked = region
+			return euFigures(), nil
+		},
 		region: func(context.Context, awsFlags) string { return "eu-west-1" },
 	}}
 	file := filepath.Join(t.TempDir(), "eu.json")
@@ -193,7 +196,9 @@ func TestPricesCommandWritesWhatPlanReads(t *testing.T) {
 	}{
 		{cli{}, []string{"prices", "-region", "eu-west-1"}, 1, "AWS cannot be reached"},
 		{cli{pricesDeps: pricesDeps{read: c.pricesDeps.read, region: func(context.Context, awsFlags) string { return "" }}}, []string{"prices"}, 2, "no region: pass -region"},
-		{cli{pricesDeps: pricesDeps{read: func(context.Context, awsFlags, string) (*pricing.Figures, error) { return nil, errors.New("AccessDenied") }}}, []string{"prices", "-region", "eu-west-1"}, 1, "eu-west-1: AccessDenied"},
+		{cli{pricesDeps: pricesDeps{read: func(context.Context, awsFlags, string) (*pricing.Figures, error) {
+			return nil, errors.New("AccessDenied")
+		}}}, []string{"prices", "-region", "eu-west-1"}, 1, "eu-west-1: AccessDenied"},
 	} {
 		if code, _, stderr := runWith(tc.c, "", tc.args...); code != tc.code || !strings.Contains(stderr, tc.stderr) {
 			t.Errorf("%v: exit %d, stderr %q; want %d and %q", tc.args, code, stderr, tc.code, tc.stderr)
