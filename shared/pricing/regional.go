@@ -45,6 +45,9 @@ type Regional struct {
 	Reread    time.Duration // 0: DefaultFiguresReread
 	Now       func() time.Time
 	Log       *slog.Logger
+	// Go runs a refresh (nil: in a goroutine of its own). The fault suite
+	// runs it in the caller, so that a seed replays exactly.
+	Go func(fn func())
 
 	mu         sync.Mutex
 	figures    *Figures // as last read from the table or AWS
@@ -178,7 +181,12 @@ func (r *Regional) Refresh(ctx context.Context) {
 	r.refreshing = true
 	r.done = make(chan struct{})
 	r.mu.Unlock()
-	go r.refresh(context.WithoutCancel(ctx), table || aws, aws)
+	fn := func() { r.refresh(context.WithoutCancel(ctx), table || aws, aws) }
+	if r.Go != nil {
+		r.Go(fn)
+		return
+	}
+	go fn()
 }
 
 // Wait blocks until a refresh in progress ends, or ctx does.

@@ -54,6 +54,7 @@ import (
 	"github.com/nodewright/nodewright/shared/handlers"
 	"github.com/nodewright/nodewright/shared/interruption"
 	"github.com/nodewright/nodewright/shared/names"
+	"github.com/nodewright/nodewright/shared/pricing"
 	"github.com/nodewright/nodewright/shared/provision"
 	st "github.com/nodewright/nodewright/shared/scheduling/schedtest"
 	"github.com/nodewright/nodewright/shared/setup"
@@ -148,6 +149,7 @@ func newWorld(sim *Sim, cfg config) *World {
 	w.dynamo = newDynamo(w)
 	w.ec2 = newEC2(w, st.Zones())
 	w.ssm = &SSM{w: w}
+	w.pricing = &Pricing{w: w}
 	w.sqs = &SQS{w: w, visible: map[string]time.Time{}}
 	w.kube = newKube(w)
 	sp := spotPrices{cfg.cat}
@@ -260,6 +262,7 @@ func (f *flows) provision(sweep bool) func(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		r.Regional = f.regional(ctx)
 		var asks []string
 		if sweep {
 			asks = []string{"sweep"}
@@ -583,6 +586,8 @@ func fakeInterfaces() map[string]reflect.Type {
 		"DynamoDB":          reflect.TypeOf((*state.DynamoDB)(nil)).Elem(),
 		"EC2":               reflect.TypeOf((*fleet.EC2API)(nil)).Elem(),
 		"SSM":               reflect.TypeOf((*fleet.SSMAPI)(nil)).Elem(),
+		"EC2Offerings":      reflect.TypeOf((*pricing.OfferingsAPI)(nil)).Elem(),
+		"Pricing":           reflect.TypeOf((*pricing.PricingAPI)(nil)).Elem(),
 		"KubeClusterSource": reflect.TypeOf((*provision.ClusterSource)(nil)).Elem(),
 		"KubePodSource":     reflect.TypeOf((*provision.PodSource)(nil)).Elem(),
 		"KubeNodes":         reflect.TypeOf((*provision.Nodes)(nil)).Elem(),
