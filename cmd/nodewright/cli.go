@@ -26,12 +26,13 @@ Usage:
   nodewright explain POD [flags]         say why a pod is pending or where it was placed, from the recorded decisions
   nodewright validate DIR                load and validate the NodePools and EC2NodeClasses in DIR
   nodewright plan [-f FILE]... [flags]   print the nodes Nodewright would launch for a cluster snapshot
+  nodewright prices [-region R] [-o FILE] write a region's on-demand prices and offerings, for plan -prices
   nodewright webhook apply [flags]       register the pending-pod webhook in the cluster (token read from Secrets Manager)
   nodewright migrate -cluster C [flags]  print NodePools and EC2NodeClasses for the node groups Cluster Autoscaler scales
   nodewright version                     print the version
   nodewright help [COMMAND]              print this help, or a command's
 
-Run 'nodewright help COMMAND' (status, explain, validate, plan, webhook, migrate) for a command's flags.
+Run 'nodewright help COMMAND' (status, explain, validate, plan, prices, webhook, migrate) for a command's flags.
 `
 
 // cli runs commands; solve is the scheduler, webhook reaches AWS and the
@@ -42,11 +43,13 @@ type cli struct {
 	webhook   webhookDeps
 	state     stateDeps
 	migration migrateDeps
+	// pricesDeps read region figures from AWS (zero: never).
+	pricesDeps pricesDeps
 }
 
 // run executes the command line args and returns the process exit code.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	return cli{solve: scheduling.Solve}.run(args, stdin, stdout, stderr)
+	return cli{solve: scheduling.Solve, pricesDeps: awsPricesDeps()}.run(args, stdin, stdout, stderr)
 }
 
 func (c cli) run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -63,6 +66,8 @@ func (c cli) run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return c.validate(args[1:], stdout, stderr)
 	case "plan":
 		return c.plan(args[1:], stdin, stdout, stderr)
+	case "prices":
+		return c.prices(args[1:], stdout, stderr)
 	case "webhook":
 		return c.webhookCmd(args[1:], stdout, stderr)
 	case "migrate":
@@ -76,7 +81,7 @@ func (c cli) run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return exitOK
 		}
 		switch args[1] {
-		case "status", "explain", "validate", "plan", "migrate":
+		case "status", "explain", "validate", "plan", "prices", "migrate":
 			// Asked-for help goes to stdout ('nodewright help status | less').
 			return c.run([]string{args[1], "-h"}, stdin, stdout, stdout)
 		case "webhook":

@@ -93,7 +93,7 @@ func TestFlagsMakeTheInput(t *testing.T) {
 		prefs    scheduling.PreferencePolicy
 	}{
 		{"defaults", []string{"plan"}, []string{"us-east-1a", "us-east-1b", "us-east-1c"}, true, 60, scheduling.MinValuesStrict, scheduling.PreferencesRespect},
-		{"region", []string{"plan", "--region", "eu-west-1"}, []string{"eu-west-1a", "eu-west-1b", "eu-west-1c"}, true, 60, scheduling.MinValuesStrict, scheduling.PreferencesRespect},
+		{"region", []string{"plan", "--region", "us-east-1", "--spot-model", "3"}, []string{"us-east-1a", "us-east-1b", "us-east-1c"}, true, 60, scheduling.MinValuesStrict, scheduling.PreferencesRespect},
 		{"zones", []string{"plan", "--zones", "us-east-1d, us-east-1a,us-east-1d"}, []string{"us-east-1d", "us-east-1a"}, true, 60, scheduling.MinValuesStrict, scheduling.PreferencesRespect},
 		{"spot off", []string{"plan", "--spot-model", "off", "--max-instance-types", "10"}, []string{"us-east-1a", "us-east-1b", "us-east-1c"}, false, 10, scheduling.MinValuesStrict, scheduling.PreferencesRespect},
 		{"best effort", []string{"plan", "--min-values-policy", "BestEffort"}, []string{"us-east-1a", "us-east-1b", "us-east-1c"}, true, 60, scheduling.MinValuesBestEffort, scheduling.PreferencesRespect},

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -10,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/catalog"
 	"github.com/nodewright/nodewright/shared/pricing"
 	"github.com/nodewright/nodewright/shared/scheduling"
@@ -32,7 +34,12 @@ NodePools, EC2NodeClasses). Pods without spec.nodeName are pending; a
 workload adds the replicas the snapshot does not already hold. With volume
 objects in the snapshot, a pod's volumes restrict its node (a bound
 volume's zone, a StorageClass's allowed zones).
-Instance types and on-demand prices are the built-in catalog's (us-east-1).
+The region is -region, else the snapshot's nodes' topology.kubernetes.io/region,
+else the AWS configuration's, else us-east-1. Its on-demand prices and the
+zones each type is offered in come from -prices FILE (written by 'nodewright
+prices'), else for us-east-1 from the built-in table, else from the Pricing API
+and EC2 where AWS credentials allow; otherwise the plan fails: it never uses
+another region's prices. The plan's "prices" says which it used.
 
 Flags:
 `
@@ -43,10 +50,13 @@ type planFlags struct {
 	zones       string
 	region      string
 	spotModel   string
+	spotSeed    uint64
 	maxTypes    int
 	minValues   string
 	preferences string
 	pretty      bool
+	prices      string
+	aws         awsFlags
 	regionSet   bool
 	filesGiven  bool
 }
@@ -77,7 +87,9 @@ func parsePlanFlags(args []string, stderr io.Writer) (*planFlags, error) {
 	fs.Var(fileList{&pf.files}, "f", "snapshot `FILE` (repeatable; - or none reads stdin)")
 	fs.Var(fileList{&pf.files}, "filename", "same as -f")
 	fs.StringVar(&pf.zones, "zones", "", "comma-separated `ZONES` the cluster has subnets in (default <region>a,<region>b,<region>c)")
-	fs.StringVar(&pf.region, "region", "us-east-1", "AWS `REGION`")
+	fs.StringVar(&pf.region, "region", "", "AWS `REGION` whose prices and offerings to plan with (default: the snapshot's nodes', else the AWS configuration's, else us-east-1)")
+	fs.StringVar(&pf.prices, "prices", "", "the region's figures from `FILE` ('nodewright prices -region R -o FILE' writes one)")
+	pf.aws.registerAWS(fs)
 	fs.StringVar(&pf.spotModel, "spot-model", "0", "`SEED` of the deterministic spot price model, or off for no spot offerings")
 	fs.IntVar(&pf.maxTypes, "max-instance-types", scheduling.DefaultMaxInstanceTypes, "instance types offered per NodeClaim at most")
 	fs.StringVar(&pf.minValues, "min-values-policy", string(scheduling.MinValuesStrict), "`POLICY` when a NodeClaim's types cannot keep a NodePool's minValues: Strict (the pods stay pending) or BestEffort (launch with fewer, and say so)")
@@ -125,12 +137,38 @@ func (c cli) plan(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 	}
 	s := snap.Input()
 	in.Pods, in.Nodes, in.NodePools, in.NodeClasses, in.DaemonSets, in.Volumes = s.Pods, s.Nodes, s.NodePools, s.NodeClasses, s.DaemonSets, s.Volumes
+	if pf.region == "" {
+		if pf.region, err = snapshotRegion(s.Nodes); err != nil {
+			fmt.Fprintf(stderr, "nodewright plan: %v\n", err)
+			return exitError
+		}
+	}
+	if pf.region == "" && c.pricesDeps.region != nil {
+		pf.region = c.pricesDeps.region(context.Background(), pf.aws)
+	}
+	if pf.region == "" {
+		pf.region = catalog.ShippedPricesRegion
+	}
+	if in.Zones, err = pf.zoneList(); err != nil {
+		fmt.Fprintf(stderr, "nodewright plan: %v\n", err)
+		return exitUsage
+	}
+	choice, err := c.planFigures(pf.region, pf.prices, pf.aws)
+	if err != nil {
+		fmt.Fprintf(stderr, "nodewright plan: %v\n", err)
+		return exitError
+	}
+	cat := choice.Catalog(catalog.Default())
+	in.InstanceTypes = cat.Types()
+	if in.Spot != nil {
+		in.Spot = pricing.Model{Catalog: cat, Seed: pf.spotSeed}
+	}
 	res, err := c.solve(in)
 	if err != nil {
 		fmt.Fprintf(stderr, "nodewright plan: %v\n", err)
 		return exitError
 	}
-	if err := writeResult(stdout, res, pf.pretty); err != nil {
+	if err := writeResult(stdout, res, choice, pf.pretty); err != nil {
 		fmt.Fprintf(stderr, "nodewright plan: write plan: %v\n", err)
 		return exitError
 	}
@@ -155,14 +193,12 @@ func (pf *planFlags) input() (scheduling.Input, error) {
 	default:
 		return in, fmt.Errorf("--preference-policy %q: want %s or %s", pf.preferences, scheduling.PreferencesRespect, scheduling.PreferencesIgnore)
 	}
-	if pf.region == "" {
-		return in, errors.New("--region: must not be empty")
+	if pf.zones != "" {
+		// Checked before the snapshot is read (the region may come from it).
+		if _, err := pf.zoneList(); err != nil {
+			return in, err
+		}
 	}
-	zones, err := pf.zoneList()
-	if err != nil {
-		return in, err
-	}
-	in.Zones = zones
 	switch pf.spotModel {
 	case "off":
 	default:
@@ -170,9 +206,30 @@ func (pf *planFlags) input() (scheduling.Input, error) {
 		if err != nil {
 			return in, fmt.Errorf("--spot-model %q: want a seed (a non-negative integer) or off", pf.spotModel)
 		}
+		pf.spotSeed = seed
 		in.Spot = pricing.Model{Catalog: catalog.Default(), Seed: seed}
 	}
 	return in, nil
+}
+
+// snapshotRegion is the region the snapshot's nodes are labelled with (""
+// when none is); nodes of several regions are an error.
+func snapshotRegion(nodes []*scheduling.Node) (string, error) {
+	region := ""
+	for _, n := range nodes {
+		if n.Node == nil {
+			continue
+		}
+		r := n.Node.Labels[apis.LabelRegion]
+		switch {
+		case r == "" || r == region:
+		case region == "":
+			region = r
+		default:
+			return "", fmt.Errorf("the snapshot's nodes are in regions %s and %s: pass -region", region, r)
+		}
+	}
+	return region, nil
 }
 
 func (pf *planFlags) zoneList() ([]string, error) {
@@ -241,8 +298,14 @@ func readFiles(paths []string) ([]snapshot.Source, error) {
 	return out, errors.Join(errs...)
 }
 
+// planOutput is the plan and the figures it was priced with.
+type planOutput struct {
+	scheduling.Result
+	Prices pricing.Choice `json:"prices"`
+}
+
 // writeResult prints the plan; empty lists print as [] rather than null.
-func writeResult(w io.Writer, res *scheduling.Result, pretty bool) error {
+func writeResult(w io.Writer, res *scheduling.Result, prices pricing.Choice, pretty bool) error {
 	out := *res
 	if out.NodeClaims == nil {
 		out.NodeClaims = []scheduling.NodeClaim{}
@@ -258,7 +321,7 @@ func writeResult(w io.Writer, res *scheduling.Result, pretty bool) error {
 	if pretty {
 		enc.SetIndent("", "  ")
 	}
-	return enc.Encode(out)
+	return enc.Encode(planOutput{Result: out, Prices: prices})
 }
 
 func indent(s string) string {

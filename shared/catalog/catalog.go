@@ -34,9 +34,15 @@ type InstanceType struct {
 	Flex                 bool
 	ENIs                 int // network interfaces on the default network card (0 when unknown)
 	IPv4PerENI           int
-	EFA                  int     // EFA interfaces (vpc.amazonaws.com/efa)
-	EncryptionInTransit  string  // "true", "false", or "" when unknown
-	OnDemandPrice        float64 // USD per hour in us-east-1; 0 when not published
+	EFA                  int    // EFA interfaces (vpc.amazonaws.com/efa)
+	EncryptionInTransit  string // "true", "false", or "" when unknown
+	// OnDemandPrice is USD per hour: in the shipped catalog, us-east-1's
+	// (see ShippedPricesRegion, ShippedPricesDate); in a catalog made by
+	// Regional, the region's. 0 when not published (no on-demand offering).
+	OnDemandPrice float64
+	// Zones are the availability zones EC2 offers the type in, sorted; nil
+	// when not known (the shipped catalog): then every zone.
+	Zones []string
 }
 
 // GPU describes a type's GPUs; Count is 0 for types without whole GPUs.

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -47,6 +48,19 @@ type Launcher struct {
 	classes   memo[*NodeClass]
 	templates memo[string]
 	used      usage // when each template was last used (CollectTemplates)
+	// regional is the region's catalog UseCatalog gave (nil: cfg.Catalog).
+	regional atomic.Pointer[catalog.Catalog]
+}
+
+// UseCatalog makes the launcher price and look up types in c (the
+// region's catalog, refreshed between rounds) instead of cfg.Catalog.
+func (l *Launcher) UseCatalog(c *catalog.Catalog) { l.regional.Store(c) }
+
+func (l *Launcher) catalog() *catalog.Catalog {
+	if c := l.regional.Load(); c != nil {
+		return c
+	}
+	return l.cfg.Catalog
 }
 
 // New checks cfg and returns a Launcher.
@@ -203,7 +217,7 @@ func (l *Launcher) groupByAMI(nc *NodeClass, types []string) ([][]string, []AMI,
 	var images []AMI
 	var skipped []string
 	for _, name := range types {
-		it, ok := l.cfg.Catalog.Get(name)
+		it, ok := l.catalog().Get(name)
 		if !ok {
 			skipped = append(skipped, name+" (not in the catalog)")
 			continue
@@ -352,7 +366,7 @@ func (l *Launcher) price(typ, zone, ct string) float64 {
 		p, _ := l.cfg.Spot.SpotPrice(typ, zone)
 		return p
 	}
-	if it, ok := l.cfg.Catalog.Get(typ); ok {
+	if it, ok := l.catalog().Get(typ); ok {
 		return it.OnDemandPrice
 	}
 	return 0

@@ -135,6 +135,9 @@ func (h *Provision) Handle(ctx context.Context, raw json.RawMessage) (err error)
 		// container freezes, so its result reaches the table.
 		sc.Wait(ctx)
 	}
+	if rg, ok := r.Regional.(interface{ Wait(context.Context) }); ok {
+		rg.Wait(ctx) // likewise the region figures' refresh the sweep began
+	}
 	return err
 }
 

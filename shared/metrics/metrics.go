@@ -105,6 +105,11 @@ const (
 	// cluster (its leader-election Lease is live) and Nodewright launches
 	// nothing, 0 otherwise. Gauge.
 	KarpenterRunning = "KarpenterRunning"
+	// OnDemandPricesMissing is 1 when a round priced on-demand capacity
+	// with stand-in figures, none having been read for the cluster's region
+	// yet (the shipped us-east-1 prices), 0 when with the region's own.
+	// Gauge.
+	OnDemandPricesMissing = "OnDemandPricesMissing"
 )
 
 // Unit is a CloudWatch metric unit.
@@ -178,6 +183,7 @@ func Definitions() []Definition {
 		{InterruptionToDrained, UnitSeconds, Maximum, nil, "interruption message to node drained"},
 		{PodsEvicted, UnitCount, Sum, []string{DimReason}, "pods evicted from nodes taken out"},
 		{InterruptionMessagesFailed, UnitCount, Sum, nil, "interruption messages that failed"},
+		{OnDemandPricesMissing, UnitCount, Maximum, nil, "1 while rounds price on-demand with stand-in figures (none read yet for the region)"},
 		{NodePoolNotReady, UnitCount, Maximum, []string{DimNodePool}, "NodePools left out of solves (1: not ready)"},
 		{KarpenterRunning, UnitCount, Maximum, nil, "1 while Karpenter's controller runs and Nodewright launches nothing"},
 	}

@@ -110,6 +110,18 @@ type SpotPrices interface {
 	Ensure(ctx context.Context) error
 }
 
+// RegionalCatalog is the region's catalog: its on-demand prices and the
+// zones each type is offered in (*pricing.Regional).
+type RegionalCatalog interface {
+	// Catalog and Warning answer from memory, at once; Warning is "" when
+	// the prices are the region's own.
+	Catalog() *catalog.Catalog
+	Warning() string
+	// Refresh starts a refresh in the background when one is due; it
+	// never blocks.
+	Refresh(ctx context.Context)
+}
+
 // DiscardEvents drops every event: what a flow records to when it is given
 // no recorder (tests, tools).
 type DiscardEvents struct{}

@@ -129,6 +129,9 @@ type Reconciler struct {
 	Metrics Metrics
 	Catalog *catalog.Catalog
 	Spot    SpotPrices // nil: on-demand only
+	// Regional, when set, replaces Catalog at the start of each round with
+	// the region's (its prices and offerings); a sweep refreshes it.
+	Regional RegionalCatalog
 	// NodePools and NodeClasses are the deployed configuration.
 	NodePools   []*apis.NodePool
 	NodeClasses []*apis.EC2NodeClass
@@ -284,6 +287,19 @@ type world struct {
 // spot prices, at once where they do not depend on one another.
 func (r *Reconciler) read(ctx context.Context, rep *Report) (*world, error) {
 	w := &world{}
+	if r.Regional != nil {
+		r.Catalog = r.Regional.Catalog()
+		if u, ok := r.Fleet.(interface{ UseCatalog(*catalog.Catalog) }); ok {
+			u.UseCatalog(r.Catalog) // so launches record the region's prices
+		}
+		missing := 0.0
+		if warn := r.Regional.Warning(); warn != "" {
+			r.Log.Warn(warn)
+			rep.Warnings = append(rep.Warnings, warn)
+			missing = 1
+		}
+		_ = r.Metrics.Emit(metrics.OnDemandPricesMissing, missing, nil)
+	}
 	errs := make([]error, 4)
 	took := make([]time.Duration, 3) // cluster, state, spot prices
 	r.parallel(func() {

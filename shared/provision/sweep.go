@@ -123,6 +123,9 @@ func (r *Reconciler) Sweep(ctx context.Context) (*SweepReport, error) {
 		return nil, err
 	}
 	rep := &SweepReport{Terminated: map[string]string{}}
+	if r.Regional != nil {
+		r.Regional.Refresh(ctx) // in the background: the handler waits for it before it returns
+	}
 	view, err := r.Source.View(ctx)
 	if err != nil {
 		return rep, fmt.Errorf("sweep: %w", err)

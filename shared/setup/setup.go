@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	awspricing "github.com/aws/aws-sdk-go-v2/service/pricing"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	"k8s.io/client-go/rest"
 
@@ -112,8 +113,9 @@ func Controller(ctx context.Context, o Options) (*provision.Reconciler, error) {
 	if err != nil {
 		return nil, err
 	}
-	cat := catalog.Default()
 	ec2c := ec2.NewFromConfig(o.AWS)
+	regional := Regional(ctx, o, store, ec2c)
+	cat := regional.Catalog()
 	spot := &provision.SpotCache{Prices: pricing.NewEC2Prices(ec2c, o.Now), Store: store, Now: o.Now, Log: o.Log}
 	launcher, err := fleet.New(fleet.Config{
 		Cluster: o.Cluster.Cluster, InstanceProfile: o.Env[names.EnvInstanceProfileName],
@@ -131,7 +133,7 @@ func Controller(ctx context.Context, o Options) (*provision.Reconciler, error) {
 		Source: cacheSource{kube.NewCache(kc, kube.CacheOptions{Now: o.Now, Log: o.Log}), o.Now},
 		Nodes:  nodeWriter{kc}, Drainer: drainer{kc, o.Now},
 		Events:    events{kube.NewRecorder(kc, kube.RecorderOptions{Instance: o.Env[envLambdaFunction], Now: o.Now, Log: o.Log})},
-		NodePools: pools, NodeClasses: classes, Now: o.Now, Log: o.Log,
+		NodePools: pools, NodeClasses: classes, Now: o.Now, Log: o.Log, Regional: regional,
 	}
 	if v := o.Env[names.EnvRegistrationTimeout]; v != "" {
 		if r.Options.RegistrationTimeout, err = provision.ParseRegistrationTimeout(v); err != nil {
@@ -142,6 +144,26 @@ func Controller(ctx context.Context, o Options) (*provision.Reconciler, error) {
 		r.Metrics = metrics.NewEmitter(o.Metrics, o.Env[names.EnvMetricsNamespace], cluster, o.Now)
 	}
 	return r, nil
+}
+
+// Regional is the region's catalog (on-demand prices, offerings per zone)
+// as the state table holds it: one read here, at a cold start, bounded by
+// a few seconds; the shipped figures when the read fails or finds none. The
+// provision sweep refreshes it from the Pricing API and EC2 in the
+// background.
+func Regional(ctx context.Context, o Options, store *state.Store, ec2c *ec2.Client) *pricing.Regional {
+	region := o.AWS.Region
+	r := &pricing.Regional{
+		Region: region, Base: catalog.Default(), Store: store, Offerings: ec2c,
+		Pricing: awspricing.NewFromConfig(o.AWS, func(po *awspricing.Options) { po.Region = pricing.PricingEndpointRegion(region) }),
+		Now:     o.Now, Log: o.Log,
+	}
+	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := r.Load(lctx); err != nil {
+		o.Log.Warn("read cached region figures: planning with the shipped ones until the next sweep", "region", region, "error", err)
+	}
+	return r
 }
 
 // Consolidation builds the consolidation function's run over the shared

@@ -3,7 +3,8 @@
 // NodePool launch versions (limits that hold across concurrent launchers),
 // offerings EC2 refused recently, disruption actions (interruption and
 // consolidation state machines), processed interruption messages, cached spot
-// prices, coalesced webhook hints and recorded decisions.
+// prices and region figures (on-demand prices, offerings per zone), coalesced
+// webhook hints and recorded decisions.
 //
 // It exists so that the provision, interruption and consolidation functions,
 // each a short Lambda invocation, act together as one careful controller:

@@ -55,6 +55,7 @@ import (
 	"github.com/nodewright/nodewright/shared/handlers"
 	"github.com/nodewright/nodewright/shared/interruption"
 	"github.com/nodewright/nodewright/shared/names"
+	"github.com/nodewright/nodewright/shared/pricing"
 	"github.com/nodewright/nodewright/shared/provision"
 	st "github.com/nodewright/nodewright/shared/scheduling/schedtest"
 	"github.com/nodewright/nodewright/shared/setup"
@@ -149,6 +150,7 @@ func newWorld(sim *Sim, cfg config) *World {
 	w.dynamo = newDynamo(w)
 	w.ec2 = newEC2(w, st.Zones())
 	w.ssm = &SSM{w: w}
+	w.pricing = &Pricing{w: w}
 	w.sqs = &SQS{w: w, visible: map[string]time.Time{}}
 	w.kube = newKube(w)
 	sp := spotPrices{cfg.cat}
@@ -261,6 +263,7 @@ func (f *flows) provision(sweep bool) func(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		r.Regional = f.regional(ctx)
 		var asks []string
 		if sweep {
 			asks = []string{"sweep"}
@@ -577,6 +580,8 @@ func fakeInterfaces() map[string]reflect.Type {
 		"EC2":               reflect.TypeOf((*fleet.EC2API)(nil)).Elem(),
 		"EC2Status":         reflect.TypeOf((*fleet.StatusAPI)(nil)).Elem(),
 		"SSM":               reflect.TypeOf((*fleet.SSMAPI)(nil)).Elem(),
+		"EC2Offerings":      reflect.TypeOf((*pricing.OfferingsAPI)(nil)).Elem(),
+		"Pricing":           reflect.TypeOf((*pricing.PricingAPI)(nil)).Elem(),
 		"KubeClusterSource": reflect.TypeOf((*provision.ClusterSource)(nil)).Elem(),
 		"KubePodSource":     reflect.TypeOf((*provision.PodSource)(nil)).Elem(),
 		"KubeNodes":         reflect.TypeOf((*provision.Nodes)(nil)).Elem(),

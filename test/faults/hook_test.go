@@ -28,6 +28,8 @@ func TestEveryMethodGoesThroughTheHook(t *testing.T) {
 			impls[name] = w.ec2
 		case strings.HasPrefix(name, "SSM"):
 			impls[name] = w.ssm
+		case name == "Pricing":
+			impls[name] = w.pricing
 		case name == "SQS":
 			impls[name] = w.sqs
 		default:
@@ -91,6 +93,8 @@ func fakeName(iface string) string {
 		return "SSM"
 	case iface == "SQS":
 		return "SQS"
+	case iface == "Pricing":
+		return "Pricing"
 	}
 	return "Kube"
 }

@@ -32,6 +32,7 @@ type World struct {
 	dynamo   *Dynamo
 	ec2      *EC2
 	ssm      *SSM
+	pricing  *Pricing
 	sqs      *SQS
 	kube     *Kube
 	catalog  *catalog.Catalog
@@ -364,6 +365,7 @@ func (w *World) settled(registration, redrive time.Duration) {
 			w.violate("1.leak", "instance %s (nodeclaim tag %s) has had no record for %s and is still running", id, in.Tags[names.TagKeyNodeClaim], now.Sub(in.Launched).Round(time.Second))
 		}
 	}
+	w.checkFigures()
 }
 
 // sortedViolations orders violations by check, then time.

@@ -1,6 +1,8 @@
 package localcloud
 
 import (
+	"math"
+
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/catalog"
 	"github.com/nodewright/nodewright/shared/pricing"
@@ -8,20 +10,34 @@ import (
 )
 
 // catalogAdapter serves the instance catalog and the spot price model to
-// the node bridge and the AWS front.
+// the node bridge and the AWS front, with the on-demand prices of the
+// region (RegionPriceFactor).
 type catalogAdapter struct {
-	cat   *catalog.Catalog
-	model pricing.Model
-	names []string
+	cat    *catalog.Catalog
+	model  pricing.Model
+	names  []string
+	factor float64
 }
 
-func newCatalogAdapter(seed uint64) *catalogAdapter {
+// RegionPriceFactor is the local cloud's on-demand prices of a region
+// relative to the shipped us-east-1 ones: its own figures for eu-west-1
+// (12% dearer, about as AWS's are), which the AWS front serves from its
+// Pricing API, so that a plan priced with us-east-1's figures shows.
+// Other regions have the shipped figures.
+func RegionPriceFactor(region string) float64 {
+	if region == "eu-west-1" {
+		return 1.12
+	}
+	return 1
+}
+
+func newCatalogAdapter(seed uint64, region string) *catalogAdapter {
 	cat := catalog.Default()
 	names := make([]string, 0, cat.Len())
 	for _, it := range cat.Types() {
 		names = append(names, it.Name)
 	}
-	return &catalogAdapter{cat: cat, model: pricing.Model{Catalog: cat, Seed: seed}, names: names}
+	return &catalogAdapter{cat: cat, model: pricing.Model{Catalog: cat, Seed: seed}, names: names, factor: RegionPriceFactor(region)}
 }
 
 // InstanceType implements nodebridge.Catalog.
@@ -44,7 +60,10 @@ func (a *catalogAdapter) OnDemandPrice(name string) (float64, bool) {
 	if !ok || it.OnDemandPrice <= 0 {
 		return 0, false
 	}
-	return it.OnDemandPrice, true
+	if a.factor == 1 {
+		return it.OnDemandPrice, true
+	}
+	return math.Round(it.OnDemandPrice*a.factor*1e6) / 1e6, true
 }
 
 // SpotPrice implements awsfront.PriceBook with the shared spot price model.

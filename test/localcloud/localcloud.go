@@ -49,7 +49,11 @@ type Options struct {
 	StateDir  string        // default a new temporary directory, removed on Close
 	// PriceSeed shifts the spot price model (shared/pricing.Model.Seed).
 	PriceSeed uint64
-	Log       *slog.Logger // default JSON to <state>/localcloud.log
+	// MissingOfferings are instance types EC2 does not offer in a zone
+	// (DescribeInstanceTypeOfferings leaves them out: see
+	// awsfront.RemoveOffering).
+	MissingOfferings []Offering
+	Log              *slog.Logger // default JSON to <state>/localcloud.log
 	// ReadyTimeout bounds the wait for each server; default 60s.
 	ReadyTimeout time.Duration
 	// AWSOnly starts only the AWS side (moto, the front, the seeded
@@ -81,6 +85,12 @@ func (o *Options) defaults() {
 	if o.ReadyTimeout == 0 {
 		o.ReadyTimeout = 60 * time.Second
 	}
+}
+
+// Offering is an instance type in a zone.
+type Offering struct {
+	InstanceType string `yaml:"instanceType"`
+	Zone         string `yaml:"zone"`
 }
 
 // Cluster describes the EKS-like cluster as EKS DescribeCluster would.
@@ -290,13 +300,16 @@ func (c *Cloud) upAWS(ctx context.Context, moto *proc.Process) error {
 	c.Seeded = res
 	front, err := awsfront.New(awsfront.Config{
 		MotoURL: c.MotoURL, Region: c.Options.Region, Zones: c.Options.Zones,
-		Prices: newCatalogAdapter(c.Options.PriceSeed), QueueURL: res.QueueURL, RecheckQueueURL: res.RecheckQueueURL, Log: c.log,
+		Prices: newCatalogAdapter(c.Options.PriceSeed, c.Options.Region), QueueURL: res.QueueURL, RecheckQueueURL: res.RecheckQueueURL, Log: c.log,
 	})
 	if err != nil {
 		return err
 	}
 	for name, v := range res.Parameters {
 		front.SetPublicParameter(name, v)
+	}
+	for _, o := range c.Options.MissingOfferings {
+		front.RemoveOffering(o.InstanceType, o.Zone)
 	}
 	front.SetEKSCluster(awsfront.EKSCluster{Name: c.Cluster.Name, Endpoint: c.Cluster.Endpoint, Version: c.Cluster.Version,
 		ServiceCIDR: c.Cluster.ServiceCIDR, CAData: c.Cluster.CAData})
@@ -315,7 +328,7 @@ func (c *Cloud) startBridge() {
 	b := nodebridge.New(nodebridge.Config{
 		Cluster: c.Options.Cluster, Region: c.Options.Region, KubeletVersion: KubernetesVersion,
 		BootDelay: c.Options.BootDelay, EC2: ec2.NewFromConfig(awsfront.DirectConfig(c.MotoURL, c.Options.Region)),
-		Kube: c.Kube, Catalog: newCatalogAdapter(c.Options.PriceSeed), Log: c.log,
+		Kube: c.Kube, Catalog: newCatalogAdapter(c.Options.PriceSeed, c.Options.Region), Log: c.log,
 	})
 	c.bridgeWG.Add(1)
 	go func() {

@@ -131,7 +131,11 @@ func LoadConfig(sc *scenario.Scenario) (*Config, error) {
 
 // CloudOptions are the local cloud's options for a scenario.
 func CloudOptions(sc *scenario.Scenario, cfg *Config) localcloud.Options {
-	return localcloud.Options{Cluster: cfg.Cluster, Zones: sc.Cloud.Zones, BootDelay: sc.Cloud.BootDelay, PriceSeed: sc.Cloud.Seed, InstallCRDs: true}
+	o := localcloud.Options{Cluster: cfg.Cluster, Region: sc.Cloud.Region, Zones: sc.Cloud.Zones, BootDelay: sc.Cloud.BootDelay, PriceSeed: sc.Cloud.Seed, InstallCRDs: true}
+	for _, m := range sc.Cloud.MissingOfferings {
+		o.MissingOfferings = append(o.MissingOfferings, localcloud.Offering{InstanceType: m.InstanceType, Zone: m.Zone})
+	}
+	return o
 }
 
 // player is one scenario being played.
@@ -489,6 +493,15 @@ func (pl *player) finish(ctx context.Context, rep *report.Report) error {
 	}
 	if e := pl.sc.Expect.NodesAtEnd; e != nil {
 		facts.NodesAtEnd = len(filterNodes(nodes, e))
+	}
+	for _, e := range pl.sc.Expect.Launched {
+		n := 0
+		for _, node := range rep.Nodes {
+			if e.Matches(node.InstanceType, node.Zone, node.PricePerHour) {
+				n++
+			}
+		}
+		facts.Launched = append(facts.Launched, n)
 	}
 	if e := pl.sc.Expect.PodsEvicted; e != nil {
 		n, err := o.evictedMatching(e.Selector)

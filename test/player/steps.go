@@ -119,6 +119,19 @@ func (pl *player) WaitFor(ctx context.Context, w *scenario.WaitFor) error {
 			return r.Holds(p), fmt.Sprintf("$%.4f/h", p), nil
 		})
 	}
+	if w.RegionFigures {
+		region := pl.lc.Options.Region
+		return harness.Poll(ctx, w.Timeout, "the region's figures read", func() (bool, string, error) {
+			data, err := pl.obs.store.RegionFigures(ctx, region)
+			switch {
+			case err != nil:
+				return false, "read the state table: " + err.Error(), nil
+			case data == nil:
+				return false, "no figures for " + region + " in the state table yet", nil
+			}
+			return true, region + "'s figures in the state table", nil
+		})
+	}
 	c := w.Nodes
 	return harness.Poll(ctx, w.Timeout, "nodes "+c.String(), func() (bool, string, error) {
 		n := len(filterNodes(pl.obs.ourNodes(), c))

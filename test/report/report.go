@@ -177,6 +177,9 @@ type Facts struct {
 	NodesAtEnd int
 	// PodsEvicted counts the evicted pods of podsEvicted's selector.
 	PodsEvicted int
+	// Launched counts, for each of launched's entries, the launched
+	// NodeClaims it matches.
+	Launched []int
 }
 
 // Check evaluates the scenario's expectations, in a fixed order.
@@ -212,6 +215,13 @@ func Check(e scenario.Expect, s Summary, f Facts) []Expectation {
 	}
 	if n := e.NodesAtEnd; n != nil {
 		add("nodesAtEnd", &n.Range, float64(f.NodesAtEnd), n.String())
+	}
+	for i := range e.Launched {
+		got := 0
+		if i < len(f.Launched) {
+			got = f.Launched[i]
+		}
+		add("launched", &e.Launched[i].Range, float64(got), e.Launched[i].String())
 	}
 	return out
 }

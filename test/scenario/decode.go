@@ -132,6 +132,16 @@ func (d *decoder) value(n *yaml.Node, path string, v reflect.Value, r rules) err
 		return d.mapping(n, path, v)
 	case t.Kind() == reflect.Slice:
 		return d.list(n, path, v, r)
+	case t.Kind() == reflect.Float64:
+		f, err := d.number(n, path)
+		if err != nil {
+			return err
+		}
+		if f < 0 {
+			return d.errf(n, path, "%g: want at least 0", f)
+		}
+		v.SetFloat(f)
+		return nil
 	}
 	s, err := d.scalar(n, path)
 	if err != nil {

@@ -11,9 +11,11 @@ package scenario
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -38,9 +40,42 @@ type Scenario struct {
 
 // Cloud are the local cloud's options.
 type Cloud struct {
+	// Region is the local cloud's region (default us-east-1); zones
+	// default to its a, b and c.
+	Region    string        `yaml:"region" check:"nonempty"`
 	Zones     []string      `yaml:"zones" check:"nonempty,unique=zone"`
 	BootDelay time.Duration `yaml:"bootDelay"`
 	Seed      uint64        `yaml:"seed"`
+	// MissingOfferings are instance types EC2 does not offer in a zone.
+	MissingOfferings []Offering `yaml:"missingOfferings" check:"unique=offering"`
+}
+
+// Offering is an instance type in a zone.
+type Offering struct {
+	InstanceType string `yaml:"instanceType" check:"required,nonempty"`
+	Zone         string `yaml:"zone" check:"required,nonempty"`
+}
+
+func (c *Cloud) check() string {
+	for _, z := range c.Zones {
+		if c.Region != "" && !strings.HasPrefix(z, c.Region) {
+			return fmt.Sprintf("zone %s is not in region %s", z, c.Region)
+		}
+	}
+	for _, o := range c.MissingOfferings {
+		zones := c.Zones
+		if len(zones) == 0 {
+			region := c.Region
+			if region == "" {
+				region = "us-east-1"
+			}
+			zones = []string{region + "a", region + "b", region + "c"}
+		}
+		if !slices.Contains(zones, o.Zone) {
+			return fmt.Sprintf("missingOfferings: zone %s is not one of the cloud's (%s)", o.Zone, strings.Join(zones, ", "))
+		}
+	}
+	return ""
 }
 
 // Expect is what must hold when the scenario ends; nil fields are not
@@ -58,6 +93,46 @@ type Expect struct {
 	PodsEvicted       *PodsCount      `yaml:"podsEvicted"`
 	PricePerHourAtEnd *Range          `yaml:"pricePerHourAtEnd" check:"bound"`
 	NodesAtEnd        *NodesCondition `yaml:"nodesAtEnd"`
+	// Launched counts the NodeClaims launched during the scenario that
+	// match each entry (its instance type, zone and price, those set).
+	Launched []LaunchedCount `yaml:"launched"`
+}
+
+// LaunchedCount counts the launched NodeClaims of an instance type, in a
+// zone, at a price per hour (those set; at least one).
+type LaunchedCount struct {
+	InstanceType string   `yaml:"instanceType" check:"nonempty"`
+	Zone         string   `yaml:"zone" check:"nonempty"`
+	PricePerHour *float64 `yaml:"pricePerHour"`
+	Range        `yaml:",inline" check:"whole,bound"`
+}
+
+func (c *LaunchedCount) check() string {
+	if c.InstanceType == "" && c.Zone == "" && c.PricePerHour == nil {
+		return "want instanceType, zone or pricePerHour"
+	}
+	return ""
+}
+
+// Matches says whether a NodeClaim launched as typ in zone at price
+// matches (a price within a millionth of a dollar).
+func (c *LaunchedCount) Matches(typ, zone string, price float64) bool {
+	return (c.InstanceType == "" || c.InstanceType == typ) && (c.Zone == "" || c.Zone == zone) &&
+		(c.PricePerHour == nil || math.Abs(*c.PricePerHour-price) < 1e-6)
+}
+
+func (c *LaunchedCount) String() string {
+	var parts []string
+	if c.InstanceType != "" {
+		parts = append(parts, c.InstanceType)
+	}
+	if c.Zone != "" {
+		parts = append(parts, "in "+c.Zone)
+	}
+	if c.PricePerHour != nil {
+		parts = append(parts, fmt.Sprintf("at $%g/h", *c.PricePerHour))
+	}
+	return strings.Join(append(parts, c.Range.String()), " ")
 }
 
 // Error is a problem in a scenario file, at a line.

@@ -136,7 +136,7 @@ func TestParseErrors(t *testing.T) {
 		{"scale without replicas", "name: x\nsteps:\n  - scale: {deployment: a}\n", `s.yaml:3: steps[0].scale: missing field "replicas"`},
 		{"bad duration", "name: x\nsteps:\n  - sleep: 10\n", `s.yaml:3: steps[0].sleep: want a duration such as 30s or 5m, got "10"`},
 		{"zero advance", "name: x\nsteps:\n  - advance: 0s\n", `steps[0].advance: must be more than 0`},
-		{"wait for both", "name: x\nsteps:\n  - waitFor: {pods: {selector: a=b, running: 1}, nodes: {max: 1}}\n", `steps[0].waitFor: want exactly one of pods, nodes, interruptionsHandled, consolidationActions and pricePerHour`},
+		{"wait for both", "name: x\nsteps:\n  - waitFor: {pods: {selector: a=b, running: 1}, nodes: {max: 1}}\n", `steps[0].waitFor: want exactly one of pods, nodes, interruptionsHandled, consolidationActions, pricePerHour and regionFigures`},
 		{"wait without a count", "name: x\nsteps:\n  - waitFor: {pods: {selector: a=b}}\n", `steps[0].waitFor.pods: want running or pending`},
 		{"bad selector", "name: x\nsteps:\n  - waitFor: {pods: {selector: 'a in (', running: 1}}\n", `steps[0].waitFor.pods.selector: label selector "a in ("`},
 		{"price wait without a bound", "name: x\nsteps:\n  - waitFor: {pricePerHour: {}}\n", `steps[0].waitFor.pricePerHour: want min, max or count`},
@@ -154,7 +154,7 @@ func TestParseErrors(t *testing.T) {
 		{"exhaust without capacity type", "name: x\nsteps:\n  - capacity: {exhaust: [{zone: us-east-1a}]}\n", `steps[0].capacity.exhaust[0]: missing field "capacityType"`},
 		{"restore what", "name: x\nsteps:\n  - capacity: {restore: some}\n", `steps[0].capacity.restore: want all, got "some"`},
 		{"capacity both", "name: x\nsteps:\n  - capacity: {restore: all, exhaust: [{capacityType: spot}]}\n", `steps[0].capacity: want exactly one of exhaust and restore`},
-		{"unknown expectation", "name: x\nsteps: [{sleep: 1s}]\nexpect:\n  pdbViolation: 0\n", `s.yaml:4: expect: unknown field "pdbViolation" (known: consolidationActions, duplicateLaunches, interruptionsHandled, nodesAtEnd, nodesLaunched, pdbViolations, podsEvicted, podsRunningAtEnd, pricePerHourAtEnd, unschedulable)`},
+		{"unknown expectation", "name: x\nsteps: [{sleep: 1s}]\nexpect:\n  pdbViolation: 0\n", `s.yaml:4: expect: unknown field "pdbViolation" (known: consolidationActions, duplicateLaunches, interruptionsHandled, launched, nodesAtEnd, nodesLaunched, pdbViolations, podsEvicted, podsRunningAtEnd, pricePerHourAtEnd, unschedulable)`},
 		{"podsEvicted without selector", "name: x\nsteps: [{sleep: 1s}]\nexpect:\n  podsEvicted: {count: 0}\n", `s.yaml:4: expect.podsEvicted: missing field "selector"`},
 		{"negative expectation", "name: x\nsteps: [{sleep: 1s}]\nexpect: {pdbViolations: -1}\n", `expect.pdbViolations: -1: want at least 0`},
 		{"price not a number", "name: x\nsteps: [{sleep: 1s}]\nexpect: {pricePerHourAtEnd: {max: cheap}}\n", `expect.pricePerHourAtEnd.max: want a number, got "cheap"`},
@@ -162,7 +162,13 @@ func TestParseErrors(t *testing.T) {
 		{"pods running without selector", "name: x\nsteps: [{sleep: 1s}]\nexpect: {podsRunningAtEnd: {count: 3}}\n", `expect.podsRunningAtEnd: missing field "selector"`},
 		{"duplicate field", "name: x\nname: y\nsteps: [{sleep: 1s}]\n", `s.yaml:2: field "name" given twice`},
 		{"zone twice", "name: x\ncloud: {zones: [a, a]}\nsteps: [{sleep: 1s}]\n", `s.yaml:2: cloud.zones[1]: zone "a" listed twice`},
-		{"unknown cloud field", "name: x\ncloud:\n  boot: 1s\nsteps: [{sleep: 1s}]\n", `s.yaml:3: cloud: unknown field "boot" (known: bootDelay, seed, zones)`},
+		{"unknown cloud field", "name: x\ncloud:\n  boot: 1s\nsteps: [{sleep: 1s}]\n", `s.yaml:3: cloud: unknown field "boot" (known: bootDelay, missingOfferings, region, seed, zones)`},
+		{"zone outside the region", "name: x\ncloud: {region: eu-west-1, zones: [us-east-1a]}\nsteps: [{sleep: 1s}]\n", `cloud: zone us-east-1a is not in region eu-west-1`},
+		{"missing offering in another zone", "name: x\ncloud: {region: eu-west-1, missingOfferings: [{instanceType: c5.large, zone: eu-west-1d}]}\nsteps: [{sleep: 1s}]\n", `cloud: missingOfferings: zone eu-west-1d is not one of the cloud's (eu-west-1a, eu-west-1b, eu-west-1c)`},
+		{"missing offering without a type", "name: x\ncloud: {missingOfferings: [{zone: us-east-1a}]}\nsteps: [{sleep: 1s}]\n", `cloud.missingOfferings[0]: missing field "instanceType"`},
+		{"launched without a filter", "name: x\nsteps: [{sleep: 1s}]\nexpect: {launched: [{count: 0}]}\n", `expect.launched[0]: want instanceType, zone or pricePerHour`},
+		{"launched without a bound", "name: x\nsteps: [{sleep: 1s}]\nexpect: {launched: [{zone: us-east-1a}]}\n", `expect.launched[0]: want min, max or count`},
+		{"regionFigures not read", "name: x\nsteps:\n  - waitFor: {regionFigures: yes}\n", `steps[0].waitFor.regionFigures: want read, got "yes"`},
 		{"config not a list", "name: x\nconfig: a.yaml\nsteps: [{sleep: 1s}]\n", `s.yaml:2: config: want a list, got "a.yaml"`},
 		{"null value", "name: x\nsteps:\n  - apply:\n", `s.yaml:3: steps[0].apply: want a value, got nothing`},
 	} {
@@ -238,5 +244,36 @@ expect:
 	}
 	if *s.Expect.PodsRunningAtEnd.Min != 3 || *s.Expect.PodsRunningAtEnd.Max != 8 {
 		t.Errorf("podsRunningAtEnd %s", s.Expect.PodsRunningAtEnd.Range)
+	}
+}
+
+func TestParseRegionFields(t *testing.T) {
+	s, err := Parse("s.yaml", []byte(`name: r
+cloud:
+  region: eu-west-1
+  missingOfferings: [{instanceType: c5.large, zone: eu-west-1c}]
+steps:
+  - waitFor: {regionFigures: read}
+expect:
+  launched:
+    - {instanceType: c5.large, zone: eu-west-1c, count: 0}
+    - {pricePerHour: 0.10752, min: 1}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Cloud.Region != "eu-west-1" || len(s.Cloud.MissingOfferings) != 1 || s.Cloud.MissingOfferings[0] != (Offering{"c5.large", "eu-west-1c"}) {
+		t.Errorf("cloud %+v", s.Cloud)
+	}
+	if !s.Steps[0].WaitFor.RegionFigures {
+		t.Errorf("waitFor %+v", s.Steps[0].WaitFor)
+	}
+	l := s.Expect.Launched
+	if len(l) != 2 || !l[0].Matches("c5.large", "eu-west-1c", 0.1) || l[0].Matches("c5.large", "eu-west-1b", 0.1) ||
+		!l[1].Matches("m5.large", "eu-west-1a", 0.10752) || l[1].Matches("m5.large", "eu-west-1a", 0.096) {
+		t.Errorf("launched %+v", l)
+	}
+	if got := l[0].String(); got != "c5.large in eu-west-1c = 0" {
+		t.Errorf("String %q", got)
 	}
 }

@@ -232,8 +232,11 @@ type WaitFor struct {
 	InterruptionsHandled *Range          `yaml:"interruptionsHandled" check:"whole,bound"`
 	ConsolidationActions *Range          `yaml:"consolidationActions" check:"whole,bound"`
 	// PricePerHour is the price of the live nodes (the latest sample).
-	PricePerHour *Range        `yaml:"pricePerHour" check:"bound"`
-	Timeout      time.Duration `yaml:"timeout" check:"positive,default=2m"`
+	PricePerHour *Range `yaml:"pricePerHour" check:"bound"`
+	// RegionFigures, written "read", holds once the state table has the
+	// cloud's region's figures (the provision sweep read the Pricing API).
+	RegionFigures bool          `yaml:"regionFigures" check:"word=read"`
+	Timeout       time.Duration `yaml:"timeout" check:"positive,default=2m"`
 }
 
 // DefaultTimeout bounds a waitFor step without a timeout (the default
@@ -242,13 +245,13 @@ const DefaultTimeout = 2 * time.Minute
 
 func (w *WaitFor) check() string {
 	set := 0
-	for _, b := range []bool{w.Pods != nil, w.Nodes != nil, w.InterruptionsHandled != nil, w.ConsolidationActions != nil, w.PricePerHour != nil} {
+	for _, b := range []bool{w.Pods != nil, w.Nodes != nil, w.InterruptionsHandled != nil, w.ConsolidationActions != nil, w.PricePerHour != nil, w.RegionFigures} {
 		if b {
 			set++
 		}
 	}
 	if set != 1 {
-		return "want exactly one of pods, nodes, interruptionsHandled, consolidationActions and pricePerHour"
+		return "want exactly one of pods, nodes, interruptionsHandled, consolidationActions, pricePerHour and regionFigures"
 	}
 	return ""
 }
@@ -266,6 +269,8 @@ func (w *WaitFor) String() string {
 		s = "consolidation actions " + w.ConsolidationActions.String()
 	case w.PricePerHour != nil:
 		s = "price per hour " + w.PricePerHour.String()
+	case w.RegionFigures:
+		s = "the region's figures read"
 	}
 	return fmt.Sprintf("%s (at most %s)", s, w.Timeout)
 }

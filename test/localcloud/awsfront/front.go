@@ -4,7 +4,8 @@
 // EC2 capacity pools that run out (CreateFleet answers
 // InsufficientInstanceCapacity in its Errors), throttling
 // (RequestLimitExceeded), spot prices that differ by type and zone, the
-// public /aws/service/... SSM parameters, and events delivered to the
+// public /aws/service/... SSM parameters, the Pricing API's GetProducts and
+// the zones of instance types (pricing.go), and events delivered to the
 // interruption queue the way EventBridge delivers them, with the instance
 // terminated or stopped after a notice (the primitives the faults of
 // package cloudfault are made of).
@@ -85,6 +86,7 @@ type Front struct {
 	timers    map[*time.Timer]string // pending interruption actions
 	eks       *EKSCluster            // DescribeCluster's answer
 	secrets   map[string]string      // access key -> secret of credentials AssumeRole handed out
+	removed   map[[2]string]bool     // (type, zone) not offered (RemoveOffering)
 	closed    bool
 	wg        sync.WaitGroup
 }
@@ -259,6 +261,10 @@ func (f *Front) handle(w http.ResponseWriter, r *http.Request, req request) bool
 		f.describeSpotPriceHistory(w, req)
 	case req.target == "AmazonSSM.GetParameter" || req.target == "AmazonSSM.GetParameters":
 		return f.ssm(w, req)
+	case req.target == "AWSPriceListService.GetProducts":
+		f.getProducts(w, req)
+	case req.form != nil && req.action == "DescribeInstanceTypeOfferings":
+		return f.describeTypeOfferings(w, req)
 	case req.form != nil && (req.action == "TerminateInstances" || req.action == "StopInstances"):
 		f.changeState(w, r, req)
 	default:
