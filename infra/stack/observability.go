@@ -81,7 +81,10 @@ func (s *Stack) addObservability() {
 		graph("Oldest pending pod (s)", 6, s.metric(metrics.PendingPodOldestAge, minute)),
 		graph("Solve duration (ms)", 6, s.metric(metrics.SolveDuration, minute)),
 		graph("Pods deferred by the solve budget", 6, s.metric(metrics.PodsDeferred, minute)),
-		graph("Karpenter's controller running (1: nothing launched)", 6, s.metric(metrics.KarpenterRunning, minute)),
+	)
+	dash.AddWidgets(
+		graph("Karpenter's controller running (1: nothing launched)", 12, s.metric(metrics.KarpenterRunning, minute)),
+		graph("On-demand prices missing for the region (1: stand-in figures)", 12, s.metric(metrics.OnDemandPricesMissing, minute)),
 	)
 	dash.AddWidgets(
 		graph("Launches by NodePool and capacity type", 6, s.search(metrics.NodeClaimsLaunched)),
