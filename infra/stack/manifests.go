@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/nodewright/nodewright/shared/apis/crds"
 	"github.com/nodewright/nodewright/shared/names"
 	"github.com/nodewright/nodewright/shared/webhookconfig"
 )
@@ -17,6 +18,7 @@ const (
 	ManifestDir         = "cdk.out/nodewright"
 	WebhookManifestFile = "webhook.yaml"
 	RBACManifestFile    = "rbac.yaml"
+	CRDsManifestFile    = "crds.yaml"
 )
 
 // The webhook registration's names and match conditions (package
@@ -101,5 +103,20 @@ func (s *Stack) Manifests() (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return map[string][]byte{WebhookManifestFile: wh, RBACManifestFile: rbac}, nil
+	return map[string][]byte{WebhookManifestFile: wh, RBACManifestFile: rbac, CRDsManifestFile: CRDsManifest()}, nil
+}
+
+// CRDsManifest is the NodePool, EC2NodeClass and NodeClaim CRDs
+// (shared/apis/crds) in one file, for a cluster that has no Karpenter CRDs
+// yet; one that has them keeps Karpenter's.
+func CRDsManifest() []byte {
+	var out []byte
+	files := crds.Files()
+	for i, name := range crds.Names() {
+		if i > 0 {
+			out = append(out, "---\n"...)
+		}
+		out = append(out, files[name]...)
+	}
+	return out
 }

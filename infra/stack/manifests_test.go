@@ -109,4 +109,9 @@ func TestStackManifests(t *testing.T) {
 	if !bytes.Contains(files[WebhookManifestFile], []byte("url: "+WebhookURLPlaceholder)) || len(files[RBACManifestFile]) == 0 {
 		t.Fatalf("manifests %s", files)
 	}
+	for _, crd := range []string{"nodepools.karpenter.sh", "ec2nodeclasses.karpenter.k8s.aws", "nodeclaims.karpenter.sh"} {
+		if !bytes.Contains(files[CRDsManifestFile], []byte("name: "+crd+"\n")) {
+			t.Errorf("%s lacks the %s CRD", CRDsManifestFile, crd)
+		}
+	}
 }
