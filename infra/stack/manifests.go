@@ -42,8 +42,10 @@ func WebhookManifest(url string, timeoutSeconds int) ([]byte, error) {
 // volume objects that pin pods to zones, and Karpenter's NodePools and
 // EC2NodeClasses where their CRDs are installed), evict pods, delete pods
 // that a drain's deadline (terminationGracePeriod, a spot instance's end)
-// leaves, patch (cordon, taint, finalizer) and delete nodes, and record
-// events (get: a repeated event bumps the count of the existing one).
+// leaves, patch (cordon, taint, finalizer) and delete nodes, keep a
+// NodeClaim object per node (create; merge-patch its metadata and status;
+// delete it when its record is gone), and record events (get: a repeated
+// event bumps the count of the existing one).
 func ClusterRoleRules() []rbacv1.PolicyRule {
 	read := []string{"get", "list", "watch"}
 	return []rbacv1.PolicyRule{
@@ -55,6 +57,8 @@ func ClusterRoleRules() []rbacv1.PolicyRule {
 		{APIGroups: []string{"policy"}, Resources: []string{"poddisruptionbudgets"}, Verbs: read},
 		{APIGroups: []string{"storage.k8s.io"}, Resources: []string{"storageclasses", "csinodes"}, Verbs: read},
 		{APIGroups: []string{"karpenter.sh"}, Resources: []string{"nodepools"}, Verbs: read},
+		{APIGroups: []string{"karpenter.sh"}, Resources: []string{"nodeclaims"}, Verbs: []string{"get", "list", "watch", "create", "patch", "delete"}},
+		{APIGroups: []string{"karpenter.sh"}, Resources: []string{"nodeclaims/status"}, Verbs: []string{"patch"}},
 		{APIGroups: []string{"karpenter.k8s.aws"}, Resources: []string{"ec2nodeclasses"}, Verbs: read},
 		{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch", "get"}},
 	}

@@ -124,11 +124,13 @@ type Reconciler struct {
 	Source  ClusterSource
 	Fleet   Fleet
 	Nodes   Nodes
-	Drainer Drainer
-	Events  Events
-	Metrics Metrics
-	Catalog *catalog.Catalog
-	Spot    SpotPrices // nil: on-demand only
+	// NodeClaims keeps a NodeClaim object per record (nil: none kept).
+	NodeClaims NodeClaimObjects
+	Drainer    Drainer
+	Events     Events
+	Metrics    Metrics
+	Catalog    *catalog.Catalog
+	Spot       SpotPrices // nil: on-demand only
 	// NodePools and NodeClasses are the deployed configuration.
 	NodePools   []*apis.NodePool
 	NodeClasses []*apis.EC2NodeClass

@@ -27,6 +27,7 @@ import (
 	"github.com/nodewright/nodewright/shared/kube"
 	"github.com/nodewright/nodewright/shared/metrics"
 	"github.com/nodewright/nodewright/shared/names"
+	"github.com/nodewright/nodewright/shared/nodeclaim"
 	"github.com/nodewright/nodewright/shared/orchestration"
 	"github.com/nodewright/nodewright/shared/pricing"
 	"github.com/nodewright/nodewright/shared/provision"
@@ -130,8 +131,9 @@ func Controller(ctx context.Context, o Options) (*provision.Reconciler, error) {
 		Cluster: cluster, Store: store, Fleet: launcher, Catalog: cat, Spot: spot,
 		Source: cacheSource{kube.NewCache(kc, kube.CacheOptions{Now: o.Now, Log: o.Log})},
 		Nodes:  nodeWriter{kc}, Drainer: drainer{kc, o.Now},
-		Events:    events{kube.NewRecorder(kc, kube.RecorderOptions{Instance: o.Env[envLambdaFunction], Now: o.Now, Log: o.Log})},
-		NodePools: pools, NodeClasses: classes, Now: o.Now, Log: o.Log,
+		NodeClaims: &nodeclaim.Objects{API: kc, Log: o.Log},
+		Events:     events{kube.NewRecorder(kc, kube.RecorderOptions{Instance: o.Env[envLambdaFunction], Now: o.Now, Log: o.Log})},
+		NodePools:  pools, NodeClasses: classes, Now: o.Now, Log: o.Log,
 	}
 	if v := o.Env[names.EnvRegistrationTimeout]; v != "" {
 		if r.Options.RegistrationTimeout, err = provision.ParseRegistrationTimeout(v); err != nil {

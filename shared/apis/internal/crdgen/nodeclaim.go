@@ -3,6 +3,7 @@ package crdgen
 import (
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -26,9 +27,11 @@ const NodeClaimFile = "karpenter.sh_nodeclaims.yaml"
 // Karpenter's build edits its generated file afterwards (hack/validation):
 // it adds validations to the spec (label and taint key patterns, operator
 // and effect enums), which this one lacks and so accepts a superset of, and
-// it loosens the status conditions, which this one does too so that every
-// NodeClaim Karpenter wrote is accepted (crds' test holds the difference to
-// exactly that).
+// it loosens the status conditions and adds Kubernetes' node selector
+// operators to the requirements' operator enum (the Go marker lists only
+// Karpenter's Gte and Lte), which this one does too so that every NodeClaim
+// Karpenter writes is accepted (crds' test holds the difference to exactly
+// that).
 func nodeClaim() ([]byte, error) {
 	pkgs, err := loader.LoadRoots(KarpenterPackage)
 	if err != nil {
@@ -56,6 +59,7 @@ func nodeClaim() ([]byte, error) {
 	}
 	crd.FixTopLevelMetadata(def)
 	acceptKarpentersConditions(def.Spec.Versions[0].Schema.OpenAPIV3Schema)
+	acceptNodeSelectorOperators(def.Spec.Versions[0].Schema.OpenAPIV3Schema)
 	def.Annotations = map[string]string{"nodewright.io/generated-from": KarpenterPackage + ".NodeClaim"}
 	def.TypeMeta = metav1.TypeMeta{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition"}
 	b, err := yaml.Marshal(def)
@@ -79,4 +83,21 @@ func acceptKarpentersConditions(root *apiextv1.JSONSchemaProps) {
 	item.Required = []string{"lastTransitionTime", "status", "type"}
 	status.Properties["conditions"] = conditions
 	root.Properties["status"] = status
+}
+
+// acceptNodeSelectorOperators adds Kubernetes' node selector operators to
+// the requirements' operator enum, which the Go marker limits to
+// Karpenter's own Gte and Lte.
+func acceptNodeSelectorOperators(root *apiextv1.JSONSchemaProps) {
+	spec := root.Properties["spec"]
+	reqs := spec.Properties["requirements"]
+	item := reqs.Items.Schema
+	op := item.Properties["operator"]
+	for _, o := range []corev1.NodeSelectorOperator{corev1.NodeSelectorOpIn, corev1.NodeSelectorOpNotIn, corev1.NodeSelectorOpExists,
+		corev1.NodeSelectorOpDoesNotExist, corev1.NodeSelectorOpGt, corev1.NodeSelectorOpLt} {
+		op.Enum = append(op.Enum, apiextv1.JSON{Raw: []byte(`"` + string(o) + `"`)})
+	}
+	item.Properties["operator"] = op
+	spec.Properties["requirements"] = reqs
+	root.Properties["spec"] = spec
 }
