@@ -46,7 +46,9 @@ func TestNodeClaimObjectsUnderRBAC(t *testing.T) {
 	if err != nil || uid == "" {
 		t.Fatalf("create: %q %v", uid, err)
 	}
-	t.Cleanup(func() { _ = cloud.Kube.Discovery().RESTClient().Delete().AbsPath("/apis/karpenter.sh/v1/nodeclaims/rbac-probe-nc").Do(ctx).Error() })
+	t.Cleanup(func() {
+		_ = cloud.Kube.Discovery().RESTClient().Delete().AbsPath("/apis/karpenter.sh/v1/nodeclaims/rbac-probe-nc").Do(ctx).Error()
+	})
 	current, err := objs.List(ctx)
 	if err != nil {
 		t.Fatal(err)
