@@ -95,6 +95,8 @@ func spec(rec *state.NodeClaim, pool *apis.NodePool) Spec {
 		switch e := t.ExpireAfter; {
 		case e.IsNever():
 			s.ExpireAfter = apis.Never
+		case e.Raw != "":
+			s.ExpireAfter = e.Raw // as the user wrote it ("720h")
 		case e.Duration != nil:
 			s.ExpireAfter = e.Duration.String()
 		}

@@ -115,6 +115,19 @@ func TestDesiredObject(t *testing.T) {
 	if nc.Status.ProviderID != "aws:///us-east-1a/i-0abc" || nc.Status.ImageID != "ami-1" {
 		t.Errorf("status %+v", nc.Status)
 	}
+	// expireAfter as the NodePool says it (Karpenter's pattern takes both
+	// forms; "Never" stays "Never").
+	for raw, want := range map[string]string{"24h": "24h", apis.Never: apis.Never} {
+		p := pool()
+		p.Spec.Template.Spec.ExpireAfter = apis.NillableDuration{Raw: raw}
+		if raw != apis.Never {
+			d := 24 * time.Hour
+			p.Spec.Template.Spec.ExpireAfter.Duration = &d
+		}
+		if got := Desired(Input{Record: rec, Pool: p, Now: t0}).Spec.ExpireAfter; got != want {
+			t.Errorf("expireAfter %q: %q, want %q", raw, got, want)
+		}
+	}
 	// A NodePool from the deployed configuration has no UID: no owner.
 	p := pool()
 	p.UID = ""
