@@ -83,7 +83,7 @@ func TestRBACManifest(t *testing.T) {
 		{"", "persistentvolumeclaims", "watch"}, {"", "persistentvolumes", "list"}, {"storage.k8s.io", "storageclasses", "watch"},
 		// One NodeClaim object per record (shared/nodeclaim).
 		{"karpenter.sh", "nodeclaims", "create"}, {"karpenter.sh", "nodeclaims", "patch"}, {"karpenter.sh", "nodeclaims", "delete"},
-		{"karpenter.sh", "nodeclaims", "list"}, {"karpenter.sh", "nodeclaims/status", "patch"},
+		{"karpenter.sh", "nodeclaims", "list"}, {"karpenter.sh", "nodeclaims/status", "patch"}, {"karpenter.sh", "nodepools/status", "patch"},
 	} {
 		if !allowed(c.group, c.resource, c.verb) {
 			t.Errorf("cannot %s %s/%s", c.verb, c.group, c.resource)
@@ -92,7 +92,7 @@ func TestRBACManifest(t *testing.T) {
 	for _, c := range []struct{ group, resource, verb string }{
 		{"", "pods", "create"}, {"", "pods", "patch"}, {"", "secrets", "get"}, {"karpenter.sh", "nodepools", "patch"}, {"", "nodes", "create"}, {"apps", "daemonsets", "patch"},
 		// Merge patches only: no update of NodeClaims.
-		{"karpenter.sh", "nodeclaims", "update"}, {"karpenter.sh", "nodeclaims/status", "update"},
+		{"karpenter.sh", "nodeclaims", "update"}, {"karpenter.sh", "nodeclaims/status", "update"}, {"karpenter.sh", "nodepools/status", "update"},
 	} {
 		if allowed(c.group, c.resource, c.verb) {
 			t.Errorf("may %s %s/%s", c.verb, c.group, c.resource)

@@ -2,6 +2,7 @@ package provision
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/nodeclaim"
+	"github.com/nodewright/nodewright/shared/poolstatus"
 	"github.com/nodewright/nodewright/shared/state"
 )
 
@@ -133,4 +135,45 @@ func (r *Reconciler) nodeClaimRef(ctx context.Context, rec *state.NodeClaim) Ref
 	}
 	ref.UID = string(uid)
 	return ref
+}
+
+// PoolStatusWriter writes a NodePool's status subresource (*kube.Client).
+type PoolStatusWriter interface {
+	PatchNodePoolStatus(ctx context.Context, name string, patch []byte) error
+}
+
+// writePoolStatus writes the status of each NodePool of the cluster (a
+// NodePool of the deployed configuration has no object to write to) that
+// differs from what the round read: resources, nodes and conditions
+// (package poolstatus). A failed write is logged; the next round writes
+// again.
+func (r *Reconciler) writePoolStatus(ctx context.Context, w *world) {
+	if r.PoolStatus == nil {
+		return
+	}
+	why := map[string]PoolStatus{}
+	for _, s := range w.readiness {
+		why[s.NodePool] = s
+	}
+	classes := map[string]*apis.EC2NodeClass{}
+	for _, c := range w.view.NodeClasses {
+		classes[c.Name] = c
+	}
+	for _, p := range w.view.NodePools {
+		in := poolstatus.Input{Pool: p, Records: w.records, Now: r.Now(), NotReady: string(why[p.Name].Reason), Message: why[p.Name].Message}
+		if ref := p.Spec.Template.Spec.NodeClassRef; ref != nil {
+			in.Class = classes[ref.Name]
+		}
+		st, changed := poolstatus.Change(poolstatus.Desired(in), p.Status)
+		if !changed {
+			continue
+		}
+		patch, err := json.Marshal(map[string]any{"status": st})
+		if err == nil {
+			err = r.PoolStatus.PatchNodePoolStatus(ctx, p.Name, patch)
+		}
+		if err != nil {
+			r.Log.Warn("write the NodePool's status: the next round writes it", "nodePool", p.Name, "error", err)
+		}
+	}
 }

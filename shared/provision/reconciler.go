@@ -126,6 +126,8 @@ type Reconciler struct {
 	Nodes   Nodes
 	// NodeClaims keeps a NodeClaim object per record (nil: none kept).
 	NodeClaims NodeClaimObjects
+	// PoolStatus writes the cluster's NodePools' status (nil: none).
+	PoolStatus PoolStatusWriter
 	Drainer    Drainer
 	Events     Events
 	Metrics    Metrics

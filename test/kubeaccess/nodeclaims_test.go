@@ -17,7 +17,8 @@ import (
 // TestNodeClaimObjectsUnderRBAC: with the provision function's identity
 // and only what rbac.yaml grants, a NodeClaim object is created with its
 // status, accepted by the CRD's schema (Karpenter's), brought in step,
-// deleted under its finalizer and released, as a sweep does.
+// deleted under its finalizer and released, as a sweep does; and a
+// NodePool's status is written, as a round does.
 func TestNodeClaimObjectsUnderRBAC(t *testing.T) {
 	ctx := context.Background()
 	rc, err := provider(roleConfig(t, "provision"), cloud.Cluster.Name).RESTConfig(ctx)
@@ -74,6 +75,17 @@ func TestNodeClaimObjectsUnderRBAC(t *testing.T) {
 	}
 	if p := nodeclaim.PlanSync(desired, current); !p.Empty() {
 		t.Errorf("after the update, still %+v", p)
+	}
+	// A NodePool's status, written as the round writes it.
+	pool := []byte(`{"apiVersion":"karpenter.sh/v1","kind":"NodePool","metadata":{"name":"rbac-probe-np"},` +
+		`"spec":{"template":{"spec":{"nodeClassRef":{"group":"karpenter.k8s.aws","kind":"EC2NodeClass","name":"default"},"requirements":[]}}}}`)
+	admin := cloud.Kube.Discovery().RESTClient()
+	if err := admin.Post().AbsPath("/apis/karpenter.sh/v1/nodepools").SetHeader("Content-Type", "application/json").Body(pool).Do(ctx).Error(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = admin.Delete().AbsPath("/apis/karpenter.sh/v1/nodepools/rbac-probe-np").Do(ctx).Error() })
+	if err := kc.PatchNodePoolStatus(ctx, "rbac-probe-np", []byte(`{"status":{"nodes":2}}`)); err != nil {
+		t.Errorf("write a NodePool's status: %v", err)
 	}
 	// The record gone: deleted, then released by the next pass.
 	for pass := 0; pass < 2; pass++ {

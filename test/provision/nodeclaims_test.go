@@ -108,6 +108,26 @@ func TestDeleteNodeClaimDrainsAndTerminates(t *testing.T) {
 			len(nc.OwnerReferences) == 1 && nc.OwnerReferences[0].Name == "ncdel" && nc.Labels[apis.LabelNodePool] == "ncdel"
 		return ok, fmt.Sprintf("ready %+v node %q owners %v", ready, nc.Status.NodeName, nc.OwnerReferences), nil
 	})
+	// The NodePool's status: `kubectl get nodepools` shows NODES and READY.
+	if err := harness.Poll(c, time.Minute, "the NodePool's status", func() (bool, string, error) {
+		raw, err := lc.Kube.Discovery().RESTClient().Get().AbsPath("/apis/karpenter.sh/v1/nodepools/ncdel").DoRaw(c)
+		if err != nil {
+			return false, "", err
+		}
+		var np apis.NodePool
+		if err := json.Unmarshal(raw, &np); err != nil {
+			return false, "", err
+		}
+		ready := ""
+		for _, cd := range np.Status.Conditions {
+			if cd.Type == "Ready" {
+				ready = string(cd.Status)
+			}
+		}
+		return np.Status.Nodes != nil && *np.Status.Nodes >= 1 && ready == "True", fmt.Sprintf("nodes %v ready %q", np.Status.Nodes, ready), nil
+	}); err != nil {
+		t.Fatal(err)
+	}
 	// Lost without a deletion (its finalizer off first): made again.
 	rc := lc.Kube.Discovery().RESTClient()
 	if err := rc.Patch(types.MergePatchType).AbsPath(nodeClaimsPath + name).Body([]byte(`{"metadata":{"finalizers":null}}`)).Do(c).Error(); err != nil {
