@@ -25,7 +25,9 @@ func conds(st apis.NodePoolStatus) map[string]string {
 func TestDesired(t *testing.T) {
 	pool := &apis.NodePool{}
 	pool.Name, pool.Generation = "default", 3
-	cpu := func(s string) corev1.ResourceList { return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(s)} }
+	cpu := func(s string) corev1.ResourceList {
+		return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(s)}
+	}
 	records := []*state.NodeClaim{
 		{Name: "a", NodePool: "default", Phase: state.Initialized, RegisteredAt: t0, Capacity: cpu("2")},
 		{Name: "b", NodePool: "default", Phase: state.Launched, Capacity: cpu("4")},
