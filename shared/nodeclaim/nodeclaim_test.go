@@ -2,13 +2,17 @@ package nodeclaim
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/nodewright/nodewright/shared/apis"
@@ -230,4 +234,23 @@ func roundTrip(t *testing.T, nc *NodeClaim) *NodeClaim {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// fakeAPI answers every call with err.
+type fakeAPI struct{ err error }
+
+func (f fakeAPI) ListNodeClaims(context.Context) ([]json.RawMessage, error) { return nil, f.err }
+func (f fakeAPI) CreateNodeClaim(context.Context, []byte) ([]byte, error)   { return nil, f.err }
+func (f fakeAPI) PatchNodeClaim(context.Context, string, bool, []byte) ([]byte, error) {
+	return nil, f.err
+}
+func (f fakeAPI) DeleteNodeClaim(context.Context, string) error { return f.err }
+
+// A cluster without the NodeClaim CRD answers a create with 404: that is
+// ErrNotInstalled, which the launch path does not log as a failure.
+func TestEnsureWithoutCRD(t *testing.T) {
+	o := &Objects{API: fakeAPI{err: apierrors.NewNotFound(schema.GroupResource{Group: "karpenter.sh", Resource: "nodeclaims"}, "")}}
+	if _, err := o.Ensure(context.Background(), Desired(Input{Record: record(state.Launched), Now: t0})); !errors.Is(err, ErrNotInstalled) {
+		t.Errorf("Ensure without the CRD: %v, want ErrNotInstalled", err)
+	}
 }

@@ -91,6 +91,9 @@ func (o *Objects) create(ctx context.Context, nc *NodeClaim) (*NodeClaim, error)
 		}
 		return decode(nc.Name, raw)
 	}
+	if apierrors.IsNotFound(err) {
+		return nil, ErrNotInstalled // no NodeClaim resource to create in
+	}
 	if err != nil {
 		return nil, fmt.Errorf("create nodeclaim %s: %w", nc.Name, err)
 	}
