@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/nodeclaim"
@@ -28,8 +29,8 @@ func (c *Client) ListNodeClaims(ctx context.Context) ([]json.RawMessage, error) 
 // CreateNodeClaim creates a NodeClaim from its JSON and returns the object
 // as stored.
 func (c *Client) CreateNodeClaim(ctx context.Context, body []byte) ([]byte, error) {
-	raw, err := c.core.Post().AbsPath(nodeClaimsPath).SetHeader("Content-Type", "application/json").
-		SetHeader("Accept", "application/json").Body(body).Do(ctx).Raw()
+	raw, err := rawResult(c.core.Post().AbsPath(nodeClaimsPath).SetHeader("Content-Type", "application/json").
+		SetHeader("Accept", "application/json").Body(body).Do(ctx))
 	if err != nil {
 		return nil, fmt.Errorf("create nodeclaim: %w", err)
 	}
@@ -43,8 +44,8 @@ func (c *Client) PatchNodeClaim(ctx context.Context, name string, status bool, p
 	if status {
 		path += "/status"
 	}
-	raw, err := c.core.Patch(types.MergePatchType).AbsPath(path).SetHeader("Accept", "application/json").
-		Body(patch).Do(ctx).Raw()
+	raw, err := rawResult(c.core.Patch(types.MergePatchType).AbsPath(path).SetHeader("Accept", "application/json").
+		Body(patch).Do(ctx))
 	if err != nil {
 		return nil, fmt.Errorf("patch nodeclaim %s: %w", name, err)
 	}
@@ -58,4 +59,14 @@ func (c *Client) DeleteNodeClaim(ctx context.Context, name string) error {
 		return fmt.Errorf("delete nodeclaim %s: %w", name, err)
 	}
 	return nil
+}
+
+// rawResult is the result's body, or its error with the API server's
+// Status (Raw alone gives only the generic text of the HTTP code).
+func rawResult(res rest.Result) ([]byte, error) {
+	raw, err := res.Raw()
+	if err != nil {
+		return nil, res.Error()
+	}
+	return raw, nil
 }
