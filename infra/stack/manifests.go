@@ -44,9 +44,9 @@ func WebhookManifest(url string, timeoutSeconds int) ([]byte, error) {
 // that a drain's deadline (terminationGracePeriod, a spot instance's end)
 // leaves, patch (cordon, taint, finalizer) and delete nodes, keep a
 // NodeClaim object per node (create; merge-patch its metadata and status;
-// delete it when its record is gone), write the NodePools' status, and
-// record events (get: a repeated event bumps the count of the existing
-// one).
+// delete it when its record is gone), write the status of NodePools and
+// EC2NodeClasses, and record events (get: a repeated event bumps the count
+// of the existing one).
 func ClusterRoleRules() []rbacv1.PolicyRule {
 	read := []string{"get", "list", "watch"}
 	return []rbacv1.PolicyRule{
@@ -61,6 +61,7 @@ func ClusterRoleRules() []rbacv1.PolicyRule {
 		{APIGroups: []string{"karpenter.sh"}, Resources: []string{"nodeclaims"}, Verbs: []string{"get", "list", "watch", "create", "patch", "delete"}},
 		{APIGroups: []string{"karpenter.sh"}, Resources: []string{"nodeclaims/status", "nodepools/status"}, Verbs: []string{"patch"}},
 		{APIGroups: []string{"karpenter.k8s.aws"}, Resources: []string{"ec2nodeclasses"}, Verbs: read},
+		{APIGroups: []string{"karpenter.k8s.aws"}, Resources: []string{"ec2nodeclasses/status"}, Verbs: []string{"patch"}},
 		{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch", "get"}},
 	}
 }

@@ -84,6 +84,7 @@ func TestRBACManifest(t *testing.T) {
 		// One NodeClaim object per record (shared/nodeclaim).
 		{"karpenter.sh", "nodeclaims", "create"}, {"karpenter.sh", "nodeclaims", "patch"}, {"karpenter.sh", "nodeclaims", "delete"},
 		{"karpenter.sh", "nodeclaims", "list"}, {"karpenter.sh", "nodeclaims/status", "patch"}, {"karpenter.sh", "nodepools/status", "patch"},
+		{"karpenter.k8s.aws", "ec2nodeclasses/status", "patch"},
 	} {
 		if !allowed(c.group, c.resource, c.verb) {
 			t.Errorf("cannot %s %s/%s", c.verb, c.group, c.resource)

@@ -144,3 +144,14 @@ func (c *Client) PatchNodePoolStatus(ctx context.Context, name string, patch []b
 	}
 	return nil
 }
+
+// PatchNodeClassStatus applies a JSON merge patch to an EC2NodeClass's
+// status subresource.
+func (c *Client) PatchNodeClassStatus(ctx context.Context, name string, patch []byte) error {
+	err := c.core.Patch(types.MergePatchType).AbsPath(nodeClassesPath+"/"+name+"/status").SetHeader("Accept", "application/json").
+		Body(patch).Do(ctx).Error()
+	if err != nil {
+		return fmt.Errorf("patch ec2nodeclass %s status: %w", name, err)
+	}
+	return nil
+}

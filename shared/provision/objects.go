@@ -11,8 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodewright/nodewright/shared/apis"
+	"github.com/nodewright/nodewright/shared/configstatus"
+	"github.com/nodewright/nodewright/shared/fleet"
 	"github.com/nodewright/nodewright/shared/nodeclaim"
-	"github.com/nodewright/nodewright/shared/poolstatus"
 	"github.com/nodewright/nodewright/shared/state"
 )
 
@@ -137,18 +138,19 @@ func (r *Reconciler) nodeClaimRef(ctx context.Context, rec *state.NodeClaim) Ref
 	return ref
 }
 
-// PoolStatusWriter writes a NodePool's status subresource (*kube.Client).
-type PoolStatusWriter interface {
+// StatusWriter writes the status subresource of NodePools and
+// EC2NodeClasses (*kube.Client).
+type StatusWriter interface {
 	PatchNodePoolStatus(ctx context.Context, name string, patch []byte) error
+	PatchNodeClassStatus(ctx context.Context, name string, patch []byte) error
 }
 
-// writePoolStatus writes the status of each NodePool of the cluster (a
-// NodePool of the deployed configuration has no object to write to) that
-// differs from what the round read: resources, nodes and conditions
-// (package poolstatus). A failed write is logged; the next round writes
-// again.
-func (r *Reconciler) writePoolStatus(ctx context.Context, w *world) {
-	if r.PoolStatus == nil {
+// writeStatus writes the status of each NodePool and EC2NodeClass of the
+// cluster (the deployed configuration's have no object to write to) that
+// differs from what the round read (package configstatus). A failed write
+// is logged; the next round writes again.
+func (r *Reconciler) writeStatus(ctx context.Context, w *world) {
+	if r.Status == nil {
 		return
 	}
 	why := map[string]PoolStatus{}
@@ -159,21 +161,32 @@ func (r *Reconciler) writePoolStatus(ctx context.Context, w *world) {
 	for _, c := range w.view.NodeClasses {
 		classes[c.Name] = c
 	}
+	write := func(kind, name string, st any, patchFn func(context.Context, string, []byte) error) {
+		patch, err := json.Marshal(map[string]any{"status": st})
+		if err == nil {
+			err = patchFn(ctx, name, patch)
+		}
+		if err != nil {
+			r.Log.Warn("write the status: the next round writes it", "kind", kind, "name", name, "error", err)
+		}
+	}
 	for _, p := range w.view.NodePools {
-		in := poolstatus.Input{Pool: p, Records: w.records, Now: r.Now(), NotReady: string(why[p.Name].Reason), Message: why[p.Name].Message}
+		in := configstatus.Input{Pool: p, Records: w.records, Now: r.Now(), NotReady: string(why[p.Name].Reason), Message: why[p.Name].Message}
 		if ref := p.Spec.Template.Spec.NodeClassRef; ref != nil {
 			in.Class = classes[ref.Name]
 		}
-		st, changed := poolstatus.Change(poolstatus.Desired(in), p.Status)
-		if !changed {
-			continue
+		if st, changed := configstatus.Change(configstatus.Desired(in), p.Status); changed {
+			write(apis.NodePoolKind, p.Name, st, r.Status.PatchNodePoolStatus)
 		}
-		patch, err := json.Marshal(map[string]any{"status": st})
-		if err == nil {
-			err = r.PoolStatus.PatchNodePoolStatus(ctx, p.Name, patch)
-		}
-		if err != nil {
-			r.Log.Warn("write the NodePool's status: the next round writes it", "nodePool", p.Name, "error", err)
+	}
+	resolved := map[string]*fleet.Resolution{}
+	for i := range w.resolved {
+		resolved[w.resolved[i].Name] = &w.resolved[i]
+	}
+	for _, c := range w.view.NodeClasses {
+		in := configstatus.NodeClassInput{Class: c, Resolution: resolved[c.Name], Now: r.Now()}
+		if st, changed := configstatus.NodeClassChange(configstatus.NodeClass(in), c.Status); changed {
+			write(apis.EC2NodeClassKind, c.Name, st, r.Status.PatchNodeClassStatus)
 		}
 	}
 }

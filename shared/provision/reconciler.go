@@ -126,13 +126,14 @@ type Reconciler struct {
 	Nodes   Nodes
 	// NodeClaims keeps a NodeClaim object per record (nil: none kept).
 	NodeClaims NodeClaimObjects
-	// PoolStatus writes the cluster's NodePools' status (nil: none).
-	PoolStatus PoolStatusWriter
-	Drainer    Drainer
-	Events     Events
-	Metrics    Metrics
-	Catalog    *catalog.Catalog
-	Spot       SpotPrices // nil: on-demand only
+	// Status writes the status of the cluster's NodePools and
+	// EC2NodeClasses (nil: none).
+	Status  StatusWriter
+	Drainer Drainer
+	Events  Events
+	Metrics Metrics
+	Catalog *catalog.Catalog
+	Spot    SpotPrices // nil: on-demand only
 	// NodePools and NodeClasses are the deployed configuration.
 	NodePools   []*apis.NodePool
 	NodeClasses []*apis.EC2NodeClass

@@ -131,7 +131,7 @@ func Controller(ctx context.Context, o Options) (*provision.Reconciler, error) {
 		Cluster: cluster, Store: store, Fleet: launcher, Catalog: cat, Spot: spot,
 		Source: cacheSource{kube.NewCache(kc, kube.CacheOptions{Now: o.Now, Log: o.Log})},
 		Nodes:  nodeWriter{kc}, Drainer: drainer{kc, o.Now},
-		NodeClaims: &nodeclaim.Objects{API: kc, Log: o.Log}, PoolStatus: kc,
+		NodeClaims: &nodeclaim.Objects{API: kc, Log: o.Log}, Status: kc,
 		Events:    events{kube.NewRecorder(kc, kube.RecorderOptions{Instance: o.Env[envLambdaFunction], Now: o.Now, Log: o.Log})},
 		NodePools: pools, NodeClasses: classes, Now: o.Now, Log: o.Log,
 	}

@@ -17,8 +17,8 @@ import (
 // TestNodeClaimObjectsUnderRBAC: with the provision function's identity
 // and only what rbac.yaml grants, a NodeClaim object is created with its
 // status, accepted by the CRD's schema (Karpenter's), brought in step,
-// deleted under its finalizer and released, as a sweep does; and a
-// NodePool's status is written, as a round does.
+// deleted under its finalizer and released, as a sweep does; and the
+// status of a NodePool and of an EC2NodeClass is written, as a round does.
 func TestNodeClaimObjectsUnderRBAC(t *testing.T) {
 	ctx := context.Background()
 	rc, err := provider(roleConfig(t, "provision"), cloud.Cluster.Name).RESTConfig(ctx)
@@ -86,6 +86,16 @@ func TestNodeClaimObjectsUnderRBAC(t *testing.T) {
 	t.Cleanup(func() { _ = admin.Delete().AbsPath("/apis/karpenter.sh/v1/nodepools/rbac-probe-np").Do(ctx).Error() })
 	if err := kc.PatchNodePoolStatus(ctx, "rbac-probe-np", []byte(`{"status":{"nodes":2}}`)); err != nil {
 		t.Errorf("write a NodePool's status: %v", err)
+	}
+	class := []byte(`{"apiVersion":"karpenter.k8s.aws/v1","kind":"EC2NodeClass","metadata":{"name":"rbac-probe-nc"},"spec":{"role":"nodes"}}`)
+	if err := admin.Post().AbsPath("/apis/karpenter.k8s.aws/v1/ec2nodeclasses").SetHeader("Content-Type", "application/json").Body(class).Do(ctx).Error(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = admin.Delete().AbsPath("/apis/karpenter.k8s.aws/v1/ec2nodeclasses/rbac-probe-nc").Do(ctx).Error()
+	})
+	if err := kc.PatchNodeClassStatus(ctx, "rbac-probe-nc", []byte(`{"status":{"subnets":[{"id":"subnet-1","zone":"us-east-1a"}]}}`)); err != nil {
+		t.Errorf("write an EC2NodeClass's status: %v", err)
 	}
 	// The record gone: deleted, then released by the next pass.
 	for pass := 0; pass < 2; pass++ {

@@ -1,4 +1,4 @@
-package poolstatus
+package configstatus
 
 import (
 	"testing"

@@ -1,11 +1,14 @@
-// Package poolstatus derives the status Karpenter's NodePool controllers
-// write (resources in use, node count, the conditions Ready,
-// NodeClassReady, ValidationSucceeded and NodeRegistrationHealthy with
-// their observedGeneration), so that `kubectl get nodepools` fills NODES
-// and READY and GitOps health checks read a NodePool as they read
-// Karpenter's. It is derived from the records and the pool's readiness,
-// never read back for a decision. Pure: the provision function writes it.
-package poolstatus
+// Package configstatus derives the status Karpenter's controllers write on
+// the configuration objects: a NodePool's (resources in use, node count,
+// the conditions Ready, NodeClassReady, ValidationSucceeded and
+// NodeRegistrationHealthy with their observedGeneration) and an
+// EC2NodeClass's (the subnets, security groups and AMIs it resolved to,
+// and its readiness conditions), so that `kubectl get nodepools` fills
+// NODES and READY and GitOps health checks read them as they read
+// Karpenter's. They are derived from the records and the classes'
+// resolutions, never read back for a decision. Pure: the provision
+// function writes them.
+package configstatus
 
 import (
 	"slices"
@@ -105,16 +108,30 @@ func Desired(in Input) apis.NodePoolStatus {
 // when not).
 func Change(desired, current apis.NodePoolStatus) (apis.NodePoolStatus, bool) {
 	out := desired
-	out.Conditions = slices.Clone(desired.Conditions)
-	for i, d := range out.Conditions {
-		for _, c := range current.Conditions {
+	out.Conditions = keepTimes(desired.Conditions, current.Conditions)
+	cur := current
+	cur.Conditions = sortedConditions(current.Conditions)
+	return out, !semanticEqual(out, cur)
+}
+
+// keepTimes gives each desired condition the transition time of the
+// current one when its status and reason are the same.
+func keepTimes(desired, current []metav1.Condition) []metav1.Condition {
+	out := slices.Clone(desired)
+	for i, d := range out {
+		for _, c := range current {
 			if c.Type == d.Type && c.Status == d.Status && c.Reason == d.Reason {
-				out.Conditions[i].LastTransitionTime = c.LastTransitionTime
+				out[i].LastTransitionTime = c.LastTransitionTime
 			}
 		}
 	}
-	cur := current
-	cur.Conditions = slices.Clone(current.Conditions)
-	sort.Slice(cur.Conditions, func(i, j int) bool { return cur.Conditions[i].Type < cur.Conditions[j].Type })
-	return out, !equality.Semantic.DeepEqual(out, cur)
+	return out
 }
+
+func sortedConditions(cs []metav1.Condition) []metav1.Condition {
+	out := slices.Clone(cs)
+	sort.Slice(out, func(i, j int) bool { return out[i].Type < out[j].Type })
+	return out
+}
+
+func semanticEqual(a, b any) bool { return equality.Semantic.DeepEqual(a, b) }
