@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/nodeclaim"
@@ -18,6 +19,9 @@ import (
 // (`kubectl get nodeclaims`), by name.
 func nodeClaims(ctx context.Context, lc *localcloud.Cloud) ([]report.NodeClaim, error) {
 	raw, err := lc.Kube.Discovery().RESTClient().Get().AbsPath("/apis/karpenter.sh/v1/nodeclaims").DoRaw(ctx)
+	if apierrors.IsNotFound(err) {
+		return []report.NodeClaim{}, nil // a cloud started without the CRDs
+	}
 	if err != nil {
 		return nil, fmt.Errorf("list nodeclaims: %w", err)
 	}
