@@ -139,7 +139,7 @@ func TestRunSynthesizes(t *testing.T) {
 	if fns != len(stack.FunctionNames()) {
 		t.Errorf("%d functions in the template", fns)
 	}
-	for _, f := range []string{stack.WebhookManifestFile, stack.RBACManifestFile} {
+	for _, f := range []string{stack.WebhookManifestFile, stack.RBACManifestFile, stack.CRDsManifestFile} {
 		if _, err := os.Stat(filepath.Join(out, "nodewright", "Nodewright-demo-cluster", f)); err != nil {
 			t.Error(err)
 		}

@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/nodewright/nodewright/shared/apis/crds"
 	"github.com/nodewright/nodewright/shared/names"
 	"github.com/nodewright/nodewright/shared/webhookconfig"
 )
@@ -17,6 +18,7 @@ const (
 	ManifestDir         = "cdk.out/nodewright"
 	WebhookManifestFile = "webhook.yaml"
 	RBACManifestFile    = "rbac.yaml"
+	CRDsManifestFile    = "crds.yaml"
 )
 
 // The webhook registration's names and match conditions (package
@@ -40,10 +42,13 @@ func WebhookManifest(url string, timeoutSeconds int) ([]byte, error) {
 // volume objects that pin pods to zones, and Karpenter's NodePools and
 // EC2NodeClasses where their CRDs are installed), evict pods, delete pods
 // that a drain's deadline (terminationGracePeriod, a spot instance's end)
-// leaves, patch (cordon, taint, finalizer) and delete nodes, record
-// events (get: a repeated event bumps the count of the existing one), and
-// list Leases to see Karpenter's leader-election Lease (package handover:
-// Nodewright launches nothing while Karpenter's controller runs).
+// leaves, patch (cordon, taint, finalizer) and delete nodes, keep a
+// NodeClaim object per node (create; merge-patch its metadata and status;
+// delete it when its record is gone), write the status of NodePools and
+// EC2NodeClasses, record events (get: a repeated event bumps the count of
+// the existing one), and list Leases to see Karpenter's leader-election
+// Lease (package handover: Nodewright launches nothing while Karpenter's
+// controller runs).
 func ClusterRoleRules() []rbacv1.PolicyRule {
 	read := []string{"get", "list", "watch"}
 	return []rbacv1.PolicyRule{
@@ -55,7 +60,10 @@ func ClusterRoleRules() []rbacv1.PolicyRule {
 		{APIGroups: []string{"policy"}, Resources: []string{"poddisruptionbudgets"}, Verbs: read},
 		{APIGroups: []string{"storage.k8s.io"}, Resources: []string{"storageclasses", "csinodes"}, Verbs: read},
 		{APIGroups: []string{"karpenter.sh"}, Resources: []string{"nodepools"}, Verbs: read},
+		{APIGroups: []string{"karpenter.sh"}, Resources: []string{"nodeclaims"}, Verbs: []string{"get", "list", "watch", "create", "patch", "delete"}},
+		{APIGroups: []string{"karpenter.sh"}, Resources: []string{"nodeclaims/status", "nodepools/status"}, Verbs: []string{"patch"}},
 		{APIGroups: []string{"karpenter.k8s.aws"}, Resources: []string{"ec2nodeclasses"}, Verbs: read},
+		{APIGroups: []string{"karpenter.k8s.aws"}, Resources: []string{"ec2nodeclasses/status"}, Verbs: []string{"patch"}},
 		{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch", "get"}},
 		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"list"}},
 	}
@@ -104,5 +112,20 @@ func (s *Stack) Manifests() (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return map[string][]byte{WebhookManifestFile: wh, RBACManifestFile: rbac}, nil
+	return map[string][]byte{WebhookManifestFile: wh, RBACManifestFile: rbac, CRDsManifestFile: CRDsManifest()}, nil
+}
+
+// CRDsManifest is the NodePool, EC2NodeClass and NodeClaim CRDs
+// (shared/apis/crds) in one file, for a cluster that has no Karpenter CRDs
+// yet; one that has them keeps Karpenter's.
+func CRDsManifest() []byte {
+	var out []byte
+	files := crds.Files()
+	for i, name := range crds.Names() {
+		if i > 0 {
+			out = append(out, "---\n"...)
+		}
+		out = append(out, files[name]...)
+	}
+	return out
 }

@@ -83,6 +83,10 @@ func TestRBACManifest(t *testing.T) {
 		{"", "persistentvolumeclaims", "watch"}, {"", "persistentvolumes", "list"}, {"storage.k8s.io", "storageclasses", "watch"},
 		// Karpenter's leader-election Lease (package handover).
 		{"coordination.k8s.io", "leases", "list"},
+		// One NodeClaim object per record (shared/nodeclaim).
+		{"karpenter.sh", "nodeclaims", "create"}, {"karpenter.sh", "nodeclaims", "patch"}, {"karpenter.sh", "nodeclaims", "delete"},
+		{"karpenter.sh", "nodeclaims", "list"}, {"karpenter.sh", "nodeclaims/status", "patch"}, {"karpenter.sh", "nodepools/status", "patch"},
+		{"karpenter.k8s.aws", "ec2nodeclasses/status", "patch"},
 	} {
 		if !allowed(c.group, c.resource, c.verb) {
 			t.Errorf("cannot %s %s/%s", c.verb, c.group, c.resource)
@@ -91,6 +95,8 @@ func TestRBACManifest(t *testing.T) {
 	for _, c := range []struct{ group, resource, verb string }{
 		{"", "pods", "create"}, {"", "pods", "patch"}, {"", "secrets", "get"}, {"karpenter.sh", "nodepools", "patch"}, {"", "nodes", "create"}, {"apps", "daemonsets", "patch"},
 		{"coordination.k8s.io", "leases", "update"}, {"coordination.k8s.io", "leases", "get"},
+		// Merge patches only: no update of NodeClaims.
+		{"karpenter.sh", "nodeclaims", "update"}, {"karpenter.sh", "nodeclaims/status", "update"}, {"karpenter.sh", "nodepools/status", "update"},
 	} {
 		if allowed(c.group, c.resource, c.verb) {
 			t.Errorf("may %s %s/%s", c.verb, c.group, c.resource)
@@ -111,5 +117,10 @@ func TestStackManifests(t *testing.T) {
 	}
 	if !bytes.Contains(files[WebhookManifestFile], []byte("url: "+WebhookURLPlaceholder)) || len(files[RBACManifestFile]) == 0 {
 		t.Fatalf("manifests %s", files)
+	}
+	for _, crd := range []string{"nodepools.karpenter.sh", "ec2nodeclasses.karpenter.k8s.aws", "nodeclaims.karpenter.sh"} {
+		if !bytes.Contains(files[CRDsManifestFile], []byte("name: "+crd+"\n")) {
+			t.Errorf("%s lacks the %s CRD", CRDsManifestFile, crd)
+		}
 	}
 }

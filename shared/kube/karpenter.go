@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodewright/nodewright/shared/apis"
 )
@@ -133,6 +134,28 @@ func (c *Cache) karpenter(ctx context.Context, v *View) error {
 	v.KarpenterCRDs, v.NodePools, v.NodeClasses, v.Invalid = installed, cfg.NodePools, cfg.NodeClasses, invalid
 	if invalid != nil {
 		c.opts.Log.Warn("invalid Karpenter objects in the cluster are ignored", "err", invalid.Error())
+	}
+	return nil
+}
+
+// PatchNodePoolStatus applies a JSON merge patch to a NodePool's status
+// subresource.
+func (c *Client) PatchNodePoolStatus(ctx context.Context, name string, patch []byte) error {
+	err := c.core.Patch(types.MergePatchType).AbsPath(nodePoolsPath+"/"+name+"/status").SetHeader("Accept", "application/json").
+		Body(patch).Do(ctx).Error()
+	if err != nil {
+		return fmt.Errorf("patch nodepool %s status: %w", name, err)
+	}
+	return nil
+}
+
+// PatchNodeClassStatus applies a JSON merge patch to an EC2NodeClass's
+// status subresource.
+func (c *Client) PatchNodeClassStatus(ctx context.Context, name string, patch []byte) error {
+	err := c.core.Patch(types.MergePatchType).AbsPath(nodeClassesPath+"/"+name+"/status").SetHeader("Accept", "application/json").
+		Body(patch).Do(ctx).Error()
+	if err != nil {
+		return fmt.Errorf("patch ec2nodeclass %s status: %w", name, err)
 	}
 	return nil
 }

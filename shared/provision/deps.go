@@ -61,9 +61,9 @@ type Ref struct {
 	APIVersion, Kind, Namespace, Name, UID string
 }
 
-// NodeClaimRef is the event reference of a NodeClaim record (Nodewright
-// keeps NodeClaims in its state table, not as objects: the events are
-// listed by `kubectl get events --field-selector involvedObject.kind=NodeClaim`).
+// NodeClaimRef is the event reference of a NodeClaim by name; the
+// reconciler adds the object's UID when it keeps NodeClaim objects
+// (nodeClaimRef), so that `kubectl describe nodeclaim` lists the events.
 func NodeClaimRef(name string) Ref {
 	return Ref{APIVersion: apis.NodePoolAPIVersion, Kind: "NodeClaim", Name: name}
 }

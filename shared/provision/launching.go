@@ -72,7 +72,7 @@ func (r *Reconciler) redrive(ctx context.Context, w *world, rep *Report) error {
 
 // launchedEvent tells Kubernetes that a NodeClaim launched.
 func (r *Reconciler) launchedEvent(ctx context.Context, rec *state.NodeClaim) {
-	r.Events.Event(ctx, NodeClaimRef(rec.Name), corev1.EventTypeNormal, string(EventLaunched),
+	r.Events.Event(ctx, r.nodeClaimRef(ctx, rec), corev1.EventTypeNormal, string(EventLaunched),
 		fmt.Sprintf("Launched NodeClaim %s (%s, %s, %s, $%.4f/h) as instance %s for %d pods of NodePool %s",
 			rec.Name, rec.InstanceType, rec.CapacityType, rec.Zone, rec.PricePerHour, rec.InstanceID, len(rec.Claim.Pods), rec.NodePool))
 }

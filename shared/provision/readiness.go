@@ -177,6 +177,7 @@ func (r *Reconciler) poolReadiness(ctx context.Context, w *world, rep *Report) e
 		_ = r.Metrics.Emit(metrics.NodePoolNotReady, value, metrics.Dims{metrics.DimNodePool: s.NodePool})
 	}
 	r.readinessNote.store(ctx, r, pr)
+	r.writeStatus(ctx, w)
 	return nil
 }
 

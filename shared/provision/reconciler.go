@@ -124,6 +124,11 @@ type Reconciler struct {
 	Source  ClusterSource
 	Fleet   Fleet
 	Nodes   Nodes
+	// NodeClaims keeps a NodeClaim object per record (nil: none kept).
+	NodeClaims NodeClaimObjects
+	// Status writes the status of the cluster's NodePools and
+	// EC2NodeClasses (nil: none).
+	Status  StatusWriter
 	Drainer Drainer
 	Events  Events
 	Metrics Metrics

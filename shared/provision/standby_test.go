@@ -8,6 +8,7 @@ import (
 
 	testingclock "k8s.io/utils/clock/testing"
 
+	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/handover"
 	"github.com/nodewright/nodewright/shared/metrics"
 )
@@ -20,11 +21,17 @@ import (
 func TestNoLaunchWhileKarpenterRuns(t *testing.T) {
 	clock := testingclock.NewFakeClock(t0)
 	pods := bigPods(2, t0)
+	var clusterPools []*apis.NodePool
 	running := &handover.Controller{Namespace: "kube-system", Holder: "karpenter-7d9f_1", Until: t0.Add(15 * time.Second)}
 	karpenter := running
-	r, fl, m, _ := testReconciler(t, clock, func(time.Time) (*View, error) { return &View{Pods: pods, Karpenter: karpenter}, nil })
+	r, fl, m, _ := testReconciler(t, clock, func(time.Time) (*View, error) {
+		return &View{Pods: pods, Karpenter: karpenter, NodePools: clusterPools}, nil
+	})
+	clusterPools = r.NodePools // the same pools, as applied to the cluster: their status is written
 	ev := &fakeEvents{}
 	r.Events = ev
+	status := &countingStatus{}
+	r.Status = status
 	ctx := context.Background()
 
 	rep, err := r.Round(ctx, testLease(clock))
@@ -61,6 +68,10 @@ func TestNoLaunchWhileKarpenterRuns(t *testing.T) {
 		t.Errorf("status item %+v (%v): want the running controller named", pr, err)
 	}
 
+	if status.pools != 0 {
+		t.Errorf("%d NodePool status writes while Karpenter runs: the status is its to write", status.pools)
+	}
+
 	rrep, err := r.Replace(ctx, testLease(clock), []string{pods[0].Namespace + "/" + pods[0].Name}, "replacement for x: spot interruption")
 	if err != nil || len(fl.Calls()) != 0 || rrep.Standby == "" || len(rrep.Launched()) != 0 {
 		t.Errorf("replacement while Karpenter runs: err %v, %d fleet calls, standby %q", err, len(fl.Calls()), rrep.Standby)
@@ -78,7 +89,23 @@ func TestNoLaunchWhileKarpenterRuns(t *testing.T) {
 	if v := m.Values(metrics.KarpenterRunning); v[len(v)-1] != 0 {
 		t.Errorf("KarpenterRunning %v, want 0 last", v)
 	}
+	if status.pools == 0 {
+		t.Error("no NodePool status written once Karpenter left")
+	}
 	if pr, _ := r.Store.PoolReadiness(ctx); pr.Karpenter != "" {
 		t.Errorf("status item still names %q", pr.Karpenter)
 	}
+}
+
+// countingStatus counts status patches.
+type countingStatus struct{ pools, classes int }
+
+func (c *countingStatus) PatchNodePoolStatus(context.Context, string, []byte) error {
+	c.pools++
+	return nil
+}
+
+func (c *countingStatus) PatchNodeClassStatus(context.Context, string, []byte) error {
+	c.classes++
+	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/fleet"
 	"github.com/nodewright/nodewright/shared/launch"
+	"github.com/nodewright/nodewright/shared/nodeclaim"
 	"github.com/nodewright/nodewright/shared/podstate"
 	"github.com/nodewright/nodewright/shared/state"
 	"github.com/nodewright/nodewright/shared/termination"
@@ -112,6 +113,9 @@ type SweepReport struct {
 	// Adopted are records written for orphans that run pods (drained
 	// before they go).
 	Adopted []string `json:"adopted,omitempty"`
+	// NodeClaims is what the sweep wrote of the NodeClaim objects (nil:
+	// nothing).
+	NodeClaims *nodeclaim.Report `json:"nodeClaims,omitempty"`
 }
 
 // Sweep runs liveness and garbage collection, and has the terminator carry
@@ -130,6 +134,10 @@ func (r *Reconciler) Sweep(ctx context.Context) (*SweepReport, error) {
 	if err != nil {
 		return rep, fmt.Errorf("sweep: %w", err)
 	}
+	objs, keepObjects := r.listObjects(ctx)
+	// While Karpenter's controller runs it would manage NodeClaim objects
+	// as its own: none is written (package handover).
+	keepObjects = keepObjects && view.Karpenter == nil
 	records, err := r.Store.NodeClaims(ctx)
 	if err != nil {
 		return rep, fmt.Errorf("sweep: %w", err)
@@ -179,6 +187,9 @@ func (r *Reconciler) Sweep(ctx context.Context) (*SweepReport, error) {
 	for _, p := range view.NodePools {
 		pools[p.Name] = p
 	}
+	if keepObjects {
+		records = r.deletionRequested(ctx, objs, records, pools)
+	}
 	cl := termination.Cluster{Nodes: view.Nodes, Records: records, Instances: instances, Orphans: orphans}
 	for _, name := range slices.Sorted(maps.Keys(pools)) {
 		cl.NodePools = append(cl.NodePools, pools[name])
@@ -189,6 +200,13 @@ func (r *Reconciler) Sweep(ctx context.Context) (*SweepReport, error) {
 		r.Log.Info("deleted Nodes that carry the termination finalizer but are not Nodewright's: left alone", "nodes", trep.NotOurs)
 	}
 	r.karpenterPodsStarted(view, records)
+	if keepObjects {
+		orep, err := r.syncObjects(ctx, objs, view, pools)
+		rep.NodeClaims = orep
+		if err != nil {
+			r.Log.Warn("nodeclaim objects: the next sweep carries on", "error", err)
+		}
+	}
 	return rep, nil
 }
 

@@ -28,6 +28,7 @@ import (
 	"github.com/nodewright/nodewright/shared/kube"
 	"github.com/nodewright/nodewright/shared/metrics"
 	"github.com/nodewright/nodewright/shared/names"
+	"github.com/nodewright/nodewright/shared/nodeclaim"
 	"github.com/nodewright/nodewright/shared/orchestration"
 	"github.com/nodewright/nodewright/shared/pricing"
 	"github.com/nodewright/nodewright/shared/provision"
@@ -132,6 +133,7 @@ func Controller(ctx context.Context, o Options) (*provision.Reconciler, error) {
 		Cluster: cluster, Store: store, Fleet: launcher, Catalog: cat, Spot: spot,
 		Source: cacheSource{kube.NewCache(kc, kube.CacheOptions{Now: o.Now, Log: o.Log}), o.Now},
 		Nodes:  nodeWriter{kc}, Drainer: drainer{kc, o.Now},
+		NodeClaims: &nodeclaim.Objects{API: kc, Log: o.Log}, Status: kc,
 		Events:    events{kube.NewRecorder(kc, kube.RecorderOptions{Instance: o.Env[envLambdaFunction], Now: o.Now, Log: o.Log})},
 		NodePools: pools, NodeClasses: classes, Now: o.Now, Log: o.Log, Regional: regional,
 	}

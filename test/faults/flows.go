@@ -55,6 +55,7 @@ import (
 	"github.com/nodewright/nodewright/shared/handlers"
 	"github.com/nodewright/nodewright/shared/interruption"
 	"github.com/nodewright/nodewright/shared/names"
+	"github.com/nodewright/nodewright/shared/nodeclaim"
 	"github.com/nodewright/nodewright/shared/pricing"
 	"github.com/nodewright/nodewright/shared/provision"
 	st "github.com/nodewright/nodewright/shared/scheduling/schedtest"
@@ -245,7 +246,8 @@ func (f *flows) reconciler() (*provision.Reconciler, error) {
 	}
 	return &provision.Reconciler{
 		Cluster: clusterName, Store: f.store, Source: w.kube, Fleet: l, Nodes: w.kube, Drainer: drainer{f}, Events: w.kube,
-		Catalog: f.cfg.cat, Spot: sp, NodePools: f.cfg.pools, NodeClasses: f.cfg.classes, Now: w.clock.Now, Log: quiet,
+		NodeClaims: &nodeclaim.Objects{API: w.kube, Log: quiet},
+		Catalog:    f.cfg.cat, Spot: sp, NodePools: f.cfg.pools, NodeClasses: f.cfg.classes, Now: w.clock.Now, Log: quiet,
 		Names:    func(pool string) (string, error) { return fleet.NodeClaimName(pool, f.names) },
 		Nonce:    f.nonce,
 		Parallel: sequential,

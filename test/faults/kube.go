@@ -37,10 +37,12 @@ type Kube struct {
 	// joined are the instances whose kubelet registered once.
 	joined map[string]bool
 	gen    int
+	// claims are the NodeClaim objects, as JSON (nodeclaims.go).
+	claims map[string]map[string]any
 }
 
 func newKube(w *World) *Kube {
-	return &Kube{w: w, nodes: map[string]*corev1.Node{}, pods: map[string]*corev1.Pod{}, joined: map[string]bool{}}
+	return &Kube{w: w, nodes: map[string]*corev1.Node{}, pods: map[string]*corev1.Pod{}, joined: map[string]bool{}, claims: map[string]map[string]any{}}
 }
 
 var (

@@ -345,7 +345,8 @@ func (w *World) launched(in *instance, token string) {
 	}
 }
 
-// settled checks what must hold once nothing changes: invariants 1 and 2.
+// settled checks what must hold once nothing changes: invariants 1, 2 and
+// 11.
 func (w *World) settled(registration, redrive time.Duration) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -357,6 +358,21 @@ func (w *World) settled(registration, redrive time.Duration) {
 		}
 		if r.InstanceID == "" && now.Sub(r.CreatedAt) > redrive+registration+time.Minute {
 			w.violate("2", "record %s (%s) has had no instance for %s", r.Name, r.Phase, now.Sub(r.CreatedAt).Round(time.Second))
+		}
+	}
+	// Invariant 10: each record has its NodeClaim object, under the
+	// termination finalizer, and each object of Nodewright's a record.
+	objs := w.kube.nodeClaims()
+	recs := map[string]bool{}
+	for _, r := range w.records() {
+		recs[r.Name] = true
+		if o := objs[r.Name]; o == nil || !o.HasFinalizer() || o.DeletionTimestamp != nil {
+			w.violate("11", "record %s (%s) has no NodeClaim object in step (%v)", r.Name, r.Phase, o != nil)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(objs)) {
+		if !recs[name] && objs[name].Managed() {
+			w.violate("11", "NodeClaim object %s has no record", name)
 		}
 	}
 	for _, id := range slices.Sorted(maps.Keys(w.ec2.instances)) {

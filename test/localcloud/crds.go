@@ -12,9 +12,9 @@ import (
 	"github.com/nodewright/nodewright/shared/apis/crds"
 )
 
-// InstallCRDs creates the NodePool and EC2NodeClass CRDs that Nodewright
-// generates from its API types (shared/apis/crds) and waits until the API
-// server serves both kinds. CRDs that already exist (Karpenter's, say) are
+// InstallCRDs creates the NodePool, EC2NodeClass and NodeClaim CRDs that
+// Nodewright generates (shared/apis/crds) and waits until the API server
+// serves the three kinds. CRDs that already exist (Karpenter's, say) are
 // kept. Options.InstallCRDs does this during Start.
 func (c *Cloud) InstallCRDs(ctx context.Context) error {
 	files := crds.Files()
@@ -37,7 +37,7 @@ func (c *Cloud) InstallCRDs(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.Options.ReadyTimeout)
 	defer cancel()
-	for _, path := range []string{"/apis/karpenter.sh/v1/nodepools", "/apis/karpenter.k8s.aws/v1/ec2nodeclasses"} {
+	for _, path := range []string{"/apis/karpenter.sh/v1/nodepools", "/apis/karpenter.k8s.aws/v1/ec2nodeclasses", "/apis/karpenter.sh/v1/nodeclaims"} {
 		for {
 			err := rc.Get().AbsPath(path).Do(ctx).Error()
 			if err == nil {

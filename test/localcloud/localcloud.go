@@ -60,7 +60,7 @@ type Options struct {
 	// account): for tests of the state table, queues and EC2 that need no
 	// Kubernetes. Cluster, Kubeconfig and Kube stay empty.
 	AWSOnly bool
-	// InstallCRDs installs Nodewright's NodePool and EC2NodeClass CRDs
+	// InstallCRDs installs Nodewright's NodePool, EC2NodeClass and NodeClaim CRDs
 	// (shared/apis/crds), as a cluster that never ran Karpenter would
 	// (ignored with AWSOnly).
 	InstallCRDs bool

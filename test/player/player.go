@@ -482,6 +482,9 @@ func (pl *player) finish(ctx context.Context, rep *report.Report) error {
 	s.FixedNodeGroupNodesPeak, s.FixedNodeGroupUnplaced = fixed.Nodes, fixed.Unplaced
 	s.PricePerHourPeak, s.PricePerHourEnd = round4(s.PricePerHourPeak), round4(s.PricePerHourEnd)
 	rep.Summary = s
+	if rep.NodeClaims, err = nodeClaims(ctx, pl.lc); err != nil {
+		return err
+	}
 
 	facts := report.Facts{}
 	if e := pl.sc.Expect.PodsRunningAtEnd; e != nil {

@@ -102,6 +102,20 @@ type Report struct {
 	Samples  []Sample      `json:"samples"`
 	// Nodes are every node the scenario launched.
 	Nodes []Node `json:"nodes"`
+	// NodeClaims are the cluster's NodeClaim objects at the end, as
+	// `kubectl get nodeclaims` lists them.
+	NodeClaims []NodeClaim `json:"nodeClaims"`
+}
+
+// NodeClaim is one NodeClaim object: kubectl's columns and its NodePool.
+type NodeClaim struct {
+	Name         string `json:"name"`
+	NodePool     string `json:"nodePool"`
+	InstanceType string `json:"type"`
+	CapacityType string `json:"capacity"`
+	Zone         string `json:"zone"`
+	Node         string `json:"node"`
+	Ready        string `json:"ready"`
 }
 
 // Node is one launched NodeClaim and its instance.

@@ -1,7 +1,9 @@
 // Package crds holds the CustomResourceDefinitions of NodePool
 // (karpenter.sh/v1) and EC2NodeClass (karpenter.k8s.aws/v1) generated from
 // Nodewright's API types (shared/apis/internal/crdgen explains how they stay
-// compatible with Karpenter's own). A cluster that runs Karpenter keeps
+// compatible with Karpenter's own), and of NodeClaim (karpenter.sh/v1),
+// generated from Karpenter's own Go types, for the objects Nodewright keeps
+// one per node record. A cluster that runs Karpenter keeps
 // Karpenter's CRDs; one that never did installs these to `kubectl apply` its
 // NodePools as Karpenter users do.
 package crds

@@ -57,3 +57,88 @@ func TestNamesMatchKarpentersPublishedCRDs(t *testing.T) {
 		}
 	}
 }
+
+// The NodeClaim CRD is generated from Karpenter's own Go types, so it is
+// Karpenter's published one (names, printer columns, subresources, status
+// schema) except for the validations Karpenter's build adds to the spec
+// after generating it: there theirs may have a pattern, a length bound, an
+// enum or a CEL rule ours lacks (ours accepts a superset: an enum of ours
+// takes every value of theirs), and nothing else may differ.
+func TestNodeClaimIsKarpentersPublishedCRD(t *testing.T) {
+	const name = "karpenter.sh_nodeclaims.yaml"
+	ours, theirs := load(t, name), karpenterCRDs(t)[name]
+	if len(ours.Spec.Versions) != 1 || len(theirs.Spec.Versions) != 1 {
+		t.Fatalf("versions: ours %d, theirs %d", len(ours.Spec.Versions), len(theirs.Spec.Versions))
+	}
+	ov, tv := ours.Spec.Versions[0], theirs.Spec.Versions[0]
+	if !reflect.DeepEqual(ov.AdditionalPrinterColumns, tv.AdditionalPrinterColumns) {
+		t.Errorf("printer columns %+v, Karpenter's %+v", ov.AdditionalPrinterColumns, tv.AdditionalPrinterColumns)
+	}
+	if !reflect.DeepEqual(ov.Subresources, tv.Subresources) {
+		t.Errorf("subresources %+v, Karpenter's %+v", ov.Subresources, tv.Subresources)
+	}
+	os, ts := ov.Schema.OpenAPIV3Schema, tv.Schema.OpenAPIV3Schema
+	if !reflect.DeepEqual(os.Properties["status"], ts.Properties["status"]) {
+		t.Errorf("status schema differs from Karpenter's")
+	}
+	var diffs []string
+	compareLooser(*os, *ts, "", &diffs)
+	for _, d := range diffs {
+		t.Error(d)
+	}
+}
+
+// compareLooser reports where ours differs from theirs other than by
+// lacking a validation theirs has.
+func compareLooser(ours, theirs apiextv1.JSONSchemaProps, path string, diffs *[]string) {
+	if ours.Pattern != "" && ours.Pattern != theirs.Pattern {
+		*diffs = append(*diffs, path+": pattern "+ours.Pattern+", Karpenter's "+theirs.Pattern)
+	}
+	for _, bound := range [][2]*int64{{ours.MaxLength, theirs.MaxLength}, {ours.MinLength, theirs.MinLength}} {
+		if bound[0] != nil && (bound[1] == nil || *bound[0] != *bound[1]) {
+			*diffs = append(*diffs, path+": a length bound Karpenter's lacks")
+		}
+	}
+	// An enum of ours must take every value theirs takes (none: any).
+	enum := map[string]bool{}
+	for _, v := range ours.Enum {
+		enum[string(v.Raw)] = true
+	}
+	for _, v := range theirs.Enum {
+		if len(ours.Enum) > 0 && !enum[string(v.Raw)] {
+			*diffs = append(*diffs, path+": enum refuses "+string(v.Raw)+", which Karpenter's takes")
+		}
+	}
+	rules := map[string]bool{}
+	for _, r := range theirs.XValidations {
+		rules[r.Rule] = true
+	}
+	for _, r := range ours.XValidations {
+		if !rules[r.Rule] {
+			*diffs = append(*diffs, path+": rule "+r.Rule+" Karpenter's lacks")
+		}
+	}
+	o, th := ours, theirs
+	o.Properties, th.Properties, o.Items, th.Items = nil, nil, nil, nil
+	o.Pattern, th.Pattern, o.MaxLength, th.MaxLength, o.MinLength, th.MinLength = "", "", nil, nil, nil, nil
+	o.Enum, th.Enum, o.XValidations, th.XValidations = nil, nil, nil, nil
+	if !reflect.DeepEqual(o, th) {
+		*diffs = append(*diffs, path+": differs from Karpenter's beyond its added validations")
+	}
+	if len(ours.Properties) != len(theirs.Properties) {
+		*diffs = append(*diffs, path+": properties differ in number")
+	}
+	for k, v := range ours.Properties {
+		tv, ok := theirs.Properties[k]
+		if !ok {
+			*diffs = append(*diffs, path+"."+k+": not in Karpenter's")
+			continue
+		}
+		compareLooser(v, tv, path+"."+k, diffs)
+	}
+	if (ours.Items == nil) != (theirs.Items == nil) {
+		*diffs = append(*diffs, path+": items differ")
+	} else if ours.Items != nil && ours.Items.Schema != nil && theirs.Items.Schema != nil {
+		compareLooser(*ours.Items.Schema, *theirs.Items.Schema, path+"[]", diffs)
+	}
+}

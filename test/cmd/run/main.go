@@ -190,6 +190,13 @@ func Summary(r *report.Report) string {
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "  pods' time to Running\tp50 %.1f s, p99 %.1f s (%d pods)\n", s.PodsToRunningP50Seconds, s.PodsToRunningP99Seconds, s.PodsMeasured)
 	fmt.Fprintf(tw, "  nodes\t%d launched, %d at the end\n", s.NodesLaunched, s.NodesAtEnd)
+	ready := 0
+	for _, nc := range r.NodeClaims {
+		if nc.Ready == "True" {
+			ready++
+		}
+	}
+	fmt.Fprintf(tw, "  NodeClaims (kubectl get nodeclaims)\t%d at the end, %d Ready\n", len(r.NodeClaims), ready)
 	fmt.Fprintf(tw, "  price per hour\t$%.4f peak, $%.4f at the end\n", s.PricePerHourPeak, s.PricePerHourEnd)
 	fmt.Fprintf(tw, "  one m5.xlarge on-demand node group\t$%.4f at the peak (%d nodes", s.FixedNodeGroupPricePerHourPeak, s.FixedNodeGroupNodesPeak)
 	if s.FixedNodeGroupUnplaced > 0 {

@@ -48,10 +48,12 @@ func TestParseFlags(t *testing.T) {
 func TestSummary(t *testing.T) {
 	r := &report.Report{Scenario: "s", Seconds: 12.3, Summary: report.Summary{PodsToRunningP50Seconds: 2.5, PodsToRunningP99Seconds: 4, PodsMeasured: 30,
 		NodesLaunched: 3, NodesAtEnd: 1, PricePerHourPeak: 0.1412, PricePerHourEnd: 0.0355, FixedNodeGroupPricePerHourPeak: 0.384, FixedNodeGroupNodesPeak: 2, FixedNodeGroupUnplaced: 1},
-		Expect: []report.Expectation{{Name: "pdbViolations", Want: "= 0", Got: int64(0), OK: true}, {Name: "nodesAtEnd", Want: "<= 1", Got: int64(2), OK: false}}}
+		Expect:     []report.Expectation{{Name: "pdbViolations", Want: "= 0", Got: int64(0), OK: true}, {Name: "nodesAtEnd", Want: "<= 1", Got: int64(2), OK: false}},
+		NodeClaims: []report.NodeClaim{{Name: "default-a", Ready: "True"}, {Name: "default-b", Ready: "Unknown"}}}
 	got := Summary(r)
 	for _, want := range []string{"scenario s: FAILED in 12.3 s", "p50 2.5 s, p99 4.0 s (30 pods)", "3 launched, 1 at the end", "$0.1412 peak, $0.0355 at the end",
-		"$0.3840 at the peak (2 nodes; 1 pods it cannot run)", "nodesAtEnd     want <= 1  got 2  FAILED"} {
+		"$0.3840 at the peak (2 nodes; 1 pods it cannot run)", "nodesAtEnd     want <= 1  got 2  FAILED",
+		"NodeClaims (kubectl get nodeclaims)", "2 at the end, 1 Ready"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("summary lacks %q:\n%s", want, got)
 		}

@@ -115,6 +115,11 @@ func Generate() (map[string][]byte, error) {
 		}
 		out[k.file] = b
 	}
+	b, err := nodeClaim()
+	if err != nil {
+		return nil, err
+	}
+	out[NodeClaimFile] = b
 	return out, nil
 }
 
@@ -214,7 +219,7 @@ func render(k kind, schema apiextv1.JSONSchemaProps) ([]byte, error) {
 
 // Files lists the generated file names in order.
 func Files() []string {
-	var out []string
+	out := []string{NodeClaimFile}
 	for _, k := range kinds {
 		out = append(out, k.file)
 	}
