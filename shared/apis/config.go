@@ -11,7 +11,7 @@ import (
 // other kinds (Pods, Deployments, ...) in source order, kept raw for callers
 // that want them.
 type Config struct {
-	NodePools   []*NodePool
+	NodePools    []*NodePool
 	NodeClasses  []*EC2NodeClass
 	NodeOverlays []*NodeOverlay
 	Other        []Document
