@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/nodewright/nodewright/shared/catalog"
+	"github.com/nodewright/nodewright/shared/overlay"
 	"github.com/nodewright/nodewright/shared/pricing"
 	"github.com/nodewright/nodewright/shared/scheduling"
 	"github.com/nodewright/nodewright/shared/snapshot"
@@ -125,6 +126,11 @@ func (c cli) plan(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 	}
 	s := snap.Input()
 	in.Pods, in.Nodes, in.NodePools, in.NodeClasses, in.DaemonSets, in.Volumes = s.Pods, s.Nodes, s.NodePools, s.NodeClasses, s.DaemonSets, s.Volumes
+	overlaid := overlay.Apply(in.InstanceTypes, in.Spot, snap.NodeOverlays)
+	in.InstanceTypes, in.Spot = overlaid.Types, overlaid.Spot
+	for _, c := range overlaid.Conflicts {
+		fmt.Fprintf(stderr, "nodewright plan: warning: %s\n", c)
+	}
 	res, err := c.solve(in)
 	if err != nil {
 		fmt.Fprintf(stderr, "nodewright plan: %v\n", err)
