@@ -14,6 +14,7 @@ import (
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/catalog"
 	"github.com/nodewright/nodewright/shared/handover"
+	"github.com/nodewright/nodewright/shared/overlay"
 	"github.com/nodewright/nodewright/shared/podstate"
 	"github.com/nodewright/nodewright/shared/scheduling"
 	"github.com/nodewright/nodewright/shared/state"
@@ -30,6 +31,8 @@ type View struct {
 	// cluster (none when the CRDs are not installed).
 	NodePools   []*apis.NodePool
 	NodeClasses []*apis.EC2NodeClass
+	// NodeOverlays are the NodeOverlays applied to the cluster.
+	NodeOverlays []*apis.NodeOverlay
 	// Volumes are the PersistentVolumeClaims, PersistentVolumes and
 	// StorageClasses that pin pods with volumes to zones (nil: not read;
 	// pods' volumes then restrict nothing).
@@ -101,6 +104,42 @@ type Inputs struct {
 	// Readiness, when set, is each NodePool's readiness (Readiness): the
 	// pools that are not ready are left out of the solve.
 	Readiness []PoolStatus
+	// NodeOverlays reprice Catalog and Spot for the solve (package overlay).
+	NodeOverlays []*apis.NodeOverlay
+}
+
+// MergeOverlays is the deployed NodeOverlays with the cluster's: one
+// applied to the cluster replaces the deployed one of the same name, as
+// MergeConfig does for NodePools. Sorted by name.
+func MergeOverlays(deployed []*apis.NodeOverlay, v *View) []*apis.NodeOverlay {
+	by := map[string]*apis.NodeOverlay{}
+	for _, o := range deployed {
+		by[o.Name] = o
+	}
+	if v != nil {
+		for _, o := range v.NodeOverlays {
+			by[o.Name] = o
+		}
+	}
+	out := make([]*apis.NodeOverlay, 0, len(by))
+	for _, name := range slices.Sorted(maps.Keys(by)) {
+		out = append(out, by[name])
+	}
+	return out
+}
+
+// Overlaid is the catalog and spot prices with the overlays' prices (the
+// inputs themselves when there are none), and the overlays in conflict.
+func Overlaid(cat *catalog.Catalog, spot catalog.SpotPricer, overlays []*apis.NodeOverlay) (*catalog.Catalog, catalog.SpotPricer, []string) {
+	if len(overlays) == 0 || cat == nil {
+		return cat, spot, nil
+	}
+	c, s, conflicts := overlay.ApplyCatalog(cat, spot, overlays)
+	var warnings []string
+	for _, k := range conflicts {
+		warnings = append(warnings, k.String())
+	}
+	return c, s, warnings
 }
 
 // Prepared is a solve's input and what went into it.
@@ -122,6 +161,7 @@ type Prepared struct {
 // returns a new value; it never modifies what it is given.
 func Prepare(in Inputs) Prepared {
 	var out Prepared
+	in.Catalog, in.Spot, out.Warnings = Overlaid(in.Catalog, in.Spot, in.NodeOverlays)
 	byInstance := map[string]*state.NodeClaim{}
 	for _, r := range in.Records {
 		if r.InstanceID != "" {

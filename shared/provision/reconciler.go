@@ -132,6 +132,9 @@ type Reconciler struct {
 	// NodePools and NodeClasses are the deployed configuration.
 	NodePools   []*apis.NodePool
 	NodeClasses []*apis.EC2NodeClass
+	// NodeOverlays are the deployed configuration's (the cluster's replace
+	// them by name: MergeOverlays).
+	NodeOverlays []*apis.NodeOverlay
 	// Names names new NodeClaims (default fleet.NodeClaimName with
 	// crypto/rand).
 	Names func(nodePool string) (string, error)
@@ -425,6 +428,7 @@ func (r *Reconciler) solveAndLaunch(ctx context.Context, lease *state.Lease, w *
 		prep := Prepare(Inputs{
 			View: w.view, Records: w.records, NodePools: w.pools, NodeClasses: w.classes, Catalog: r.Catalog,
 			Zones: w.zones, Spot: r.spot(rep), Unavailable: unavailable.Has, Only: only, Readiness: w.readiness,
+			NodeOverlays: MergeOverlays(r.NodeOverlays, w.view),
 		})
 		if attempt == 0 {
 			rep.Warnings = append(rep.Warnings, prep.Warnings...)
