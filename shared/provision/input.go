@@ -150,6 +150,10 @@ type Prepared struct {
 	// launched but not registered.
 	Pending, Reschedulable, InFlight int
 	Warnings                         []string
+	// Catalog and Spot are the prices the solve chooses by: the inputs'
+	// with the NodeOverlays applied.
+	Catalog *catalog.Catalog
+	Spot    catalog.SpotPricer
 }
 
 // Prepare builds a solve's input: the pods to place (unschedulable pods,
@@ -162,6 +166,7 @@ type Prepared struct {
 func Prepare(in Inputs) Prepared {
 	var out Prepared
 	in.Catalog, in.Spot, out.Warnings = Overlaid(in.Catalog, in.Spot, in.NodeOverlays)
+	out.Catalog, out.Spot = in.Catalog, in.Spot
 	byInstance := map[string]*state.NodeClaim{}
 	for _, r := range in.Records {
 		if r.InstanceID != "" {

@@ -48,6 +48,9 @@ func TestPrepareAppliesNodeOverlays(t *testing.T) {
 			if len(res.NodeClaims) != 1 || res.NodeClaims[0].InstanceTypes[0] != tc.wantType || res.PricePerHour != tc.wantPrice {
 				t.Fatalf("plan %+v, want one %s at %v", res.NodeClaims, tc.wantType, tc.wantPrice)
 			}
+			if it, _ := prep.Catalog.Get(tc.wantType); it.OnDemandPrice != tc.wantPrice {
+				t.Errorf("Prepared.Catalog prices %s at %v, want %v (decision records price with it)", tc.wantType, it.OnDemandPrice, tc.wantPrice)
+			}
 			if it, _ := cat.Get("m5.large"); it.OnDemandPrice != 0.096 {
 				t.Errorf("the shared catalog changed: m5.large at %v", it.OnDemandPrice)
 			}

@@ -219,6 +219,10 @@ type Report struct {
 	// Standby says why the round launched nothing it planned: Karpenter's
 	// controller runs in the cluster (handover).
 	Standby string `json:"standby,omitempty"`
+	// pricedBy and spotBy are the prices the last solve chose by (the
+	// catalog and spot prices with the NodeOverlays applied).
+	pricedBy *catalog.Catalog
+	spotBy   catalog.SpotPricer
 	// Batch is the batching wait before the round (set by the caller that
 	// settled: the provision handler).
 	Batch  Batched       `json:"batch"`
@@ -433,6 +437,7 @@ func (r *Reconciler) solveAndLaunch(ctx context.Context, lease *state.Lease, w *
 		if attempt == 0 {
 			rep.Warnings = append(rep.Warnings, prep.Warnings...)
 		}
+		rep.pricedBy, rep.spotBy = prep.Catalog, prep.Spot
 		rep.Pending, rep.Reschedulable, rep.InFlight = prep.Pending, prep.Reschedulable, prep.InFlight
 		rep.Nominated = nominate(&prep.Input, w.records, &r.placed)
 		if len(prep.Input.Pods) == 0 {
