@@ -127,7 +127,7 @@ func (c cli) plan(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 	s := snap.Input()
 	in.Pods, in.Nodes, in.NodePools, in.NodeClasses, in.DaemonSets, in.Volumes = s.Pods, s.Nodes, s.NodePools, s.NodeClasses, s.DaemonSets, s.Volumes
 	overlaid := overlay.Apply(in.InstanceTypes, in.Spot, snap.NodeOverlays)
-	in.InstanceTypes, in.Spot = overlaid.Types, overlaid.Spot
+	in.InstanceTypes, in.Spot, in.Capacity = overlaid.Types, overlaid.Spot, overlaid.Capacity
 	for _, c := range overlaid.Conflicts {
 		fmt.Fprintf(stderr, "nodewright plan: warning: %s\n", c)
 	}

@@ -11,7 +11,8 @@ import (
 
 // NodeOverlay is Karpenter's karpenter.sh/v1alpha1 NodeOverlay: a price
 // (or price adjustment) for the instance types its requirements select,
-// for savings plans and private pricing. Nodewright declares the type
+// for savings plans and private pricing, and extended resources their
+// nodes offer. Nodewright declares the type
 // here, as it does NodePool, rather than importing Karpenter's: that
 // package drags in controller-runtime and Prometheus, which the functions
 // do not link.
@@ -35,7 +36,9 @@ type NodeOverlaySpec struct {
 	// or "+10%", "-15%". Price replaces it: "0.25". At most one is set.
 	PriceAdjustment *string `json:"priceAdjustment,omitempty"`
 	Price           *string `json:"price,omitempty"`
-	// Capacity adds extended resources (refused: see SupportTable).
+	// Capacity adds extended resources (hugepages, device-plugin
+	// resources) to the types the overlay selects; never cpu, memory,
+	// ephemeral-storage or pods.
 	Capacity corev1.ResourceList `json:"capacity,omitempty"`
 	// Weight orders overlapping overlays: the highest applies. Nil is 0.
 	Weight *int32 `json:"weight,omitempty"`

@@ -28,7 +28,8 @@ func TestNodeOverlayLoads(t *testing.T) {
 		{"nodepool key", "spec: {price: '1', requirements: [{key: karpenter.sh/nodepool, operator: In, values: [a]}]}", `spec.requirements[0].key: label "karpenter.sh/nodepool" is restricted`},
 		{"custom key", "spec: {price: '1', requirements: [{key: team, operator: In, values: [a]}]}", `spec.requirements[0].key: "team": Nodewright applies a NodeOverlay to instance types by their own labels`},
 		{"zone with a price", "spec: {price: '1', requirements: [{key: topology.kubernetes.io/zone, operator: In, values: [us-east-1a]}]}", `spec.requirements[0].key: "topology.kubernetes.io/zone": Nodewright prices an instance type alike in every zone`},
-		{"capacity", "spec: {capacity: {hugepages-2Mi: 100Mi}}", "spec.capacity: capacity overlays are not supported yet"},
+		{"capacity", "spec: {capacity: {hugepages-2Mi: 100Mi, example.com/fpga: '1'}}", ""},
+		{"capacity of a standard resource", "spec: {capacity: {memory: 1Gi}}", "spec.capacity[memory]: a NodeOverlay adds extended resources only, not memory"},
 		{"unknown field", "spec: {prise: '1'}", `spec.prise`},
 	}
 	for _, tc := range cases {

@@ -167,7 +167,7 @@ var SupportTable = []Support{
 	honoured(class, "spec.tags", launchTest),
 	honoured(class, "spec.userData", launchTest),
 
-	refused(overlay, "spec.capacity", "capacity overlays are not supported yet: Nodewright sizes instance types from its own catalog; remove capacity"),
+	honoured(overlay, "spec.capacity", "shared/overlay.TestApplyCapacity"),
 	honoured(overlay, "spec.price", overlayTest),
 	honoured(overlay, "spec.priceAdjustment", overlayTest),
 	honoured(overlay, "spec.requirements[].key", overlayTest),

@@ -1,7 +1,9 @@
 // Package overlay applies Karpenter's NodeOverlays to the instance catalog:
 // the prices a savings plan or private pricing agreement gives an account
 // replace the published ones wherever a solve, a consolidation decision,
-// `nodewright plan` or the lower bound reads them. It sits apart from the
+// `nodewright plan` or the lower bound reads them, and the extended
+// resources (hugepages, device-plugin resources) an overlay adds are
+// offered by the types it selects. It sits apart from the
 // catalog and the pricing sources so that every reader of prices gets the
 // same overlaid values from one pure function: it takes the catalog, the
 // spot prices and the overlays and returns new values, never changing what
@@ -9,16 +11,21 @@
 //
 // As Karpenter does, overlays apply in order of weight (highest first), and
 // at equal weight in reverse name order; the first overlay to price an
-// offering sets it, and a later one of the same weight that would price an
-// offering already priced conflicts and is not applied anywhere.
+// offering (or to set a resource of a type) sets it, and a later one of the
+// same weight that would price an offering already priced (or set a
+// resource already set) conflicts and is not applied anywhere.
 package overlay
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/catalog"
@@ -30,25 +37,40 @@ import (
 // offered" to the catalog and the spot pricers.
 const MinPrice = 0.000001
 
-// Conflict is an overlay that was not applied: a heavier-or-equal overlay
-// of the same weight already prices an offering it selects.
+// Conflict is an overlay that was not applied: an overlay of the same
+// weight already prices an offering it selects (CapacityType) or sets a
+// resource it sets (Resource).
 type Conflict struct {
 	Overlay, With string
 	Weight        int32
 	InstanceType  string
 	CapacityType  string
+	Resource      corev1.ResourceName
 }
 
 func (c Conflict) String() string {
+	on := c.CapacityType
+	if c.Resource != "" {
+		on = "capacity " + string(c.Resource)
+	}
 	return fmt.Sprintf("NodeOverlay %s is not applied: it conflicts with NodeOverlay %s (both weight %d) on %s %s",
-		c.Overlay, c.With, c.Weight, c.InstanceType, c.CapacityType)
+		c.Overlay, c.With, c.Weight, c.InstanceType, on)
 }
 
 // Result is the catalog and spot prices with the overlays applied.
 type Result struct {
-	Types     []*catalog.InstanceType // in the order given
-	Spot      catalog.SpotPricer      // nil when the input's was
-	Conflicts []Conflict              // by overlay name
+	Types []*catalog.InstanceType // in the order given
+	Spot  catalog.SpotPricer      // nil when the input's was
+	// Capacity is the extended resources each type gains, by type name
+	// (nil: none).
+	Capacity  map[string]corev1.ResourceList
+	Conflicts []Conflict // by overlay name
+}
+
+// resourceSet is the overlay that set one resource of one type.
+type resourceSet struct {
+	overlay string
+	weight  int32
 }
 
 // change is the price change an overlay makes to one offering.
@@ -72,17 +94,24 @@ func Apply(types []*catalog.InstanceType, spot catalog.SpotPricer, overlays []*a
 		labels[i] = it.Labels()
 	}
 	changes := map[offering]change{}
+	set := map[string]map[corev1.ResourceName]resourceSet{} // by type
 	for _, o := range ordered {
 		reqs, err := requirementsOf(o)
 		if err != nil {
 			continue // Validate refuses it before it gets here
 		}
-		w := weightOf(o)
+		w, price := weightOf(o), priceOf(o)
 		var matched []offering
+		var sized []string
 		var conflict *Conflict
 		for i, it := range types {
+			hit := false
 			for _, ct := range []string{apis.CapacityTypeOnDemand, apis.CapacityTypeSpot} {
 				if !matches(reqs, labels[i], ct) {
+					continue
+				}
+				hit = true
+				if price == "" {
 					continue
 				}
 				k := offering{it.Name, ct}
@@ -94,13 +123,39 @@ func Apply(types []*catalog.InstanceType, spot catalog.SpotPricer, overlays []*a
 				}
 				matched = append(matched, k)
 			}
+			if !hit || len(o.Spec.Capacity) == 0 {
+				continue
+			}
+			sized = append(sized, it.Name)
+			for _, name := range slices.Sorted(maps.Keys(o.Spec.Capacity)) {
+				if by, ok := set[it.Name][name]; ok && by.weight == w && conflict == nil {
+					conflict = &Conflict{Overlay: o.Name, With: by.overlay, Weight: w, InstanceType: it.Name, Resource: name}
+				}
+			}
 		}
 		if conflict != nil {
 			res.Conflicts = append(res.Conflicts, *conflict)
 			continue
 		}
 		for _, k := range matched {
-			changes[k] = change{value: priceOf(o), overlay: o.Name, weight: w}
+			changes[k] = change{value: price, overlay: o.Name, weight: w}
+		}
+		for _, name := range sized {
+			if set[name] == nil {
+				set[name] = map[corev1.ResourceName]resourceSet{}
+			}
+			for r := range o.Spec.Capacity {
+				if _, ok := set[name][r]; !ok {
+					set[name][r] = resourceSet{overlay: o.Name, weight: w}
+					if res.Capacity == nil {
+						res.Capacity = map[string]corev1.ResourceList{}
+					}
+					if res.Capacity[name] == nil {
+						res.Capacity[name] = corev1.ResourceList{}
+					}
+					res.Capacity[name][r] = o.Spec.Capacity[r]
+				}
+			}
 		}
 	}
 	sort.Slice(res.Conflicts, func(i, j int) bool { return res.Conflicts[i].Overlay < res.Conflicts[j].Overlay })
@@ -133,17 +188,18 @@ func Apply(types []*catalog.InstanceType, spot catalog.SpotPricer, overlays []*a
 }
 
 // ApplyCatalog is Apply on a catalog: a new catalog holding the overlaid
-// types (cat itself when no overlay prices anything).
-func ApplyCatalog(cat *catalog.Catalog, spot catalog.SpotPricer, overlays []*apis.NodeOverlay) (*catalog.Catalog, catalog.SpotPricer, []Conflict) {
+// types (cat itself when no overlay prices anything), and the rest of
+// Apply's result.
+func ApplyCatalog(cat *catalog.Catalog, spot catalog.SpotPricer, overlays []*apis.NodeOverlay) (*catalog.Catalog, Result) {
 	r := Apply(cat.Types(), spot, overlays)
-	if len(r.Types) > 0 && &r.Types[0] == &cat.Types()[0] {
-		return cat, r.Spot, r.Conflicts
+	if len(r.Types) == 0 || &r.Types[0] == &cat.Types()[0] {
+		return cat, r
 	}
 	values := make([]catalog.InstanceType, len(r.Types))
 	for i, it := range r.Types {
 		values[i] = *it
 	}
-	return catalog.New(values), r.Spot, r.Conflicts
+	return catalog.New(values), r
 }
 
 // Adjusted is price after an overlay's price ("0.25": replaced) or
@@ -185,12 +241,12 @@ func Adjusted(price float64, value string) float64 {
 // offering is a type bought one way.
 type offering struct{ instanceType, capacityType string }
 
-// ordered is the overlays that set a price, heaviest first, then by name
-// from the end of the alphabet (Karpenter's order).
+// ordered is the overlays that set a price or capacity, heaviest first,
+// then by name from the end of the alphabet (Karpenter's order).
 func ordered(overlays []*apis.NodeOverlay) []*apis.NodeOverlay {
 	var out []*apis.NodeOverlay
 	for _, o := range overlays {
-		if priceOf(o) != "" {
+		if priceOf(o) != "" || len(o.Spec.Capacity) > 0 {
 			out = append(out, o)
 		}
 	}

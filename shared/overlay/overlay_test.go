@@ -2,10 +2,13 @@ package overlay
 
 import (
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/catalog"
@@ -138,9 +141,71 @@ func TestApply(t *testing.T) {
 			if after := prices(Result{Types: cat.Types(), Spot: spot}); !slices.Equal(before, after) {
 				t.Errorf("the input changed: %q", after)
 			}
-			c2, sp2, _ := ApplyCatalog(cat, spot, tc.overlays)
-			if got := prices(Result{Types: c2.Types(), Spot: sp2}); !slices.Equal(got, tc.want) {
+			c2, r2 := ApplyCatalog(cat, spot, tc.overlays)
+			if got := prices(Result{Types: c2.Types(), Spot: r2.Spot}); !slices.Equal(got, tc.want) {
 				t.Errorf("ApplyCatalog prices %q", got)
+			}
+		})
+	}
+}
+
+// An overlay's capacity adds extended resources to the types it selects;
+// the heaviest overlay sets each resource, lighter ones add the others,
+// and one of equal weight setting the same resource conflicts.
+func TestApplyCapacity(t *testing.T) {
+	family := apis.LabelInstanceFamily
+	sized := func(name string, weight int32, rl corev1.ResourceList, reqs ...corev1.NodeSelectorRequirement) *apis.NodeOverlay {
+		o := ov(name, weight, "", "", reqs...)
+		o.Spec.Capacity = rl
+		return o
+	}
+	pages := func(q string) corev1.ResourceList { return corev1.ResourceList{"hugepages-2Mi": resource.MustParse(q)} }
+	cases := []struct {
+		name      string
+		overlays  []*apis.NodeOverlay
+		want      map[string]string
+		conflicts []string
+	}{
+		{"spec.capacity", []*apis.NodeOverlay{sized("pages", 0, pages("1Gi"), req(family, corev1.NodeSelectorOpIn, "m5"))},
+			map[string]string{"m5.large": "hugepages-2Mi=1Gi", "m5.xlarge": "hugepages-2Mi=1Gi"}, nil},
+		{"requirement matching nothing", []*apis.NodeOverlay{sized("pages", 0, pages("1Gi"), req(family, corev1.NodeSelectorOpIn, "p5"))}, nil, nil},
+		{"weights: the heaviest sets a resource, lighter ones add others", []*apis.NodeOverlay{
+			sized("a-all", 1, corev1.ResourceList{"hugepages-2Mi": resource.MustParse("1Gi"), "example.com/fpga": resource.MustParse("1")}),
+			sized("b-m5", 10, pages("2Gi"), req(family, corev1.NodeSelectorOpIn, "m5")),
+		}, map[string]string{
+			"c5.large": "example.com/fpga=1 hugepages-2Mi=1Gi", "m5.large": "example.com/fpga=1 hugepages-2Mi=2Gi",
+			"m5.xlarge": "example.com/fpga=1 hugepages-2Mi=2Gi", "m6g.large": "example.com/fpga=1 hugepages-2Mi=1Gi",
+		}, nil},
+		{"equal weights on one resource conflict", []*apis.NodeOverlay{
+			sized("a", 3, pages("1Gi"), req(family, corev1.NodeSelectorOpIn, "c5")),
+			sized("b", 3, pages("2Gi"), req(family, corev1.NodeSelectorOpIn, "c5", "m5")),
+		}, map[string]string{"c5.large": "hugepages-2Mi=2Gi", "m5.large": "hugepages-2Mi=2Gi", "m5.xlarge": "hugepages-2Mi=2Gi"},
+			[]string{"NodeOverlay a is not applied: it conflicts with NodeOverlay b (both weight 3) on c5.large capacity hugepages-2Mi"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := Apply(testCatalog().Types(), nil, tc.overlays)
+			got := map[string]string{}
+			for name, rl := range r.Capacity {
+				var parts []string
+				for _, k := range slices.Sorted(maps.Keys(rl)) {
+					q := rl[k]
+					parts = append(parts, string(k)+"="+q.String())
+				}
+				got[name] = strings.Join(parts, " ")
+			}
+			if len(tc.want) == 0 && len(got) == 0 {
+				got = nil
+			}
+			if !maps.Equal(got, tc.want) && !(len(got) == 0 && len(tc.want) == 0) {
+				t.Errorf("capacity %v, want %v", got, tc.want)
+			}
+			var conflicts []string
+			for _, c := range r.Conflicts {
+				conflicts = append(conflicts, c.String())
+			}
+			if !slices.Equal(conflicts, tc.conflicts) {
+				t.Errorf("conflicts %q, want %q", conflicts, tc.conflicts)
 			}
 		})
 	}

@@ -131,15 +131,27 @@ func MergeOverlays(deployed []*apis.NodeOverlay, v *View) []*apis.NodeOverlay {
 // Overlaid is the catalog and spot prices with the overlays' prices (the
 // inputs themselves when there are none), and the overlays in conflict.
 func Overlaid(cat *catalog.Catalog, spot catalog.SpotPricer, overlays []*apis.NodeOverlay) (*catalog.Catalog, catalog.SpotPricer, []string) {
+	c, r := overlaid(cat, spot, overlays)
+	return c, r.Spot, r.warnings()
+}
+
+// overlaid is Overlaid with the extended resources the overlays add.
+func overlaid(cat *catalog.Catalog, spot catalog.SpotPricer, overlays []*apis.NodeOverlay) (*catalog.Catalog, overlayResult) {
 	if len(overlays) == 0 || cat == nil {
-		return cat, spot, nil
+		return cat, overlayResult{Spot: spot}
 	}
-	c, s, conflicts := overlay.ApplyCatalog(cat, spot, overlays)
-	var warnings []string
-	for _, k := range conflicts {
-		warnings = append(warnings, k.String())
+	c, r := overlay.ApplyCatalog(cat, spot, overlays)
+	return c, overlayResult(r)
+}
+
+type overlayResult overlay.Result
+
+func (r overlayResult) warnings() []string {
+	var out []string
+	for _, k := range r.Conflicts {
+		out = append(out, k.String())
 	}
-	return c, s, warnings
+	return out
 }
 
 // Prepared is a solve's input and what went into it.
@@ -165,7 +177,9 @@ type Prepared struct {
 // returns a new value; it never modifies what it is given.
 func Prepare(in Inputs) Prepared {
 	var out Prepared
-	in.Catalog, in.Spot, out.Warnings = Overlaid(in.Catalog, in.Spot, in.NodeOverlays)
+	var ov overlayResult
+	in.Catalog, ov = overlaid(in.Catalog, in.Spot, in.NodeOverlays)
+	in.Spot, out.Warnings = ov.Spot, ov.warnings()
 	out.Catalog, out.Spot = in.Catalog, in.Spot
 	byInstance := map[string]*state.NodeClaim{}
 	for _, r := range in.Records {
@@ -275,7 +289,7 @@ func Prepare(in Inputs) Prepared {
 	}
 	out.Input = scheduling.Input{
 		Pods: pods, Nodes: snodes, NodePools: pools, NodeClasses: in.NodeClasses,
-		DaemonSets: in.View.DaemonSets, InstanceTypes: in.Catalog.Types(), Zones: in.Zones,
+		DaemonSets: in.View.DaemonSets, InstanceTypes: in.Catalog.Types(), Capacity: ov.Capacity, Zones: in.Zones,
 		Spot: in.Spot, Unavailable: in.Unavailable, Volumes: in.View.Volumes,
 	}
 	return out
