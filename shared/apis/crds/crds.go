@@ -1,5 +1,6 @@
 // Package crds holds the CustomResourceDefinitions of NodePool
-// (karpenter.sh/v1) and EC2NodeClass (karpenter.k8s.aws/v1) generated from
+// (karpenter.sh/v1), EC2NodeClass (karpenter.k8s.aws/v1) and NodeOverlay
+// (karpenter.sh/v1alpha1) generated from
 // Nodewright's API types (shared/apis/internal/crdgen explains how they stay
 // compatible with Karpenter's own). A cluster that runs Karpenter keeps
 // Karpenter's CRDs; one that never did installs these to `kubectl apply` its
