@@ -84,14 +84,21 @@ func (o *NodeOverlay) Validate() error {
 	for i := range s.Requirements {
 		r := &s.Requirements[i]
 		p := reqs.Index(i)
-		validateRequirement(v, p, &NodeSelectorRequirementWithMinValues{Key: r.Key, Operator: r.Operator, Values: r.Values})
+		checked := NodeSelectorRequirementWithMinValues{Key: r.Key, Operator: r.Operator, Values: r.Values}
+		if r.Key == LabelNodePool {
+			// Karpenter lets an overlay select a NodePool (a NodePool may
+			// not set the label): the refusal below says why Nodewright
+			// does not, instead of calling the label restricted.
+			checked.Key = LabelInstanceType
+		}
+		validateRequirement(v, p, &checked)
 		if r.Operator == corev1.NodeSelectorOpNotIn && len(r.Values) == 0 {
 			v.add(p.Child("values"), "operator NotIn needs at least one value")
 		}
 		switch {
-		case r.Key == "" || restrictedLabelReason(r.Key) != "":
+		case r.Key == "" || r.Key != LabelNodePool && restrictedLabelReason(r.Key) != "":
 		case !overlaySelectable(r.Key):
-			v.add(p.Child("key"), "%q: Nodewright applies a NodeOverlay to instance types by their own labels (kubernetes.io/arch, node.kubernetes.io/instance-type, karpenter.k8s.aws/instance-*) and capacity type; NodePool and custom labels are not supported yet: select the types instead", r.Key)
+			v.add(p.Child("key"), "%q: Nodewright applies a NodeOverlay to instance types by their own labels (kubernetes.io/arch, kubernetes.io/os, node.kubernetes.io/instance-type, karpenter.k8s.aws/instance-*) and capacity type, in every NodePool; NodePool and custom labels are not supported yet: select the types instead", r.Key)
 		case r.Key == LabelZone && (s.Price != nil || s.PriceAdjustment != nil):
 			v.add(p.Child("key"), "%q: Nodewright prices an instance type alike in every zone of its region; remove the zone requirement", r.Key)
 		}

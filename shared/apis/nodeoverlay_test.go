@@ -25,7 +25,7 @@ func TestNodeOverlayLoads(t *testing.T) {
 		{"weight", "spec: {weight: 10001}", "spec.weight: 10001 is out of range 1..10000"},
 		{"NotIn without values", "spec: {requirements: [{key: kubernetes.io/arch, operator: NotIn}]}", "spec.requirements[0].values: operator NotIn needs at least one value"},
 		{"Gt", "spec: {requirements: [{key: karpenter.k8s.aws/instance-cpu, operator: Gt, values: [a]}]}", "spec.requirements[0].values: operator Gt needs exactly one non-negative integer value"},
-		{"nodepool key", "spec: {price: '1', requirements: [{key: karpenter.sh/nodepool, operator: In, values: [a]}]}", `spec.requirements[0].key: label "karpenter.sh/nodepool" is restricted`},
+		{"nodepool key", "spec: {price: '1', requirements: [{key: karpenter.sh/nodepool, operator: In, values: [a]}]}", `spec.requirements[0].key: "karpenter.sh/nodepool": Nodewright applies a NodeOverlay to instance types by their own labels`},
 		{"custom key", "spec: {price: '1', requirements: [{key: team, operator: In, values: [a]}]}", `spec.requirements[0].key: "team": Nodewright applies a NodeOverlay to instance types by their own labels`},
 		{"zone with a price", "spec: {price: '1', requirements: [{key: topology.kubernetes.io/zone, operator: In, values: [us-east-1a]}]}", `spec.requirements[0].key: "topology.kubernetes.io/zone": Nodewright prices an instance type alike in every zone`},
 		{"capacity", "spec: {capacity: {hugepages-2Mi: 100Mi, example.com/fpga: '1'}}", ""},
