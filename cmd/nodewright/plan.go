@@ -13,6 +13,7 @@ import (
 
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/catalog"
+	"github.com/nodewright/nodewright/shared/overlay"
 	"github.com/nodewright/nodewright/shared/pricing"
 	"github.com/nodewright/nodewright/shared/scheduling"
 	"github.com/nodewright/nodewright/shared/snapshot"
@@ -162,6 +163,11 @@ func (c cli) plan(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 	in.InstanceTypes = cat.Types()
 	if in.Spot != nil {
 		in.Spot = pricing.Model{Catalog: cat, Seed: pf.spotSeed}
+	}
+	overlaid := overlay.Apply(in.InstanceTypes, in.Spot, snap.NodeOverlays)
+	in.InstanceTypes, in.Spot, in.Capacity = overlaid.Types, overlaid.Spot, overlaid.Capacity
+	for _, c := range overlaid.Conflicts {
+		fmt.Fprintf(stderr, "nodewright plan: warning: %s\n", c)
 	}
 	res, err := c.solve(in)
 	if err != nil {

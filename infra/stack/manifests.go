@@ -59,7 +59,7 @@ func ClusterRoleRules() []rbacv1.PolicyRule {
 		{APIGroups: []string{"apps"}, Resources: []string{"daemonsets"}, Verbs: read},
 		{APIGroups: []string{"policy"}, Resources: []string{"poddisruptionbudgets"}, Verbs: read},
 		{APIGroups: []string{"storage.k8s.io"}, Resources: []string{"storageclasses", "csinodes"}, Verbs: read},
-		{APIGroups: []string{"karpenter.sh"}, Resources: []string{"nodepools"}, Verbs: read},
+		{APIGroups: []string{"karpenter.sh"}, Resources: []string{"nodepools", "nodeoverlays"}, Verbs: read},
 		{APIGroups: []string{"karpenter.sh"}, Resources: []string{"nodeclaims"}, Verbs: []string{"get", "list", "watch", "create", "patch", "delete"}},
 		{APIGroups: []string{"karpenter.sh"}, Resources: []string{"nodeclaims/status", "nodepools/status"}, Verbs: []string{"patch"}},
 		{APIGroups: []string{"karpenter.k8s.aws"}, Resources: []string{"ec2nodeclasses"}, Verbs: read},

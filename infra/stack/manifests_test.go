@@ -79,6 +79,7 @@ func TestRBACManifest(t *testing.T) {
 		{"", "pods", "list"}, {"", "nodes", "watch"}, {"apps", "daemonsets", "list"}, {"policy", "poddisruptionbudgets", "list"},
 		{"", "pods/eviction", "create"}, {"", "nodes", "patch"}, {"", "nodes", "delete"}, {"", "events", "create"},
 		{"", "pods", "delete"}, {"karpenter.sh", "nodepools", "list"}, {"karpenter.k8s.aws", "ec2nodeclasses", "watch"},
+		{"karpenter.sh", "nodeoverlays", "get"}, {"karpenter.sh", "nodeoverlays", "list"}, {"karpenter.sh", "nodeoverlays", "watch"},
 		// The volume objects the cache reads for volume topology.
 		{"", "persistentvolumeclaims", "watch"}, {"", "persistentvolumes", "list"}, {"storage.k8s.io", "storageclasses", "watch"},
 		// Karpenter's leader-election Lease (package handover).
@@ -93,7 +94,7 @@ func TestRBACManifest(t *testing.T) {
 		}
 	}
 	for _, c := range []struct{ group, resource, verb string }{
-		{"", "pods", "create"}, {"", "pods", "patch"}, {"", "secrets", "get"}, {"karpenter.sh", "nodepools", "patch"}, {"", "nodes", "create"}, {"apps", "daemonsets", "patch"},
+		{"", "pods", "create"}, {"", "pods", "patch"}, {"", "secrets", "get"}, {"karpenter.sh", "nodepools", "patch"}, {"karpenter.sh", "nodeoverlays", "patch"}, {"", "nodes", "create"}, {"apps", "daemonsets", "patch"},
 		{"coordination.k8s.io", "leases", "update"}, {"coordination.k8s.io", "leases", "get"},
 		// Merge patches only: no update of NodeClaims.
 		{"karpenter.sh", "nodeclaims", "update"}, {"karpenter.sh", "nodeclaims/status", "update"}, {"karpenter.sh", "nodepools/status", "update"},

@@ -6,14 +6,15 @@ import (
 	"strings"
 )
 
-// Config is a set of NodePools and EC2NodeClasses read from YAML or JSON.
-// NodePools and NodeClasses are sorted by name; Other holds the documents of
+// Config is a set of NodePools, EC2NodeClasses and NodeOverlays read from
+// YAML or JSON. NodePools, NodeClasses and NodeOverlays are sorted by name; Other holds the documents of
 // other kinds (Pods, Deployments, ...) in source order, kept raw for callers
 // that want them.
 type Config struct {
-	NodePools   []*NodePool
-	NodeClasses []*EC2NodeClass
-	Other       []Document
+	NodePools    []*NodePool
+	NodeClasses  []*EC2NodeClass
+	NodeOverlays []*NodeOverlay
+	Other        []Document
 
 	// origins records where each parsed object came from, for error messages.
 	origins map[any]Document
@@ -64,6 +65,7 @@ func (c *Config) NodeClass(name string) *EC2NodeClass {
 func (c *Config) merge(other *Config) {
 	c.NodePools = append(c.NodePools, other.NodePools...)
 	c.NodeClasses = append(c.NodeClasses, other.NodeClasses...)
+	c.NodeOverlays = append(c.NodeOverlays, other.NodeOverlays...)
 	c.Other = append(c.Other, other.Other...)
 	if c.origins == nil {
 		c.origins = map[any]Document{}
@@ -78,6 +80,7 @@ func (c *Config) merge(other *Config) {
 func (c *Config) sort() {
 	sort.SliceStable(c.NodePools, func(i, j int) bool { return c.NodePools[i].Name < c.NodePools[j].Name })
 	sort.SliceStable(c.NodeClasses, func(i, j int) bool { return c.NodeClasses[i].Name < c.NodeClasses[j].Name })
+	sort.SliceStable(c.NodeOverlays, func(i, j int) bool { return c.NodeOverlays[i].Name < c.NodeOverlays[j].Name })
 }
 
 // Validate checks the config as a whole: every object on its own (as Parse
@@ -102,6 +105,15 @@ func (c *Config) Validate() error {
 	}
 	for _, nc := range c.NodeClasses {
 		errs = append(errs, c.objectErrors(nc, EC2NodeClassKind, nc.Name, nc.Validate())...)
+	}
+	seenOverlays := map[string]*NodeOverlay{}
+	for _, o := range c.NodeOverlays {
+		errs = append(errs, c.objectErrors(o, NodeOverlayKind, o.Name, o.Validate())...)
+		if first, ok := seenOverlays[o.Name]; ok {
+			errs = append(errs, c.docError(o, NodeOverlayKind, o.Name,
+				fieldErrorf("metadata.name", "duplicate NodeOverlay name %q (%s)", o.Name, c.where(first))))
+		}
+		seenOverlays[o.Name] = o
 	}
 	errs = append(errs, c.duplicateErrors()...)
 	errs = append(errs, c.referenceErrors()...)

@@ -67,7 +67,7 @@ func (p *parser) object(ref docRef, data []byte, inherited header, inList bool) 
 	case h.Kind == EC2NodeClassKind && group == AWSGroup:
 		p.nodeClass(ref, data, version)
 	case h.Kind == NodeOverlayKind && group == KarpenterGroup:
-		p.nodeOverlay(ref, data)
+		p.nodeOverlay(ref, data, version)
 	case isLegacyKind(group, h.Kind):
 		p.fail(ref, fieldErrorf("kind", "%s (%s) is not supported: Nodewright reads %s %s and %s %s",
 			h.Kind, h.APIVersion, NodePoolKind, NodePoolAPIVersion, EC2NodeClassKind, EC2NodeClassAPIVersion))
@@ -79,14 +79,22 @@ func (p *parser) object(ref docRef, data []byte, inherited header, inList bool) 
 	}
 }
 
-// nodeOverlay refuses a NodeOverlay: each field it sets, or the kind when
-// it sets none.
-func (p *parser) nodeOverlay(ref docRef, data []byte) {
-	errs := Refusals(NodeOverlayKind, data)
-	if len(errs) == 0 {
-		errs = ErrorList{fieldErrorf("kind", "%s", overlayFix)}
+func (p *parser) nodeOverlay(ref docRef, data []byte, version string) {
+	if version != "v1alpha1" {
+		p.fail(ref, fieldErrorf("apiVersion", "%q is not supported: Nodewright reads %s", ref.APIVersion, NodeOverlayAPIVersion))
+		return
 	}
-	p.failAll(ref, errs.sorted())
+	o := &NodeOverlay{}
+	if errs := decodeStrict(data, o); len(errs) > 0 {
+		p.failAll(ref, withRefusals(Refusals(NodeOverlayKind, data), errs.sorted()))
+		return
+	}
+	if err := o.Validate(); err != nil {
+		p.failAll(ref, err.(ErrorList))
+		return
+	}
+	p.cfg.NodeOverlays = append(p.cfg.NodeOverlays, o)
+	p.cfg.origins[o] = p.doc(ref, nil)
 }
 
 func (p *parser) doc(ref docRef, data []byte) Document {
@@ -200,7 +208,8 @@ func splitAPIVersion(apiVersion string) (group, version string) {
 func isList(group, kind string) bool {
 	return kind == "List" && group == "" ||
 		kind == NodePoolKind+"List" && group == KarpenterGroup ||
-		kind == EC2NodeClassKind+"List" && group == AWSGroup
+		kind == EC2NodeClassKind+"List" && group == AWSGroup ||
+		kind == NodeOverlayKind+"List" && group == KarpenterGroup
 }
 
 // isLegacyKind reports Karpenter's pre-v1beta1 kinds, which Nodewright cannot

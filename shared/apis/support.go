@@ -6,8 +6,7 @@ import (
 	"strings"
 )
 
-// NodeOverlayKind is Karpenter's karpenter.sh/v1alpha1 NodeOverlay, which
-// Nodewright does not read yet (every document of the kind is refused).
+// NodeOverlayKind is Karpenter's karpenter.sh/v1alpha1 NodeOverlay.
 const NodeOverlayKind = "NodeOverlay"
 
 // Support is what Nodewright does with one field, or one value of a field,
@@ -54,7 +53,7 @@ const (
 	resolveTest    = "shared/fleet.TestResolveSelectorTerms"
 	referencesTest = "shared/apis.TestConfigValidateReferences"
 
-	overlayFix  = "NodeOverlay is not supported yet: Nodewright prices and sizes instance types from its own catalog; remove the NodeOverlay"
+	overlayTest = "shared/overlay.TestApply"
 	notAL2023   = "is not supported yet: Nodewright writes user data for AL2023 only; use alias al2023@latest (or amiFamily Custom with your own userData)"
 	reservedFix = "capacity type reserved is not supported yet: Nodewright launches spot and on-demand only; remove reserved from the values"
 )
@@ -168,11 +167,20 @@ var SupportTable = []Support{
 	honoured(class, "spec.tags", launchTest),
 	honoured(class, "spec.userData", launchTest),
 
-	refused(overlay, "spec.capacity", overlayFix),
-	refused(overlay, "spec.price", overlayFix),
-	refused(overlay, "spec.priceAdjustment", overlayFix),
-	refused(overlay, "spec.requirements", overlayFix),
-	refused(overlay, "spec.weight", overlayFix),
+	honoured(overlay, "spec.capacity", "shared/overlay.TestApplyCapacity"),
+	honoured(overlay, "spec.price", overlayTest),
+	honoured(overlay, "spec.priceAdjustment", overlayTest),
+	honoured(overlay, "spec.requirements[].key", overlayTest),
+	honouredValue(overlay, "spec.requirements[].operator", "In", overlayTest),
+	honouredValue(overlay, "spec.requirements[].operator", "NotIn", overlayTest),
+	honouredValue(overlay, "spec.requirements[].operator", "Exists", overlayTest),
+	honouredValue(overlay, "spec.requirements[].operator", "DoesNotExist", overlayTest),
+	honouredValue(overlay, "spec.requirements[].operator", "Gt", overlayTest),
+	honouredValue(overlay, "spec.requirements[].operator", "Lt", overlayTest),
+	honouredValue(overlay, "spec.requirements[].operator", "Gte", overlayTest),
+	honouredValue(overlay, "spec.requirements[].operator", "Lte", overlayTest),
+	honoured(overlay, "spec.requirements[].values", overlayTest),
+	honoured(overlay, "spec.weight", overlayTest),
 }
 
 // supportIndex is SupportTable by kind and path.

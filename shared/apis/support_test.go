@@ -289,6 +289,14 @@ func documentSetting(t *testing.T, s Support, apiVersion string, f schemaField) 
 		reqs[0].(map[string]any)["operator"] = "In"
 		reqs[0].(map[string]any)["values"] = []any{value}
 		path = strings.TrimSuffix(path, ".key") + ".values"
+	case s.Kind == NodeOverlayKind && s.Path == "spec.requirements[].operator":
+		path = set(doc, s.Path, s.Value)
+		req := doc["spec"].(map[string]any)["requirements"].([]any)[0].(map[string]any)
+		req["key"] = LabelInstanceCPU
+		switch s.Value {
+		case "In", "NotIn", "Gt", "Lt", "Gte", "Lte":
+			req["values"] = []any{"4"}
+		}
 	case s.Path == "spec.amiSelectorTerms[].alias" && s.Value != "":
 		path = set(doc, s.Path, s.Value+"@latest")
 	case s.Value != "":
@@ -331,16 +339,13 @@ func TestRefusalsNameTheField(t *testing.T) {
 	}
 }
 
-// NodeOverlay and Karpenter's other kinds are refused, not skipped.
+// Karpenter's kinds Nodewright does not read are refused, not skipped.
 func TestKarpenterKindsNotReadAreRefused(t *testing.T) {
 	cases := []struct{ name, doc, want string }{
-		{"empty NodeOverlay", "apiVersion: karpenter.sh/v1alpha1\nkind: NodeOverlay\nmetadata: {name: o}\nspec: {}\n",
-			"test.yaml: document 1 (NodeOverlay o): kind: " + overlayFix},
-		{"NodeOverlay with a price", "apiVersion: karpenter.sh/v1alpha1\nkind: NodeOverlay\nmetadata: {name: o}\nspec: {price: '1.5', weight: 10}\n",
-			"test.yaml: document 1 (NodeOverlay o): spec.price: " + overlayFix + "\n" +
-				"test.yaml: document 1 (NodeOverlay o): spec.weight: " + overlayFix},
 		{"NodeClaim", "apiVersion: karpenter.sh/v1\nkind: NodeClaim\nmetadata: {name: c}\nspec: {}\n",
 			"test.yaml: document 1 (NodeClaim c): kind: NodeClaim (karpenter.sh/v1) is not configuration Nodewright reads (it reads NodePool karpenter.sh/v1 and EC2NodeClass karpenter.k8s.aws/v1): remove the document"},
+		{"NodeOverlay v1", "apiVersion: karpenter.sh/v1\nkind: NodeOverlay\nmetadata: {name: o}\nspec: {}\n",
+			`test.yaml: document 1 (NodeOverlay o): apiVersion: "karpenter.sh/v1" is not supported: Nodewright reads karpenter.sh/v1alpha1`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

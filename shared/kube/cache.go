@@ -182,6 +182,9 @@ type View struct {
 	KarpenterCRDs bool
 	NodePools     []*apis.NodePool
 	NodeClasses   []*apis.EC2NodeClass
+	// NodeOverlays are the valid NodeOverlays (karpenter.sh/v1alpha1),
+	// when the cluster serves them.
+	NodeOverlays []*apis.NodeOverlay
 	// KarpenterLeases are Karpenter's leader-election Leases
 	// (handover.Running says whether its controller runs);
 	// KarpenterUnknown is set when the cluster role may not list Leases.

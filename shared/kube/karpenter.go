@@ -19,19 +19,20 @@ const ClusterSource = "cluster"
 var (
 	nodePoolsPath    = "/apis/" + apis.KarpenterGroup + "/" + apis.Version + "/nodepools"
 	nodeClassesPath  = "/apis/" + apis.AWSGroup + "/" + apis.Version + "/ec2nodeclasses"
+	nodeOverlaysPath = "/apis/" + apis.NodeOverlayAPIVersion + "/nodeoverlays"
 	errNotInstalled  = errors.New("not installed")
-	karpenterKindFor = map[string]string{nodePoolsPath: apis.NodePoolKind, nodeClassesPath: apis.EC2NodeClassKind}
+	karpenterKindFor = map[string]string{nodePoolsPath: apis.NodePoolKind, nodeClassesPath: apis.EC2NodeClassKind, nodeOverlaysPath: apis.NodeOverlayKind}
 )
 
-// NodePools lists the cluster's NodePools and EC2NodeClasses (Karpenter's
-// CRDs), decoded, defaulted and validated by package apis. installed is
+// NodePools lists the cluster's NodePools, EC2NodeClasses and NodeOverlays
+// (Karpenter's CRDs; NodeOverlays when the cluster serves them), decoded, defaulted and validated by package apis. installed is
 // false when the cluster does not serve NodePools. invalid lists the objects
 // that failed, by name and field path ("cluster: NodePool bad: spec.weight:
 // 0 is out of range 1..100"); the valid ones are returned all the same.
 func (c *Client) NodePools(ctx context.Context) (cfg *apis.Config, installed bool, invalid error, err error) {
 	cfg = &apis.Config{}
 	var bad apis.Errors
-	for _, path := range []string{nodePoolsPath, nodeClassesPath} {
+	for _, path := range []string{nodePoolsPath, nodeClassesPath, nodeOverlaysPath} {
 		items, err := c.listRaw(ctx, path)
 		if errors.Is(err, errNotInstalled) {
 			continue
@@ -53,6 +54,7 @@ func (c *Client) NodePools(ctx context.Context) (cfg *apis.Config, installed boo
 			if got != nil {
 				cfg.NodePools = append(cfg.NodePools, got.NodePools...)
 				cfg.NodeClasses = append(cfg.NodeClasses, got.NodeClasses...)
+				cfg.NodeOverlays = append(cfg.NodeOverlays, got.NodeOverlays...)
 			}
 			bad = append(bad, clusterErrors(perr, karpenterKindFor[path])...)
 		}
@@ -132,6 +134,7 @@ func (c *Cache) karpenter(ctx context.Context, v *View) error {
 		return err
 	}
 	v.KarpenterCRDs, v.NodePools, v.NodeClasses, v.Invalid = installed, cfg.NodePools, cfg.NodeClasses, invalid
+	v.NodeOverlays = cfg.NodeOverlays
 	if invalid != nil {
 		c.opts.Log.Warn("invalid Karpenter objects in the cluster are ignored", "err", invalid.Error())
 	}

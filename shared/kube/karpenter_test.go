@@ -65,3 +65,45 @@ func TestNodePools(t *testing.T) {
 		})
 	}
 }
+
+// NodeOverlays applied to the cluster are read with the NodePools: the
+// valid ones returned, the invalid ones named; a cluster that does not
+// serve them reads none and reports nothing.
+func TestNodeOverlays(t *testing.T) {
+	const good = `{"apiVersion":"karpenter.sh/v1alpha1","kind":"NodeOverlay","metadata":{"name":"savings"},"spec":{"priceAdjustment":"-10%","weight":5}}`
+	const bad = `{"apiVersion":"karpenter.sh/v1alpha1","kind":"NodeOverlay","metadata":{"name":"bad"},"spec":{"price":"cheap"}}`
+	for _, c := range []struct {
+		name     string
+		overlays func(w http.ResponseWriter)
+		valid    int
+		invalid  string
+	}{
+		{"not served", func(w http.ResponseWriter) { writeStatus(w, 404, metav1.StatusReasonNotFound, "404 page not found") }, 0, ""},
+		{"valid and invalid", func(w http.ResponseWriter) {
+			_, _ = w.Write([]byte(`{"apiVersion":"karpenter.sh/v1alpha1","kind":"NodeOverlayList","metadata":{},"items":[` + good + `,` + bad + `]}`))
+		}, 1, `cluster: NodeOverlay bad: spec.price: "cheap" must be a non-negative price`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := &recorder{handle: func(w http.ResponseWriter, r *http.Request, n int) {
+				switch {
+				case r.URL.Path == "/apis/karpenter.sh/v1alpha1/nodeoverlays":
+					c.overlays(w)
+				case strings.HasSuffix(r.URL.Path, "/nodepools"):
+					_, _ = w.Write([]byte(`{"apiVersion":"karpenter.sh/v1","kind":"NodePoolList","metadata":{},"items":[` + goodPool + `]}`))
+				default:
+					_, _ = w.Write([]byte(`{"apiVersion":"karpenter.k8s.aws/v1","kind":"EC2NodeClassList","metadata":{},"items":[]}`))
+				}
+			}}
+			cfg, _, invalid, err := newClient(t, f).NodePools(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(cfg.NodeOverlays) != c.valid || c.valid > 0 && *cfg.NodeOverlays[0].Spec.PriceAdjustment != "-10%" {
+				t.Fatalf("overlays %+v", cfg.NodeOverlays)
+			}
+			if (invalid == nil) != (c.invalid == "") || invalid != nil && !strings.Contains(invalid.Error(), c.invalid) {
+				t.Fatalf("invalid %v, want %q", invalid, c.invalid)
+			}
+		})
+	}
+}

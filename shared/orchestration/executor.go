@@ -117,10 +117,11 @@ type Executor struct {
 	Metrics    Metrics
 	// NodePools and NodeClasses are the deployed configuration (merged
 	// with the cluster's objects for each pool's terminationGracePeriod).
-	NodePools   []*apis.NodePool
-	NodeClasses []*apis.EC2NodeClass
-	Now         func() time.Time
-	Log         *slog.Logger
+	NodePools    []*apis.NodePool
+	NodeClasses  []*apis.EC2NodeClass
+	NodeOverlays []*apis.NodeOverlay
+	Now          func() time.Time
+	Log          *slog.Logger
 	// ValidationWait is the wait between planning and validation (0:
 	// DefaultValidationWait).
 	ValidationWait time.Duration

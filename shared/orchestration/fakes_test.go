@@ -250,12 +250,14 @@ type fakeSource struct {
 	mu    sync.Mutex
 	nodes []*corev1.Node
 	pools []*apis.NodePool
+	// overlays are the cluster's NodeOverlays.
+	overlays []*apis.NodeOverlay
 }
 
 func (f *fakeSource) View(context.Context) (*provision.View, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return &provision.View{Nodes: slices.Clone(f.nodes), NodePools: f.pools}, nil
+	return &provision.View{Nodes: slices.Clone(f.nodes), NodePools: f.pools, NodeOverlays: f.overlays}, nil
 }
 
 func (f *fakeSource) remove(node string) {

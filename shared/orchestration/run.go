@@ -351,6 +351,7 @@ func (r *Run) inputs(ctx context.Context) (disruption.Inputs, *provision.View, e
 		}
 	}
 	in.StatusChecks = r.statusChecks(ctx, records)
+	in.Catalog, in.Spot, _ = provision.Overlaid(in.Catalog, in.Spot, provision.MergeOverlays(e.NodeOverlays, view))
 	if r.Images != nil {
 		in.CurrentImages = map[string]map[string]bool{}
 		for _, c := range classes {

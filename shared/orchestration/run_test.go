@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodewright/nodewright/shared/apis"
+	"github.com/nodewright/nodewright/shared/catalog"
 	"github.com/nodewright/nodewright/shared/disruption"
 	"github.com/nodewright/nodewright/shared/fleet"
 	"github.com/nodewright/nodewright/shared/provision"
@@ -247,6 +248,43 @@ func TestCarryPassComesByDeleteBy(t *testing.T) {
 			}
 			if a.Step != state.StepDone || len(at) == 0 || !at[len(at)-1].Equal(by) {
 				t.Errorf("step %s, drain passes at %v; want done, the last pass at DeleteBy %s", a.Step, at, by)
+			}
+		})
+	}
+}
+
+// TestInputsPriceWithNodeOverlays: consolidation decides with the overlaid
+// prices, the deployed NodeOverlays' and the cluster's (which replaces the
+// deployed one of its name).
+func TestInputsPriceWithNodeOverlays(t *testing.T) {
+	priced := func(name, price string) *apis.NodeOverlay {
+		o := &apis.NodeOverlay{}
+		o.Name, o.Spec.Price = name, &price
+		o.Spec.Requirements = []corev1.NodeSelectorRequirement{{Key: apis.LabelInstanceType, Operator: corev1.NodeSelectorOpIn, Values: []string{"m5.large"}}}
+		return o
+	}
+	for _, tc := range []struct {
+		name              string
+		deployed, cluster []*apis.NodeOverlay
+		want              float64
+	}{
+		{"published", nil, nil, 0.096},
+		{"deployed", []*apis.NodeOverlay{priced("savings", "0.05")}, nil, 0.05},
+		{"the cluster's wins", []*apis.NodeOverlay{priced("savings", "0.05")}, []*apis.NodeOverlay{priced("savings", "0.07")}, 0.07},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t)
+			r.e.NodeClasses = append(r.e.NodeClasses, st.NodeClass("default"))
+			r.e.NodeOverlays = tc.deployed
+			r.src.pools = []*apis.NodePool{st.NodePool(st.NodePoolOptions{Name: "default"})}
+			r.src.overlays = tc.cluster
+			run := &Run{Store: runStore{s: r.store}, Exec: r.e, Classes: fakeClasses{}, Catalog: catalog.Default()}
+			in, err := run.Inputs(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if it, ok := in.Catalog.Get("m5.large"); !ok || it.OnDemandPrice != tc.want {
+				t.Fatalf("m5.large at %v, want %v", it.OnDemandPrice, tc.want)
 			}
 		})
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/catalog"
 	"github.com/nodewright/nodewright/shared/handover"
+	"github.com/nodewright/nodewright/shared/overlay"
 	"github.com/nodewright/nodewright/shared/podstate"
 	"github.com/nodewright/nodewright/shared/scheduling"
 	"github.com/nodewright/nodewright/shared/state"
@@ -30,6 +31,8 @@ type View struct {
 	// cluster (none when the CRDs are not installed).
 	NodePools   []*apis.NodePool
 	NodeClasses []*apis.EC2NodeClass
+	// NodeOverlays are the NodeOverlays applied to the cluster.
+	NodeOverlays []*apis.NodeOverlay
 	// Volumes are the PersistentVolumeClaims, PersistentVolumes and
 	// StorageClasses that pin pods with volumes to zones (nil: not read;
 	// pods' volumes then restrict nothing).
@@ -101,6 +104,54 @@ type Inputs struct {
 	// Readiness, when set, is each NodePool's readiness (Readiness): the
 	// pools that are not ready are left out of the solve.
 	Readiness []PoolStatus
+	// NodeOverlays reprice Catalog and Spot for the solve (package overlay).
+	NodeOverlays []*apis.NodeOverlay
+}
+
+// MergeOverlays is the deployed NodeOverlays with the cluster's: one
+// applied to the cluster replaces the deployed one of the same name, as
+// MergeConfig does for NodePools. Sorted by name.
+func MergeOverlays(deployed []*apis.NodeOverlay, v *View) []*apis.NodeOverlay {
+	by := map[string]*apis.NodeOverlay{}
+	for _, o := range deployed {
+		by[o.Name] = o
+	}
+	if v != nil {
+		for _, o := range v.NodeOverlays {
+			by[o.Name] = o
+		}
+	}
+	out := make([]*apis.NodeOverlay, 0, len(by))
+	for _, name := range slices.Sorted(maps.Keys(by)) {
+		out = append(out, by[name])
+	}
+	return out
+}
+
+// Overlaid is the catalog and spot prices with the overlays' prices (the
+// inputs themselves when there are none), and the overlays in conflict.
+func Overlaid(cat *catalog.Catalog, spot catalog.SpotPricer, overlays []*apis.NodeOverlay) (*catalog.Catalog, catalog.SpotPricer, []string) {
+	c, r := overlaid(cat, spot, overlays)
+	return c, r.Spot, r.warnings()
+}
+
+// overlaid is Overlaid with the extended resources the overlays add.
+func overlaid(cat *catalog.Catalog, spot catalog.SpotPricer, overlays []*apis.NodeOverlay) (*catalog.Catalog, overlayResult) {
+	if len(overlays) == 0 || cat == nil {
+		return cat, overlayResult{Spot: spot}
+	}
+	c, r := overlay.ApplyCatalog(cat, spot, overlays)
+	return c, overlayResult(r)
+}
+
+type overlayResult overlay.Result
+
+func (r overlayResult) warnings() []string {
+	var out []string
+	for _, k := range r.Conflicts {
+		out = append(out, k.String())
+	}
+	return out
 }
 
 // Prepared is a solve's input and what went into it.
@@ -111,6 +162,10 @@ type Prepared struct {
 	// launched but not registered.
 	Pending, Reschedulable, InFlight int
 	Warnings                         []string
+	// Catalog and Spot are the prices the solve chooses by: the inputs'
+	// with the NodeOverlays applied.
+	Catalog *catalog.Catalog
+	Spot    catalog.SpotPricer
 }
 
 // Prepare builds a solve's input: the pods to place (unschedulable pods,
@@ -122,6 +177,10 @@ type Prepared struct {
 // returns a new value; it never modifies what it is given.
 func Prepare(in Inputs) Prepared {
 	var out Prepared
+	var ov overlayResult
+	in.Catalog, ov = overlaid(in.Catalog, in.Spot, in.NodeOverlays)
+	in.Spot, out.Warnings = ov.Spot, ov.warnings()
+	out.Catalog, out.Spot = in.Catalog, in.Spot
 	byInstance := map[string]*state.NodeClaim{}
 	for _, r := range in.Records {
 		if r.InstanceID != "" {
@@ -230,7 +289,7 @@ func Prepare(in Inputs) Prepared {
 	}
 	out.Input = scheduling.Input{
 		Pods: pods, Nodes: snodes, NodePools: pools, NodeClasses: in.NodeClasses,
-		DaemonSets: in.View.DaemonSets, InstanceTypes: in.Catalog.Types(), Zones: in.Zones,
+		DaemonSets: in.View.DaemonSets, InstanceTypes: in.Catalog.Types(), Capacity: ov.Capacity, Zones: in.Zones,
 		Spot: in.Spot, Unavailable: in.Unavailable, Volumes: in.View.Volumes,
 	}
 	return out

@@ -85,10 +85,20 @@ func (r *Reconciler) emitRound(ctx context.Context, w *world, rep *Report) {
 		return
 	}
 	d := Decision(rep)
-	d.NodeClaims = DecidedNodeClaims(rep, r.Catalog, r.spot(rep))
+	cat, spot := r.prices(rep)
+	d.NodeClaims = DecidedNodeClaims(rep, cat, spot)
 	if err := r.Store.RecordDecision(ctx, d, fmt.Sprintf("%d", now.UnixNano())); err != nil {
 		r.Log.Warn("record decision", "error", err)
 	}
+}
+
+// prices are the catalog and spot prices the report's solve chose by (the
+// reconciler's own when it did not solve).
+func (r *Reconciler) prices(rep *Report) (*catalog.Catalog, catalog.SpotPricer) {
+	if rep.pricedBy != nil {
+		return rep.pricedBy, rep.spotBy
+	}
+	return r.Catalog, r.spot(rep)
 }
 
 // recordReplacement records what a replacement (Replace) did for the
@@ -99,7 +109,8 @@ func (r *Reconciler) recordReplacement(ctx context.Context, rep *Report, reason 
 	}
 	d := Decision(rep)
 	d.Kind, d.Summary = "replacement", reason+": "+d.Summary
-	d.NodeClaims = DecidedNodeClaims(rep, r.Catalog, r.spot(rep))
+	cat, spot := r.prices(rep)
+	d.NodeClaims = DecidedNodeClaims(rep, cat, spot)
 	now := r.Now()
 	d.Time = now
 	if err := r.Store.RecordDecision(ctx, d, fmt.Sprintf("%d-replacement", now.UnixNano())); err != nil {

@@ -140,6 +140,9 @@ type Reconciler struct {
 	// NodePools and NodeClasses are the deployed configuration.
 	NodePools   []*apis.NodePool
 	NodeClasses []*apis.EC2NodeClass
+	// NodeOverlays are the deployed configuration's (the cluster's replace
+	// them by name: MergeOverlays).
+	NodeOverlays []*apis.NodeOverlay
 	// Names names new NodeClaims (default fleet.NodeClaimName with
 	// crypto/rand).
 	Names func(nodePool string) (string, error)
@@ -224,6 +227,10 @@ type Report struct {
 	// Standby says why the round launched nothing it planned: Karpenter's
 	// controller runs in the cluster (handover).
 	Standby string `json:"standby,omitempty"`
+	// pricedBy and spotBy are the prices the last solve chose by (the
+	// catalog and spot prices with the NodeOverlays applied).
+	pricedBy *catalog.Catalog
+	spotBy   catalog.SpotPricer
 	// Batch is the batching wait before the round (set by the caller that
 	// settled: the provision handler).
 	Batch  Batched       `json:"batch"`
@@ -446,10 +453,12 @@ func (r *Reconciler) solveAndLaunch(ctx context.Context, lease *state.Lease, w *
 		prep := Prepare(Inputs{
 			View: w.view, Records: w.records, NodePools: w.pools, NodeClasses: w.classes, Catalog: r.Catalog,
 			Zones: w.zones, Spot: r.spot(rep), Unavailable: unavailable.Has, Only: only, Readiness: w.readiness,
+			NodeOverlays: MergeOverlays(r.NodeOverlays, w.view),
 		})
 		if attempt == 0 {
 			rep.Warnings = append(rep.Warnings, prep.Warnings...)
 		}
+		rep.pricedBy, rep.spotBy = prep.Catalog, prep.Spot
 		rep.Pending, rep.Reschedulable, rep.InFlight = prep.Pending, prep.Reschedulable, prep.InFlight
 		rep.Nominated = nominate(&prep.Input, w.records, &r.placed)
 		if len(prep.Input.Pods) == 0 {

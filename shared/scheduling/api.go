@@ -37,6 +37,10 @@ type Input struct {
 	// InstanceTypes is the catalog to choose from (the real one or a
 	// synthetic one for tests and benchmarks).
 	InstanceTypes []*catalog.InstanceType
+	// Capacity is the extended resources a node of each instance type
+	// offers beyond the catalog's, by type name (NodeOverlay capacity:
+	// hugepages, device-plugin resources); nil: none.
+	Capacity map[string]corev1.ResourceList
 	// Zones are the zones the cluster has subnets in.
 	Zones []string
 	// Spot prices spot offerings; nil offers no spot capacity.

@@ -180,7 +180,7 @@ func (s *solver) settleComingUp() {
 		n.taints = comingUpTaints(n.taints, startup)
 		if t, ok := s.u.index[n.labels[apis.LabelInstanceType]]; ok {
 			_, a := s.u.types[t].Compute(settings)
-			typed := amountsVec(a)
+			typed := amountsVec(a).add(s.extra[t])
 			for d := range n.alloc {
 				if n.alloc[d] <= 0 && typed[d] > 0 {
 					n.alloc[d] = typed[d]

@@ -105,7 +105,7 @@ func (p *pool) computeResources(s *solver) {
 	both.or(p.exotic)
 	both.each(func(t int) bool {
 		c, a := u.types[t].Compute(p.settings)
-		p.capacity[t], p.alloc[t] = amountsVec(c), amountsVec(a)
+		p.capacity[t], p.alloc[t] = amountsVec(c).add(s.extra[t]), amountsVec(a).add(s.extra[t])
 		return true
 	})
 	p.daemons = make([]bitset, len(s.daemons))

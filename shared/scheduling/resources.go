@@ -2,6 +2,7 @@ package scheduling
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -227,6 +228,20 @@ func requestLimits(rr *corev1.ResourceRequirements) {
 			rr.Requests = corev1.ResourceList{}
 		}
 		rr.Requests[name] = q.DeepCopy()
+	}
+}
+
+// buildExtra claims a slot for each resource of Input.Capacity (in name
+// order) and converts each type's.
+func (s *solver) buildExtra() {
+	if len(s.in.Capacity) == 0 {
+		return
+	}
+	s.extra = map[int]vec{}
+	for _, name := range slices.Sorted(maps.Keys(s.in.Capacity)) {
+		if t, ok := s.u.index[name]; ok {
+			s.extra[t], _ = s.reg.fromList(s.in.Capacity[name], true)
+		}
 	}
 }
 

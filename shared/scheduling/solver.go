@@ -15,7 +15,8 @@ type solver struct {
 	in       *Input
 	u        *universe
 	reg      *registry
-	pools    []*pool // weight order
+	extra    map[int]vec // Input.Capacity by type index
+	pools    []*pool     // weight order
 	nodes    []*node
 	daemons  []*daemon
 	groups   []*group
@@ -143,6 +144,7 @@ func newSolver(in *Input, u *universe, residual bool, order groupOrder) *solver 
 	s.u = u
 	s.scratch = newBitset(s.u.n)
 	s.buildNodes()
+	s.buildExtra()
 	s.buildDaemons()
 	s.buildPools()
 	s.attachPools()

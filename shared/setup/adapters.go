@@ -28,7 +28,7 @@ func (s cacheSource) View(ctx context.Context) (*provision.View, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := &provision.View{Pods: v.Pods, Nodes: v.Nodes, DaemonSets: v.DaemonSets, PDBs: v.PDBs, NodePools: v.NodePools, NodeClasses: v.NodeClasses,
+	out := &provision.View{Pods: v.Pods, Nodes: v.Nodes, DaemonSets: v.DaemonSets, PDBs: v.PDBs, NodePools: v.NodePools, NodeClasses: v.NodeClasses, NodeOverlays: v.NodeOverlays,
 		Volumes:   &scheduling.Volumes{Claims: v.PersistentVolumeClaims, Volumes: v.PersistentVolumes, StorageClasses: v.StorageClasses},
 		Karpenter: handover.Running(v.KarpenterLeases, s.now()), KarpenterUnknown: v.KarpenterUnknown}
 	if v.Invalid != nil {

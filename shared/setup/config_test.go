@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/names"
 )
 
@@ -36,5 +37,23 @@ func TestConfigRefusesWhatNodewrightWouldIgnore(t *testing.T) {
 	pools, classes, err := Config(Options{Env: map[string]string{names.EnvConfigDir: dir}})
 	if err != nil || len(pools) != 1 || len(classes) != 1 {
 		t.Fatalf("valid configuration: %d pools, %d classes, %v", len(pools), len(classes), err)
+	}
+}
+
+// The deployed configuration's NodeOverlays reach the functions, from the
+// configuration directory or from the options that replace it.
+func TestConfigLoadsNodeOverlays(t *testing.T) {
+	dir := t.TempDir()
+	const overlay = "apiVersion: karpenter.sh/v1alpha1\nkind: NodeOverlay\nmetadata: {name: savings}\nspec: {priceAdjustment: '-10%'}\n"
+	if err := os.WriteFile(filepath.Join(dir, "overlay.yaml"), []byte(overlay), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := loadConfig(Options{Env: map[string]string{names.EnvConfigDir: dir}})
+	if err != nil || len(cfg.NodeOverlays) != 1 || cfg.NodeOverlays[0].Name != "savings" {
+		t.Fatalf("from the directory: %+v, %v", cfg, err)
+	}
+	given, err := loadConfig(Options{NodePools: []*apis.NodePool{{}}, NodeOverlays: cfg.NodeOverlays})
+	if err != nil || len(given.NodeOverlays) != 1 {
+		t.Fatalf("from the options: %+v, %v", given, err)
 	}
 }

@@ -53,8 +53,9 @@ type Options struct {
 	Cluster Cluster
 	// NodePools and NodeClasses, when set, replace loading the
 	// configuration directory named by the environment.
-	NodePools   []*apis.NodePool
-	NodeClasses []*apis.EC2NodeClass
+	NodePools    []*apis.NodePool
+	NodeClasses  []*apis.EC2NodeClass
+	NodeOverlays []*apis.NodeOverlay
 	// Metrics is where EMF records go (os.Stdout in Lambda; nil: none).
 	Metrics io.Writer
 	Now     func() time.Time
@@ -73,18 +74,27 @@ func (o *Options) defaults() {
 // Config loads the deployed configuration (the directory the stack's layer
 // holds), unless the options carry it.
 func Config(o Options) ([]*apis.NodePool, []*apis.EC2NodeClass, error) {
+	cfg, err := loadConfig(o)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cfg.NodePools, cfg.NodeClasses, nil
+}
+
+// loadConfig is Config with the NodeOverlays.
+func loadConfig(o Options) (*apis.Config, error) {
 	if len(o.NodePools) > 0 || len(o.NodeClasses) > 0 {
-		return o.NodePools, o.NodeClasses, nil
+		return &apis.Config{NodePools: o.NodePools, NodeClasses: o.NodeClasses, NodeOverlays: o.NodeOverlays}, nil
 	}
 	dir := o.Env[names.EnvConfigDir]
 	if dir == "" {
-		return nil, nil, fmt.Errorf("%s is not set", names.EnvConfigDir)
+		return nil, fmt.Errorf("%s is not set", names.EnvConfigDir)
 	}
 	cfg, err := apis.LoadDir(dir)
 	if err != nil {
-		return nil, nil, fmt.Errorf("configuration: %w", err)
+		return nil, fmt.Errorf("configuration: %w", err)
 	}
-	return cfg.NodePools, cfg.NodeClasses, nil
+	return cfg, nil
 }
 
 // Controller builds the reconciler the provision, interruption and
@@ -105,7 +115,7 @@ func Controller(ctx context.Context, o Options) (*provision.Reconciler, error) {
 	if o.Cluster.REST == nil {
 		return nil, errors.New("no Kubernetes client configuration")
 	}
-	pools, classes, err := Config(o)
+	cfg, err := loadConfig(o)
 	if err != nil {
 		return nil, err
 	}
@@ -135,7 +145,7 @@ func Controller(ctx context.Context, o Options) (*provision.Reconciler, error) {
 		Nodes:  nodeWriter{kc}, Drainer: drainer{kc, o.Now},
 		NodeClaims: &nodeclaim.Objects{API: kc, Log: o.Log}, Status: kc,
 		Events:    events{kube.NewRecorder(kc, kube.RecorderOptions{Instance: o.Env[envLambdaFunction], Now: o.Now, Log: o.Log})},
-		NodePools: pools, NodeClasses: classes, Now: o.Now, Log: o.Log, Regional: regional,
+		NodePools: cfg.NodePools, NodeClasses: cfg.NodeClasses, NodeOverlays: cfg.NodeOverlays, Now: o.Now, Log: o.Log, Regional: regional,
 	}
 	if v := o.Env[names.EnvRegistrationTimeout]; v != "" {
 		if r.Options.RegistrationTimeout, err = provision.ParseRegistrationTimeout(v); err != nil {

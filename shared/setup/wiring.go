@@ -52,7 +52,7 @@ func InterruptionDeps(r *provision.Reconciler) *interruption.Deps {
 func Executor(r *provision.Reconciler, now func() time.Time, log *slog.Logger) *orchestration.Executor {
 	e := &orchestration.Executor{
 		Store: r.Store, Capacity: r, Terminator: r.Terminator(), Source: r.Source, Events: r.Events, Metrics: r.Metrics,
-		NodePools: r.NodePools, NodeClasses: r.NodeClasses, Now: now, Log: log, Validate: disruption.Validate,
+		NodePools: r.NodePools, NodeClasses: r.NodeClasses, NodeOverlays: r.NodeOverlays, Now: now, Log: log, Validate: disruption.Validate,
 		ReadyTimeout: r.RegistrationTimeout(),
 	}
 	if r.Nodes != nil {

@@ -89,6 +89,7 @@ func (r *reader) source(src Source) {
 		d, _ := cfg.Origin(nc)
 		r.classes = append(r.classes, classEntry{class: nc, at: origin{d.Source, d.Index, d.Item}})
 	}
+	r.overlays = append(r.overlays, cfg.NodeOverlays...)
 	for _, d := range cfg.Other {
 		r.object(d)
 	}

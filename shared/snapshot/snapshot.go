@@ -71,7 +71,9 @@ type Snapshot struct {
 	Nodes       []*scheduling.Node
 	NodePools   []*apis.NodePool
 	NodeClasses []*apis.EC2NodeClass
-	DaemonSets  []*appsv1.DaemonSet
+	// NodeOverlays reprice the catalog for the plan (package overlay).
+	NodeOverlays []*apis.NodeOverlay
+	DaemonSets   []*appsv1.DaemonSet
 	// Volumes are the volume objects read (nil when the sources hold
 	// none); claims and volumes sorted by namespace/name, classes by name.
 	Volumes *scheduling.Volumes
@@ -168,6 +170,7 @@ type daemonSetEntry struct {
 // references between them.
 type reader struct {
 	errs         Errors
+	overlays     []*apis.NodeOverlay
 	pods         []podEntry // bound and pending, in source order
 	podKeys      map[string]origin
 	nodes        map[string]nodeEntry
@@ -229,6 +232,8 @@ func (r *reader) finish() (*Snapshot, error) {
 		s.NodeClasses = append(s.NodeClasses, c.class)
 	}
 	sort.SliceStable(s.NodeClasses, func(i, j int) bool { return s.NodeClasses[i].Name < s.NodeClasses[j].Name })
+	s.NodeOverlays = r.overlays
+	sort.SliceStable(s.NodeOverlays, func(i, j int) bool { return s.NodeOverlays[i].Name < s.NodeOverlays[j].Name })
 	for _, d := range r.daemonSets {
 		s.DaemonSets = append(s.DaemonSets, d.ds)
 	}

@@ -50,8 +50,9 @@ import (
 
 // Options configure the functions.
 type Options struct {
-	NodePools   []*apis.NodePool
-	NodeClasses []*apis.EC2NodeClass
+	NodePools    []*apis.NodePool
+	NodeClasses  []*apis.EC2NodeClass
+	NodeOverlays []*apis.NodeOverlay
 	// Log receives every function's JSON log (default: discarded).
 	Log io.Writer
 	// Clock is the functions' clock (default: real time).
@@ -150,7 +151,7 @@ func (h *Harness) options(ctx context.Context, fn string) (setup.Options, error)
 	env := h.LC.Env()
 	env["AWS_LAMBDA_FUNCTION_NAME"] = "nodewright-" + fn
 	return setup.Options{
-		Env: env, AWS: cfg, Cluster: c, NodePools: h.opts.NodePools, NodeClasses: h.opts.NodeClasses,
+		Env: env, AWS: cfg, Cluster: c, NodePools: h.opts.NodePools, NodeClasses: h.opts.NodeClasses, NodeOverlays: h.opts.NodeOverlays,
 		Metrics: h.Metrics, Now: h.Clock.Now, Log: h.logger(fn),
 	}, nil
 }

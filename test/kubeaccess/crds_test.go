@@ -153,3 +153,42 @@ func sameJSON(t *testing.T, what string, want, got any) {
 		t.Errorf("%s read back differs:\n got %s\nwant %s", what, b, a)
 	}
 }
+
+// TestNodeOverlayThroughCRDAndCache: a NodeOverlay applied under
+// Nodewright's CRD (karpenter.sh/v1alpha1) comes back through the cache as
+// the loader reads it.
+func TestNodeOverlayThroughCRDAndCache(t *testing.T) {
+	dyn, err := dynamic.NewForConfig(cloud.REST)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc, err := kube.New(cloud.REST)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gvr := schema.GroupVersionResource{Group: apis.KarpenterGroup, Version: "v1alpha1", Resource: "nodeoverlays"}
+	doc := "apiVersion: karpenter.sh/v1alpha1\nkind: NodeOverlay\nmetadata: {name: savings-plan}\n" +
+		"spec: {priceAdjustment: '-10%', weight: 10, requirements: [{key: karpenter.k8s.aws/instance-family, operator: In, values: [m5]}]}\n"
+	want, err := apis.Parse([]byte(doc), "overlay.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]any{}
+	if err := yaml.Unmarshal([]byte(doc), &m); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := dyn.Resource(gvr).Create(ctx, &unstructured.Unstructured{Object: m}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = dyn.Resource(gvr).Delete(context.Background(), "savings-plan", metav1.DeleteOptions{}) })
+	v, err := kube.NewCache(kc, kube.CacheOptions{}).Sync(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// (another test may leave an invalid NodePool: only overlays count here)
+	if len(v.NodeOverlays) != 1 || v.Invalid != nil && strings.Contains(v.Invalid.Error(), "NodeOverlay") {
+		t.Fatalf("read %d NodeOverlays, invalid: %v", len(v.NodeOverlays), v.Invalid)
+	}
+	sameJSON(t, "NodeOverlay savings-plan", want.NodeOverlays[0].Spec, v.NodeOverlays[0].Spec)
+}

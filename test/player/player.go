@@ -183,7 +183,7 @@ func Play(ctx context.Context, lc *localcloud.Cloud, sc *scenario.Scenario, cfg 
 func (pl *player) play(ctx context.Context, rep *report.Report) error {
 	var err error
 	pl.h, err = harness.New(ctx, pl.lc, harness.Options{
-		NodePools: pl.cfg.NodePools, NodeClasses: pl.cfg.NodeClasses, Log: pl.opts.Log,
+		NodePools: pl.cfg.NodePools, NodeClasses: pl.cfg.NodeClasses, NodeOverlays: pl.cfg.NodeOverlays, Log: pl.opts.Log,
 		ValidationWait: pl.opts.ValidationWait, Provision: provision.Options{RedriveAfter: 2 * time.Second},
 	})
 	if err != nil {

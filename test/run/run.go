@@ -243,7 +243,7 @@ func reconciler(ctx context.Context, lc *localcloud.Cloud, cfg *Config, opts Opt
 			Name: lc.Cluster.Name, Endpoint: lc.Cluster.Endpoint, CertificateAuthority: lc.Cluster.CAData,
 			ServiceCIDR: lc.Cluster.ServiceCIDR, KubernetesVersion: lc.Cluster.Version,
 		}},
-		NodePools: cfg.NodePools, NodeClasses: cfg.NodeClasses, Log: opts.Log,
+		NodePools: cfg.NodePools, NodeClasses: cfg.NodeClasses, NodeOverlays: cfg.NodeOverlays, Log: opts.Log,
 	})
 }
 

@@ -1,5 +1,6 @@
 // Package crds holds the CustomResourceDefinitions of NodePool
-// (karpenter.sh/v1) and EC2NodeClass (karpenter.k8s.aws/v1) generated from
+// (karpenter.sh/v1), EC2NodeClass (karpenter.k8s.aws/v1) and NodeOverlay
+// (karpenter.sh/v1alpha1) generated from
 // Nodewright's API types (shared/apis/internal/crdgen explains how they stay
 // compatible with Karpenter's own), and of NodeClaim (karpenter.sh/v1),
 // generated from Karpenter's own Go types, for the objects Nodewright keeps

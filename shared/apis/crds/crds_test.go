@@ -47,15 +47,17 @@ func TestNamesMatchKarpenters(t *testing.T) {
 	for _, c := range []struct {
 		file, group, kind, plural string
 		short                     []string
+		version                   string
 	}{
-		{"karpenter.sh_nodepools.yaml", apis.KarpenterGroup, apis.NodePoolKind, "nodepools", nil},
-		{"karpenter.k8s.aws_ec2nodeclasses.yaml", apis.AWSGroup, apis.EC2NodeClassKind, "ec2nodeclasses", []string{"ec2nc", "ec2ncs"}},
+		{"karpenter.sh_nodepools.yaml", apis.KarpenterGroup, apis.NodePoolKind, "nodepools", nil, apis.Version},
+		{"karpenter.k8s.aws_ec2nodeclasses.yaml", apis.AWSGroup, apis.EC2NodeClassKind, "ec2nodeclasses", []string{"ec2nc", "ec2ncs"}, apis.Version},
+		{"karpenter.sh_nodeoverlays.yaml", apis.KarpenterGroup, apis.NodeOverlayKind, "nodeoverlays", []string{"overlays"}, "v1alpha1"},
 	} {
 		crd := load(t, c.file)
 		s := crd.Spec
 		if crd.Name != c.plural+"."+c.group || s.Group != c.group || s.Names.Kind != c.kind || s.Names.Plural != c.plural ||
 			s.Scope != apiextv1.ClusterScoped || !reflect.DeepEqual(s.Names.ShortNames, c.short) || len(s.Versions) != 1 ||
-			s.Versions[0].Name != apis.Version || !s.Versions[0].Served || !s.Versions[0].Storage || s.Versions[0].Subresources.Status == nil {
+			s.Versions[0].Name != c.version || !s.Versions[0].Served || !s.Versions[0].Storage || s.Versions[0].Subresources.Status == nil {
 			t.Errorf("%s: %+v", c.file, crd)
 		}
 	}

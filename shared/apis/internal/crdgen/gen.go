@@ -1,5 +1,6 @@
 // Package crdgen generates the CustomResourceDefinitions of NodePool
-// (karpenter.sh/v1) and EC2NodeClass (karpenter.k8s.aws/v1) from Nodewright's
+// (karpenter.sh/v1), EC2NodeClass (karpenter.k8s.aws/v1) and NodeOverlay
+// (karpenter.sh/v1alpha1) from Nodewright's
 // own API types (shared/apis) with controller-tools' schema generator, the
 // library Karpenter's CRDs come from.
 //
@@ -42,6 +43,7 @@ const APIPackage = "github.com/nodewright/nodewright/shared/apis"
 // kind is one CRD to generate.
 type kind struct {
 	group, kind, plural, singular, file string
+	version                             string // "" is v1
 	shortNames                          []string
 	columns                             []apiextv1.CustomResourceColumnDefinition
 	scale                               bool
@@ -66,6 +68,15 @@ var kinds = []kind{
 			{Name: "Ready", Type: "string", JSONPath: `.status.conditions[?(@.type=="Ready")].status`},
 			{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp"},
 			{Name: "Role", Type: "string", JSONPath: ".spec.role", Priority: 1},
+		},
+	},
+	{
+		group: "karpenter.sh", kind: "NodeOverlay", plural: "nodeoverlays", singular: "nodeoverlay", version: "v1alpha1",
+		file: "karpenter.sh_nodeoverlays.yaml", shortNames: []string{"overlays"},
+		columns: []apiextv1.CustomResourceColumnDefinition{
+			{Name: "Ready", Type: "string", JSONPath: `.status.conditions[?(@.type=="Ready")].status`},
+			{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp"},
+			{Name: "Weight", Type: "integer", JSONPath: ".spec.weight", Priority: 1},
 		},
 	},
 }
@@ -186,8 +197,12 @@ func keepUnknown(s *apiextv1.JSONSchemaProps) {
 }
 
 func render(k kind, schema apiextv1.JSONSchemaProps) ([]byte, error) {
+	name := k.version
+	if name == "" {
+		name = "v1"
+	}
 	version := apiextv1.CustomResourceDefinitionVersion{
-		Name: "v1", Served: true, Storage: true,
+		Name: name, Served: true, Storage: true,
 		Schema:                   &apiextv1.CustomResourceValidation{OpenAPIV3Schema: &schema},
 		Subresources:             &apiextv1.CustomResourceSubresources{Status: &apiextv1.CustomResourceSubresourceStatus{}},
 		AdditionalPrinterColumns: k.columns,
