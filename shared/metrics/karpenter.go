@@ -26,6 +26,8 @@ const (
 	LabelMethod            = "method"
 	LabelProvider          = "provider"
 	LabelError             = "error"
+	LabelCondition         = "condition"
+	LabelImageID           = "image_id"
 )
 
 // Karpenter metric names: the names of Karpenter's metrics that Nodewright
@@ -36,6 +38,7 @@ const (
 	KarpenterNodeClaimsCreated            = "karpenter_nodeclaims_created_total"
 	KarpenterNodeClaimsTerminated         = "karpenter_nodeclaims_terminated_total"
 	KarpenterNodeClaimsDisrupted          = "karpenter_nodeclaims_disrupted_total"
+	KarpenterNodeClaimsUnhealthyDisrupted = "karpenter_nodeclaims_unhealthy_disrupted_total"
 	KarpenterPodsStartupDuration          = "karpenter_pods_startup_duration_seconds"
 	KarpenterNodePoolsUsage               = "karpenter_nodepools_usage"
 	KarpenterNodePoolsLimit               = "karpenter_nodepools_limit"
@@ -182,8 +185,9 @@ func Karpenter() []KarpenterMetric {
 		{Name: "karpenter_pods_drained_total", Kind: Counter, Labels: []string{LabelReason},
 			Nodewright: "not emitted: PodsEvicted (reason interruption, consolidation or deletion)"},
 		// pkg/controllers/node/health
-		{Name: "karpenter_nodeclaims_unhealthy_disrupted_total", Kind: Counter, Labels: []string{"condition", LabelNodePool, LabelCapacityType, "image_id"},
-			Nodewright: "not emitted: node repair's events name the condition"},
+		{Name: KarpenterNodeClaimsUnhealthyDisrupted, Kind: Counter, Labels: []string{LabelCondition, LabelNodePool, LabelCapacityType, LabelImageID},
+			Unit: UnitCount, Statistic: Sum,
+			Nodewright: "a node repair started, by the condition it repairs (EC2StatusCheck for a failing status check), NodePool, capacity type and image"},
 		// pkg/controllers/metrics/node
 		{Name: "karpenter_nodes_allocatable", Kind: Gauge, Labels: withResource, RuntimeLabels: true, Dropped: []string{"node_name"}, Nodewright: perNode},
 		{Name: "karpenter_nodes_total_pod_requests", Kind: Gauge, Labels: withResource, RuntimeLabels: true, Dropped: []string{"node_name"}, Nodewright: perNode},

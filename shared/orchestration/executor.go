@@ -204,6 +204,9 @@ func (e *Executor) Start(ctx context.Context, cmd disruption.Command, records []
 		}
 	}
 	e.recordDecision(ctx, a, cmd.Explanation)
+	if cmd.Method == disruption.MethodRepair {
+		e.karpenterRepair(cmd, cands)
+	}
 	e.Log.Info("consolidation planned", "action", a.ID, "method", cmd.Method, "reason", cmd.Reason, "nodes", cmd.Nodes,
 		"priceBefore", cmd.PriceBefore, "priceAfter", cmd.PriceAfter, "explanation", cmd.Explanation)
 	for _, n := range cmd.Nodes {

@@ -24,6 +24,18 @@ func (e *Executor) karpenterDecision(a *state.Action) {
 	})
 }
 
+// karpenterRepair counts a repair started as Karpenter counts a NodeClaim
+// disrupted for being unhealthy: by the condition it repairs, the NodePool,
+// the capacity type and the image.
+func (e *Executor) karpenterRepair(cmd disruption.Command, cands []*state.NodeClaim) {
+	for _, r := range cands {
+		_ = e.Metrics.Emit(metrics.KarpenterNodeClaimsUnhealthyDisrupted, 1, metrics.Dims{
+			metrics.LabelCondition: orUnknown(string(cmd.Condition)), metrics.LabelNodePool: orUnknown(r.NodePool),
+			metrics.LabelCapacityType: orUnknown(r.CapacityType), metrics.LabelImageID: orUnknown(r.ImageID),
+		})
+	}
+}
+
 // ConsolidationType is Karpenter's consolidation_type of a method: empty,
 // single or multi; none (Karpenter's empty value) for drift and expiration.
 func ConsolidationType(m disruption.Method) string {
@@ -52,6 +64,14 @@ func (e *Executor) karpenterBudgets(allowed map[string]map[apis.DisruptionReason
 func orNone(s string) string {
 	if s == "" {
 		return metrics.ConsolidationTypeNone
+	}
+	return s
+}
+
+// orUnknown is a label value: CloudWatch refuses an empty one.
+func orUnknown(s string) string {
+	if s == "" {
+		return metrics.ErrorUnknown
 	}
 	return s
 }

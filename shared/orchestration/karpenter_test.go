@@ -1,6 +1,7 @@
 package orchestration
 
 import (
+	"context"
 	"testing"
 
 	"github.com/nodewright/nodewright/shared/apis"
@@ -38,5 +39,44 @@ func TestKarpenterDecisionAndBudgets(t *testing.T) {
 		if got := ConsolidationType(m); got != want {
 			t.Errorf("ConsolidationType(%s) = %s, want %s", m, got, want)
 		}
+	}
+}
+
+// TestRepairCountsAsKarpenterUnhealthyDisrupted: starting a repair counts
+// karpenter_nodeclaims_unhealthy_disrupted_total by the condition it
+// repairs, the pool, the capacity type and the image; another method's
+// action does not.
+func TestRepairCountsAsKarpenterUnhealthyDisrupted(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		method disruption.Method
+		want   int
+	}{{"repair", disruption.MethodRepair, 1}, {"single-node", disruption.MethodSingleNode, 0}} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t)
+			var m metrics.Recorder
+			r.e.Metrics = &m
+			rec := r.store.rec("nc-a")
+			rec.CapacityType, rec.ImageID = "spot", "ami-0abc"
+			r.store.put(rec)
+			cmd := command(false)
+			cmd.Method, cmd.Condition = tc.method, "Ready"
+			recs, _ := r.store.NodeClaims(context.Background())
+			if _, err := r.e.Start(context.Background(), cmd, recs); err != nil {
+				t.Fatal(err)
+			}
+			p := m.Points(metrics.KarpenterNodeClaimsUnhealthyDisrupted)
+			if len(p) != tc.want {
+				t.Fatalf("points %+v, want %d", p, tc.want)
+			}
+			if tc.want == 1 {
+				want := metrics.Dims{metrics.LabelCondition: "Ready", metrics.LabelNodePool: "default", metrics.LabelCapacityType: "spot", metrics.LabelImageID: "ami-0abc"}
+				for k, v := range want {
+					if p[0].Dims[k] != v {
+						t.Errorf("%s = %q, want %q", k, p[0].Dims[k], v)
+					}
+				}
+			}
+		})
 	}
 }
