@@ -173,6 +173,13 @@ type Report struct {
 	// Skipped maps a node to why it is not a candidate (do-not-disrupt, a
 	// PDB, consolidateAfter, budget, policy, not initialized...).
 	Skipped map[string]string
+	// Blocked are the Skipped nodes a do-not-disrupt annotation or a
+	// PodDisruptionBudget holds (Karpenter's DisruptionBlocked), by why.
+	Blocked map[string]string
+	// Unconsolidatable are the candidates consolidation considered and
+	// could neither delete nor replace by cheaper capacity (Karpenter's
+	// Unconsolidatable), by why.
+	Unconsolidatable map[string]string
 	// Method is the method whose commands Decide returned ("" when none
 	// found work).
 	Method Method

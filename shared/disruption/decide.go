@@ -23,7 +23,7 @@ type decider struct {
 	detail map[*nodeInfo]string
 	// blocks and unconsolidatable memoize blocked and consolidatable (""
 	// when nothing blocks), which several methods ask of every node.
-	blocks           map[blockKey]string
+	blocks           map[blockKey]blocking
 	unconsolidatable map[*nodeInfo]string
 }
 
@@ -100,8 +100,8 @@ func (d *decider) finish(cmds []Command) ([]Command, Report) {
 func newDecider(in *Inputs, r *registry) *decider {
 	v := newView(in)
 	d := &decider{v: v, sim: newSim(v), methods: r, cands: make([][]*nodeInfo, len(r.methods)), detail: map[*nodeInfo]string{},
-		blocks: map[blockKey]string{}, unconsolidatable: map[*nodeInfo]string{},
-		rep: Report{Skipped: map[string]string{}, Rejected: map[string]string{}}}
+		blocks: map[blockKey]blocking{}, unconsolidatable: map[*nodeInfo]string{},
+		rep: Report{Skipped: map[string]string{}, Rejected: map[string]string{}, Blocked: map[string]string{}, Unconsolidatable: map[string]string{}}}
 	d.nominated = v.baseline()
 	d.budgets = newBudgets(v)
 	d.rep.Allowed = d.budgets.clone().left
@@ -114,12 +114,15 @@ func newDecider(in *Inputs, r *registry) *decider {
 // node no method takes is Skipped, with the first reason a method gave.
 func (d *decider) classify() {
 	for _, n := range d.v.nodes {
-		taken, whyNot := false, ""
+		taken, whyNot, blockedBy := false, "", Cause("")
 		for i, m := range d.methods.methods {
 			c := m.kind().class
-			ok, why := false, d.blocked(n, c)
+			b := d.blocking(n, c)
+			ok, why := false, b.why
 			if why == "" {
 				ok, why = m.candidate(d, n)
+			} else if whyNot == "" {
+				blockedBy = b.cause
 			}
 			if ok {
 				d.cands[i] = append(d.cands[i], n)
@@ -137,19 +140,32 @@ func (d *decider) classify() {
 			d.rep.Candidates++
 		} else {
 			d.rep.Skipped[n.name()] = whyNot
+			if blockedBy == CauseDoNotDisrupt || blockedBy == CausePDB {
+				d.rep.Blocked[n.name()] = whyNot
+			}
 		}
 	}
 }
 
+// blocking is why view.blocked holds a node, and its cause.
+type blocking struct {
+	why   string
+	cause Cause
+}
+
 // blocked is view.blocked, once per node and class.
 func (d *decider) blocked(n *nodeInfo, c class) string {
+	return d.blocking(n, c).why
+}
+
+func (d *decider) blocking(n *nodeInfo, c class) blocking {
 	k := blockKey{n, c}
-	why, ok := d.blocks[k]
+	b, ok := d.blocks[k]
 	if !ok {
-		why, _ = d.v.blocked(n, c)
-		d.blocks[k] = why
+		b.why, b.cause = d.v.blocked(n, c)
+		d.blocks[k] = b
 	}
-	return why
+	return b
 }
 
 // consolidatable is view.consolidatable, once per node.

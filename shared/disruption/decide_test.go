@@ -88,7 +88,7 @@ func TestDecide(t *testing.T) {
 				w.node("a", "c2", od, annotated(apis.AnnotationDoNotDisrupt, "true"))
 			},
 			want:  []string{},
-			check: skippedWith("a", "node is annotated karpenter.sh/do-not-disrupt"),
+			check: blockedWith("a", "node is annotated karpenter.sh/do-not-disrupt"),
 		},
 		{
 			name: "do-not-disrupt set to false does not protect",
@@ -107,7 +107,7 @@ func TestDecide(t *testing.T) {
 				w.pods("a", 1, "500m", podAnnotated(apis.AnnotationDoNotDisrupt, "true"))
 			},
 			want:  []string{},
-			check: skippedWith("a", "pod default/a-p0 is annotated karpenter.sh/do-not-disrupt"),
+			check: blockedWith("a", "pod default/a-p0 is annotated karpenter.sh/do-not-disrupt"),
 		},
 		{
 			name: "a do-not-disrupt pod that has finished does not protect",
@@ -126,7 +126,7 @@ func TestDecide(t *testing.T) {
 				w.pods("a", 1, "100m", owner("DaemonSet"), podAnnotated(apis.AnnotationDoNotDisrupt, "true"))
 			},
 			want:  []string{},
-			check: skippedWith("a", "annotated karpenter.sh/do-not-disrupt"),
+			check: blockedWith("a", "annotated karpenter.sh/do-not-disrupt"),
 		},
 		{
 			name: "a PDB that allows no disruption keeps the node",
@@ -138,7 +138,7 @@ func TestDecide(t *testing.T) {
 				w.pdb("web", "default", "web", 0)
 			},
 			want:  []string{},
-			check: skippedWith("a", "PodDisruptionBudget default/web allows no disruption now"),
+			check: blockedWith("a", "PodDisruptionBudget default/web allows no disruption now"),
 		},
 		{
 			name: "a PDB that allows a disruption lets the node go",
@@ -173,7 +173,7 @@ func TestDecide(t *testing.T) {
 				w.pdb("web-2", "default", "web", 1)
 			},
 			want:  []string{},
-			check: skippedWith("a", "several PodDisruptionBudgets (default/web, default/web-2)"),
+			check: blockedWith("a", "several PodDisruptionBudgets (default/web, default/web-2)"),
 		},
 		{
 			name: "an unready pod under an AlwaysAllow PDB can be evicted",
@@ -740,7 +740,7 @@ func TestDecide(t *testing.T) {
 				w.pods("a", 1, "800m")
 			},
 			want:  []string{},
-			check: rejectedWith("a", "single-node: "),
+			check: unconsolidatable("a"),
 		},
 		{
 			name: "one node may be replaced by two smaller ones when cheaper",
@@ -1127,7 +1127,7 @@ func TestDecide(t *testing.T) {
 				w.images = map[string]map[string]bool{"default": {"ami-2": true}}
 			},
 			want:  []string{},
-			check: skippedWith("a", "do-not-disrupt"),
+			check: blockedWith("a", "do-not-disrupt"),
 		},
 		{
 			name: "with terminationGracePeriod a do-not-disrupt pod does not keep a drifted node",
@@ -1193,6 +1193,32 @@ func skippedWith(node, want string) func(t *testing.T, w *world, cmds []Command,
 		t.Helper()
 		if !strings.Contains(rep.Skipped[node], want) {
 			t.Errorf("%s skipped as %q, want %q", node, rep.Skipped[node], want)
+		}
+		if why, ok := rep.Blocked[node]; ok {
+			t.Errorf("%s reported blocked (%q): only a do-not-disrupt annotation or a PDB blocks (Karpenter's DisruptionBlocked)", node, why)
+		}
+	}
+}
+
+// blockedWith is skippedWith for a node a do-not-disrupt annotation or a
+// PDB holds: it is also Blocked, with the same reason.
+func blockedWith(node, want string) func(t *testing.T, w *world, cmds []Command, rep Report) {
+	return func(t *testing.T, _ *world, _ []Command, rep Report) {
+		t.Helper()
+		if !strings.Contains(rep.Skipped[node], want) || rep.Blocked[node] != rep.Skipped[node] {
+			t.Errorf("%s skipped as %q, blocked as %q, want both %q", node, rep.Skipped[node], rep.Blocked[node], want)
+		}
+	}
+}
+
+// unconsolidatable: single-node consolidation considered the node and
+// found no deletion nor cheaper replacement (Karpenter's Unconsolidatable).
+func unconsolidatable(node string) func(t *testing.T, w *world, cmds []Command, rep Report) {
+	return func(t *testing.T, _ *world, _ []Command, rep Report) {
+		t.Helper()
+		why, ok := rep.Unconsolidatable[node]
+		if !ok || why == "" || rep.Rejected[node] != "single-node: "+why {
+			t.Errorf("%s unconsolidatable as %q (%v), rejected as %q", node, why, ok, rep.Rejected[node])
 		}
 	}
 }

@@ -29,6 +29,7 @@ func (singleNode) compute(d *decider, cands []*nodeInfo) []Command {
 			return nil // this candidate and the rest are not reached
 		}
 		d.rep.Rejected[n.name()] = "single-node: " + why
+		d.rep.Unconsolidatable[n.name()] = why
 	}
 	return nil
 }

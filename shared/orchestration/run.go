@@ -104,6 +104,8 @@ type Run struct {
 	// timer; tests and the fault suite drive it from a fake clock with
 	// Exec.Now).
 	Wait func(ctx context.Context, d time.Duration) error
+	// seen dedupes the events of nodes a run could not disrupt.
+	seen dedupe
 }
 
 // TickReport is what a tick did.
@@ -190,6 +192,7 @@ func (r *Run) Tick(ctx context.Context) (*TickReport, error) {
 		return rep, err
 	}
 	cmds, drep := r.Decide(in)
+	r.notDisruptedEvents(ctx, drep)
 	r.repairNotes(ctx, in, drep)
 	rep.Candidates, rep.Skipped = drep.Candidates, drep.Skipped
 	rep.BudgetSpent, rep.Unreached = drep.BudgetSpent, drep.Unreached
