@@ -60,17 +60,18 @@ func (d *dedupe) fresh(key string, now time.Time) bool {
 // not disrupt, Karpenter's event: DisruptionBlocked or Unconsolidatable,
 // with the reason, sorted by node, each at most once per eventDedupe.
 func (r *Run) notDisruptedEvents(ctx context.Context, rep disruption.Report) {
-	e := r.Exec
-	now := e.Now()
-	for _, ev := range []struct {
-		reason EventReason
-		nodes  map[string]string
-	}{{EventDisruptionBlocked, rep.Blocked}, {EventUnconsolidatable, rep.Unconsolidatable}} {
-		for _, node := range slices.Sorted(maps.Keys(ev.nodes)) {
-			msg := ev.nodes[node]
-			if r.seen.fresh(node+"\x00"+string(ev.reason)+"\x00"+msg, now) {
-				e.event(ctx, node, corev1.EventTypeNormal, ev.reason, msg)
-			}
+	now := r.Exec.Now()
+	r.nodeEvents(ctx, EventDisruptionBlocked, rep.Blocked, now)
+	r.nodeEvents(ctx, EventUnconsolidatable, rep.Unconsolidatable, now)
+}
+
+// nodeEvents records reason on each node of nodes with its message, sorted
+// by node, unless recorded within eventDedupe.
+func (r *Run) nodeEvents(ctx context.Context, reason EventReason, nodes map[string]string, now time.Time) {
+	for _, node := range slices.Sorted(maps.Keys(nodes)) {
+		msg := nodes[node]
+		if r.seen.fresh(node+"\x00"+string(reason)+"\x00"+msg, now) {
+			r.Exec.event(ctx, node, corev1.EventTypeNormal, reason, msg)
 		}
 	}
 }

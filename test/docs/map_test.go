@@ -9,8 +9,8 @@ import (
 )
 
 // The README's map ("Where code lives") names each top-level folder of the
-// tree and each folder under shared/, exactly as the tree has them: no
-// more, no less. Hidden folders and the build outputs .gitignore lists at
+// tree, and the development page's map each folder under shared/, exactly
+// as the tree has them: no more, no less. Hidden folders and the build outputs .gitignore lists at
 // the root are not part of the tree.
 func TestReadmeMapMatchesTree(t *testing.T) {
 	ignored := map[string]bool{}
@@ -41,22 +41,22 @@ func TestReadmeMapMatchesTree(t *testing.T) {
 	if !want["shared/"] || len(want) < 10 {
 		t.Fatalf("the tree read %v: is root right?", sortedSet(want))
 	}
-	got := keysUnder(t, "README.md", "Where code lives")
+	got := append(keysUnder(t, "README.md", "Where code lives"), keysUnder(t, "docs/development/index.md", "Where code lives")...)
 	seen := map[string]bool{}
 	for _, k := range got {
 		if seen[k] {
-			t.Errorf("README.md's map names %s twice", k)
+			t.Errorf("the maps name %s twice", k)
 		}
 		seen[k] = true
 	}
 	for _, k := range sortedSet(want) {
 		if !seen[k] {
-			t.Errorf("README.md's map lacks %s (a folder of the tree)", k)
+			t.Errorf("README.md's and docs/development/index.md's maps lack %s (a folder of the tree)", k)
 		}
 	}
 	for _, k := range sortedSet(seen) {
 		if !want[k] {
-			t.Errorf("README.md's map names %s, which is not a top-level folder or a folder under shared/", k)
+			t.Errorf("the maps name %s, which is not a top-level folder or a folder under shared/", k)
 		}
 	}
 }
