@@ -20,6 +20,7 @@ const (
 	KindDeletion      = "deletion" // the Node was deleted (finalizer)
 	KindExpiration    = "expiration"
 	KindDrift         = "drift"
+	KindScaleDown     = "scale-down" // a static NodePool's replicas were lowered
 )
 
 // Action steps, in order. An action moves forward only; Done and
