@@ -31,7 +31,7 @@ func shipped(t *testing.T) []string {
 	}
 	sort.Strings(files)
 	want := []string{"consolidation-scale-down.yaml", "default.yaml", "do-not-disrupt.yaml", "getting-started.yaml", "gpu-pool.yaml",
-		"nodepool-limit.yaml", "spot-capacity-fallback.yaml", "spot-interruption-pdb.yaml"}
+		"nodepool-limit.yaml", "spot-capacity-fallback.yaml", "spot-interruption-pdb.yaml", "static-pool.yaml"}
 	if strings.Join(files, " ") != strings.Join(want, " ") {
 		t.Fatalf("scenarios %v, want %v", files, want)
 	}
