@@ -13,6 +13,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/nodewright/nodewright/shared/apis"
+	"github.com/nodewright/nodewright/shared/fleet"
 	st "github.com/nodewright/nodewright/shared/scheduling/schedtest"
 	"github.com/nodewright/nodewright/shared/state"
 )
@@ -245,4 +246,50 @@ func countLaunched(rep *Report, pool string) int {
 		}
 	}
 	return n
+}
+
+// Found by the fault suite (seed 9 of sweep-with-provision): a static
+// pool's group of two failed to launch (EC2 launched nothing) and the
+// invocation died between removing the group's two records. The record
+// left was re-driven with the group's stored request (two instances), and
+// the static pool, counting one node, launched another: three nodes for
+// replicas 2. A group with records missing and no instance launches
+// nothing more: the rest of its records go.
+func TestPartlyRemovedFailedGroupIsNotRedriven(t *testing.T) {
+	clock := testingclock.NewFakeClock(t0)
+	r, fl, _, _ := testReconciler(t, clock, func(time.Time) (*View, error) { return &View{}, nil })
+	r.NodePools = append(r.NodePools, staticPool(r.NodePools[0], "static", 2))
+	fl.launch = func(*fleet.Plan, int) ([]*fleet.Instance, error) { return nil, apiError("InternalError") }
+	ctx := context.Background()
+	if _, err := r.Round(ctx, testLease(clock)); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := r.Store.NodeClaims(ctx)
+	if err != nil || len(recs) != 2 || recs[0].Group != recs[1].Group {
+		t.Fatalf("records %v (%v): want the group of two kept launching", recs, err)
+	}
+	// The invocation died between the group's two removals.
+	if err := r.Store.DeleteNodeClaim(ctx, recs[1]); err != nil {
+		t.Fatal(err)
+	}
+	fl.launch = nil
+	for range 3 {
+		clock.Step(time.Minute)
+		if _, err := r.Round(ctx, testLease(clock)); err != nil {
+			t.Fatal(err)
+		}
+		if n := len(fl.running); n > 2 {
+			t.Fatalf("%d instances running for a static pool of replicas 2: %+v", n, fl.running)
+		}
+	}
+	recs, _ = r.Store.NodeClaims(ctx)
+	launched := 0
+	for _, rec := range recs {
+		if rec.InstanceID != "" && fl.Running(rec.InstanceID) {
+			launched++
+		}
+	}
+	if launched != 2 || len(fl.running) != 2 {
+		t.Errorf("%d records with a running instance, %d running: want 2 and 2", launched, len(fl.running))
+	}
 }
