@@ -119,6 +119,23 @@ func newConfig() config {
 	return config{pools: []*apis.NodePool{pool, batch}, classes: []*apis.EC2NodeClass{st.NodeClass("default")}, cat: catalog.New(its)}
 }
 
+// staticPool is a static NodePool (spec.replicas) of replicas on-demand
+// nodes, limited to as many, tainted so that no pod of the suite lands
+// there.
+func staticPool(c config, replicas int64) *apis.NodePool {
+	var typeNames []string
+	for _, it := range c.cat.Types() {
+		typeNames = append(typeNames, it.Name)
+	}
+	p := st.NodePool(st.NodePoolOptions{Name: "static", Requirements: []apis.NodeSelectorRequirementWithMinValues{
+		st.PoolReq(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, typeNames...),
+		st.PoolReq(apis.LabelCapacityType, corev1.NodeSelectorOpIn, apis.CapacityTypeOnDemand),
+		st.PoolReq(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, st.Zones()...),
+	}, Taints: []corev1.Taint{st.Taint("static", "true", corev1.TaintEffectNoSchedule)}, Limits: st.Resources{"nodes": fmt.Sprint(replicas)}})
+	p.Spec.Replicas = &replicas
+	return p
+}
+
 // spotPrices is a static spot price table: the cheapest offering per CPU
 // is c6a.2xlarge in us-east-1c, which EC2 then reclaims.
 type spotPrices struct{ cat *catalog.Catalog }
@@ -143,7 +160,7 @@ func (spotPrices) Ensure(context.Context) error { return nil }
 // newWorld builds AWS and the cluster for a seed.
 func newWorld(sim *Sim, cfg config) *World {
 	w := &World{clock: sim.clock, began: sim.clock.Now(), sim: sim, catalog: cfg.cat, settings: catalog.SettingsFor(cfg.classes[0]),
-		warned: map[string]time.Time{}, foreign: map[string]bool{}, limits: map[string]int64{"batch": 8000}, seen: map[string]bool{}}
+		warned: map[string]time.Time{}, foreign: map[string]bool{}, limits: map[string]int64{"batch": 8000}, static: map[string]int{}, seen: map[string]bool{}}
 	sim.world = w
 	w.dynamo = newDynamo(w)
 	w.ec2 = newEC2(w, st.Zones())
@@ -526,6 +543,11 @@ var scenarios = []scenario{
 	{"sweep-with-provision", func(f *flows) []*invocation {
 		f.foreignNode()
 		f.workload("late-", 3, 0)
+		// A static NodePool appears: both invocations may launch its
+		// nodes; never more than its replicas run (invariant 7, through
+		// limits.nodes), and exactly its replicas once settled (10).
+		f.cfg.pools = append(slices.Clone(f.cfg.pools), staticPool(f.cfg, 2))
+		f.w.static["static"] = 2
 		f.w.tick()
 		return []*invocation{f.inv("sweep", f.provision(true)), f.inv("provision", f.provision(false))}
 	}},

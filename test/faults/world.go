@@ -43,6 +43,8 @@ type World struct {
 	foreign map[string]bool
 	// limits are the NodePools' CPU limits (millicores).
 	limits map[string]int64
+	// static are the static NodePools' replicas (their limits.nodes too).
+	static map[string]int
 
 	violations []violation
 	seen       map[string]bool
@@ -334,9 +336,26 @@ func (w *World) launched(in *instance, token string) {
 			w.violate("7", "NodePool %s runs %dm CPU, over its limit of %dm", pool, used, lim)
 		}
 	}
+	if want, ok := w.static[pool]; ok {
+		if n := w.liveIn(pool); n > want {
+			w.violate("7", "static NodePool %s runs %d instances, over its replicas and limits.nodes of %d", pool, n, want)
+		}
+	}
 }
 
-// settled checks what must hold once nothing changes: invariants 1 and 2.
+// liveIn counts the live instances of a NodePool.
+func (w *World) liveIn(pool string) int {
+	n := 0
+	for _, i := range w.ec2.instances {
+		if i.live() && i.Tags[names.TagKeyNodePool] == pool {
+			n++
+		}
+	}
+	return n
+}
+
+// settled checks what must hold once nothing changes: invariants 1, 2
+// and 10.
 func (w *World) settled(registration, redrive time.Duration) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -354,6 +373,11 @@ func (w *World) settled(registration, redrive time.Duration) {
 		in := w.ec2.instances[id]
 		if in.live() && in.Tags[names.TagKeyManagedBy] == names.TagValueManagedBy && !claimed[id] && now.Sub(in.Launched) > registration+time.Minute {
 			w.violate("1.leak", "instance %s (nodeclaim tag %s) has had no record for %s and is still running", id, in.Tags[names.TagKeyNodeClaim], now.Sub(in.Launched).Round(time.Second))
+		}
+	}
+	for _, pool := range slices.Sorted(maps.Keys(w.static)) {
+		if n := w.liveIn(pool); n != w.static[pool] {
+			w.violate("10", "static NodePool %s runs %d instances once settled, want its replicas, %d", pool, n, w.static[pool])
 		}
 	}
 }
