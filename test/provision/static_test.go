@@ -2,6 +2,7 @@ package provision_test
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -88,7 +89,16 @@ func TestStaticNodePool(t *testing.T) {
 		}
 		return got
 	}
-	first := settle("three static nodes", 3, nil)
+	// A round registers each node and puts the termination finalizer on
+	// it: from then on, a deleted Node is drained and terminated.
+	first := settle("three static nodes, registered", 3, func(ns []corev1.Node) (bool, string) {
+		for _, n := range ns {
+			if !slices.Contains(n.Finalizers, apis.FinalizerTermination) {
+				return false, "node " + n.Name + " without the termination finalizer"
+			}
+		}
+		return true, ""
+	})
 
 	lost := first[0].Name
 	if err := lc.Kube.CoreV1().Nodes().Delete(c, lost, metav1.DeleteOptions{}); err != nil {
