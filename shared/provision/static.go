@@ -50,8 +50,8 @@ type StaticPlan struct {
 
 // DecideStatic decides, for a static pool, from the records and the
 // cluster's Nodes and pods, how many nodes to launch and which to take
-// out. A record whose node is going (its pods are being moved) does not
-// count toward replicas, so its replacement launches at once, as
+// out. A record whose node is going (its pods are being moved, or its
+// Node is being deleted) does not count toward replicas, so its replacement launches at once, as
 // Karpenter's static drift does; it still counts against limits.nodes
 // until it is terminating. A node launching without an instance yet is
 // counted but never chosen for removal (the next round takes a surplus
@@ -95,19 +95,17 @@ func DecideStatic(pool *apis.NodePool, records []*state.NodeClaim, nodes []*core
 		if rec.Phase != state.Terminating {
 			counted++
 		}
-		if !staticActive(rec) {
-			continue
+		n := nodeOf[rec.InstanceID]
+		if !staticActive(rec) || (n != nil && n.DeletionTimestamp != nil) {
+			continue // going: a deleted Node, as a deleted NodeClaim in Karpenter, no longer counts
 		}
 		out.Active++
 		if rec.InstanceID == "" || rec.Disruption != nil {
 			continue
 		}
 		c := candidate{rec: rec}
-		if n := nodeOf[rec.InstanceID]; n != nil {
+		if n != nil {
 			c.registered, c.load = true, load[n.Name]
-			if n.DeletionTimestamp != nil {
-				continue // already going
-			}
 		}
 		removable = append(removable, c)
 	}

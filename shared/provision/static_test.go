@@ -45,6 +45,10 @@ func TestDecideStatic(t *testing.T) {
 		n.Spec.ProviderID = "aws:///us-east-1a/" + instance
 		return n
 	}
+	deleting := func(n *corev1.Node) *corev1.Node {
+		n.DeletionTimestamp = &metav1.Time{Time: t0}
+		return n
+	}
 	pod := func(name, node string, ann map[string]string) *corev1.Pod {
 		p := st.Pod(st.PodOptions{Name: name, CPU: "100m", Memory: "64Mi", Owner: "ReplicaSet/app-1"})
 		p.Spec.NodeName, p.Annotations = node, ann
@@ -108,6 +112,12 @@ func TestDecideStatic(t *testing.T) {
 			records: []*state.NodeClaim{rec("old-cheap", state.Initialized, "i-1", 1, 2*time.Hour), rec("new-cheap", state.Initialized, "i-2", 1, 0), rec("dear", state.Initialized, "i-3", 2, time.Hour)},
 			nodes:   []*corev1.Node{node("n1", "i-1"), node("n2", "i-2"), node("n3", "i-3")},
 			remove:  []string{"dear", "new-cheap"}},
+		{name: "a deleted Node no longer counts: its successor launches", pool: pool(2, ""),
+			records: []*state.NodeClaim{rec("a", state.Initialized, "i-a", 1, 0), rec("b", state.Initialized, "i-b", 1, 0)},
+			nodes:   []*corev1.Node{node("n-a", "i-a"), deleting(node("n-b", "i-b"))}, launch: 1},
+		{name: "a deleted Node is not chosen to go", pool: pool(1, ""),
+			records: []*state.NodeClaim{rec("a", state.Initialized, "i-a", 1, 0), rec("b", state.Initialized, "i-b", 1, 0), rec("c", state.Initialized, "i-c", 1, 0)},
+			nodes:   []*corev1.Node{deleting(node("n-a", "i-a")), node("n-b", "i-b"), node("n-c", "i-c")}, remove: []string{"b"}},
 		{name: "a node already going is not chosen again", pool: pool(1, ""),
 			records: []*state.NodeClaim{rec("a", state.Initialized, "i-a", 1, 0), going(rec("b", state.Initialized, "i-b", 1, 0)), rec("c", state.Initialized, "i-c", 1, 0)},
 			nodes:   []*corev1.Node{node("n-a", "i-a"), node("n-c", "i-c")}, remove: []string{"a"}},
