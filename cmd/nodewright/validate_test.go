@@ -72,8 +72,10 @@ func TestValidate(t *testing.T) {
 			stderr: []string{
 				`class.yaml: document 1 (EC2NodeClass default): spec.amiSelectorTerms[0].alias: "bottlerocket@latest": Bottlerocket is not supported yet`,
 				`class.yaml: document 1 (EC2NodeClass default): spec.capacityReservationSelectorTerms: capacity reservations are not supported yet`}},
-		{name: "static pool", files: map[string]string{"class.yaml": validClass, "pool.yaml": validPool + "  replicas: 3\n"}, code: exitError,
-			stderr: []string{"pool.yaml: document 1 (NodePool default): spec.replicas: static NodePools are not supported yet; remove replicas and let pods drive the pool"}},
+		{name: "static pool", files: map[string]string{"class.yaml": validClass, "pool.yaml": validPool + "  replicas: 3\n  limits: {nodes: 4}\n"},
+			code: exitOK, stdout: []string{"NodePool default: valid"}},
+		{name: "static pool with a weight", files: map[string]string{"class.yaml": validClass, "pool.yaml": validPool + "  replicas: 3\n  weight: 10\n"}, code: exitError,
+			stderr: []string{"pool.yaml: document 1 (NodePool default): spec.weight: not supported on a static NodePool (replicas is set)"}},
 		{name: "reserved capacity", files: map[string]string{"class.yaml": validClass, "pool.yaml": strings.Replace(validPool, "values: [spot]", "values: [reserved]", 1)}, code: exitError,
 			stderr: []string{`pool.yaml: document 1 (NodePool default): spec.template.spec.requirements[0].values: "reserved": capacity type reserved is not supported yet`}},
 		{name: "NodeOverlay", files: map[string]string{"class.yaml": validClass, "pool.yaml": validPool,

@@ -84,8 +84,8 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"no NodePool", map[string]string{"class.yaml": goodClass}, []string{"no NodePool"}},
 		{"empty directory", map[string]string{}, []string{"no NodePool"}},
 		// Issue 20: a field Nodewright would ignore fails the synth too.
-		{"static pool refused", map[string]string{"class.yaml": goodClass, "pool.yaml": goodPool + "  replicas: 3\n"},
-			[]string{"pool.yaml: document 1 (NodePool default): spec.replicas: static NodePools are not supported yet; remove replicas and let pods drive the pool"}},
+		{"static pool with a cpu limit refused", map[string]string{"class.yaml": goodClass, "pool.yaml": goodPool + "  replicas: 3\n  limits: {cpu: 8}\n"},
+			[]string{"pool.yaml: document 1 (NodePool default): spec.limits[cpu]: only limits.nodes is supported on a static NodePool (replicas is set)"}},
 		{"instance profile refused", map[string]string{"pool.yaml": goodPool,
 			"class.yaml": strings.Replace(goodClass, "role: KarpenterNodeRole-demo-cluster", "instanceProfile: my-profile", 1)},
 			[]string{"class.yaml: document 1 (EC2NodeClass default): spec.instanceProfile: Nodewright launches nodes with its stack's instance profile"}},

@@ -175,8 +175,7 @@ var invalidCases = []struct {
 	{"unknown limit", nodePoolDoc(template() + "limits: {cpus: 8}\n"),
 		npPrefix + `spec.limits[cpus]: "cpus" is not a known resource: use one of cpu, memory, ephemeral-storage, pods, nodes, storage, hugepages-<size>, or an extended resource with a domain (like nvidia.com/gpu)`},
 	{"static pool with cpu limit", nodePoolDoc(template() + "replicas: 3\nlimits: {cpu: 8}\n"),
-		npPrefix + `spec.limits[cpu]: only limits.nodes is supported on a static NodePool (replicas is set)` + "\n" +
-			npPrefix + `spec.replicas: static NodePools are not supported yet; remove replicas and let pods drive the pool`},
+		npPrefix + `spec.limits[cpu]: only limits.nodes is supported on a static NodePool (replicas is set)`},
 	{"unknown field", nodePoolDoc("template:\n  spec:\n    nodeClasRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}\n    requirements: []\n"),
 		npPrefix + `spec.template.spec.nodeClasRef: unknown field (did you mean "nodeClassRef"?)`},
 	{"unknown field in requirement", nodePoolDoc(template("{key: kubernetes.io/arch, operator: In, value: [amd64]}")),

@@ -72,7 +72,7 @@ var SupportTable = []Support{
 	honouredValue(pool, "spec.disruption.consolidationPolicy", "WhenEmptyOrUnderutilized", decideTest),
 	refusedValue(pool, "spec.disruption.consolidationPolicy", "Balanced", "Balanced consolidation is not supported yet; use WhenEmptyOrUnderutilized or WhenEmpty"),
 	honoured(pool, "spec.limits", planTest),
-	refused(pool, "spec.replicas", "static NodePools are not supported yet; remove replicas and let pods drive the pool"),
+	honoured(pool, "spec.replicas", "shared/provision.TestStaticNodePoolKeepsReplicas"),
 	refused(pool, "spec.template.metadata.annotations", "node annotations are not supported yet: Nodewright does not put them on the nodes it launches; remove them"),
 	honoured(pool, "spec.template.metadata.labels", planTest),
 	honoured(pool, "spec.template.spec.expireAfter", decideTest),

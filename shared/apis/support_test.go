@@ -369,8 +369,7 @@ func TestValidateRefusesBuiltObjects(t *testing.T) {
 	replicas := int64(3)
 	np.Spec.Replicas = &replicas
 	err := np.Validate()
-	want := `spec.replicas: static NodePools are not supported yet; remove replicas and let pods drive the pool` + "\n" +
-		`spec.template.spec.requirements[0].values: "reserved": ` + reservedFix
+	want := `spec.template.spec.requirements[0].values: "reserved": ` + reservedFix
 	if err == nil || err.Error() != want {
 		t.Fatalf("got %v\nwant %s", err, want)
 	}

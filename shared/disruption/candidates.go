@@ -58,7 +58,8 @@ func (v *view) blocked(n *nodeInfo, c class) (string, Cause) {
 		return "being deleted", CauseChanged
 	case n.pool == nil:
 		return fmt.Sprintf("NodePool %q not found", r.NodePool), CauseChanged
-	case n.pool.Spec.Replicas != nil:
+	case n.pool.Spec.Replicas != nil && c == graceful:
+		// As Karpenter's: never consolidated, but expired and drifted.
 		return fmt.Sprintf("NodePool %s is static (replicas)", n.pool.Name), CauseChanged
 	}
 	if c.isForceful() {

@@ -1,6 +1,8 @@
 package disruption
 
 import (
+	"time"
+
 	"math/rand"
 	"strconv"
 	"strings"
@@ -257,6 +259,29 @@ func TestDecideWithBadInputs(t *testing.T) {
 		cmds, rep := w.decide(t)
 		if len(cmds) != 0 || !strings.Contains(rep.Skipped["ea"], "static") {
 			t.Fatalf("commands %q skipped %q", summaries(cmds), rep.Skipped["ea"])
+		}
+	})
+	// As Karpenter's, a static pool's nodes still expire and drift (its
+	// static provisioning launches their successors).
+	t.Run("a static NodePool's expired node goes", func(t *testing.T) {
+		w := newWorld()
+		one := int64(1)
+		w.pools[0].Spec.Replicas = &one
+		w.node("a", "c4", od, created(800*time.Hour))
+		cmds, _ := w.decide(t)
+		if got := summaries(cmds); len(got) != 1 || !strings.HasPrefix(got[0], "expiration: a") {
+			t.Fatalf("commands %q, want a's expiration", got)
+		}
+	})
+	t.Run("a static NodePool's drifted node goes", func(t *testing.T) {
+		w := newWorld()
+		one := int64(1)
+		w.pools[0].Spec.Replicas = &one
+		w.node("a", "c4", od)
+		w.pools[0].Spec.Template.ObjectMeta.Labels = map[string]string{"team": "new"}
+		cmds, _ := w.decide(t)
+		if got := summaries(cmds); len(got) != 1 || !strings.HasPrefix(got[0], "drift: a") {
+			t.Fatalf("commands %q, want a's drift", got)
 		}
 	})
 }

@@ -70,7 +70,26 @@ func (l *Launcher) Redrive(ctx context.Context, records, stale []*state.NodeClai
 		var plan *fleet.Plan
 		if class == nil {
 			err = fmt.Errorf("EC2NodeClass %s is not configured: %w", members[0].NodeClass, errPermanent)
-		} else if plan, err = l.storedPlan(ctx, members, class); err == nil {
+		} else if plan, err = l.storedPlan(ctx, members, class); err == nil && remnant(members, plan) {
+			// Records of the group are gone and none has an instance: the
+			// first call failed and an invocation died removing them. A
+			// re-drive would launch the whole group again for what is left
+			// of it; adopt what the first call may have launched instead,
+			// else remove the rest.
+			found, lerr := tagged.of(ctx, members)
+			if lerr != nil {
+				l.Log.Warn("re-drive a launch: look for its instances", "token", token, "error", lerr)
+				continue
+			}
+			if len(found) == 0 {
+				l.giveUp(ctx, members, nil, fmt.Errorf("%d of the group's %d records were removed after a failed launch", plan.Count-len(members), plan.Count), removed)
+				continue
+			}
+			for _, in := range found {
+				in.PricePerHour = l.priceOf(in.InstanceType, in.Zone, in.CapacityType)
+			}
+			insts = found
+		} else if err == nil {
 			insts, err = l.createFleet(ctx, plan)
 		}
 		var le *fleet.LaunchError
@@ -130,6 +149,21 @@ func (l *Launcher) Redrive(ctx context.Context, records, stale []*state.NodeClai
 		}
 	}
 	return recovered, removed, nil
+}
+
+// remnant reports whether a group's records are fewer than its fleet asks
+// for and none has an instance: what a failed launch leaves when the
+// invocation removing its records dies midway.
+func remnant(members []*state.NodeClaim, plan *fleet.Plan) bool {
+	if len(members) >= plan.Count {
+		return false
+	}
+	for _, m := range members {
+		if m.InstanceID != "" || m.Phase != state.Launching {
+			return false
+		}
+	}
+	return true
 }
 
 // storedPlan is the fleet request the launch stored in its records; a

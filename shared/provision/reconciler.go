@@ -407,6 +407,7 @@ func (r *Reconciler) Round(ctx context.Context, lease *state.Lease) (*Report, er
 		return rep, err
 	}
 	r.register(ctx, w, rep)
+	r.keepStatic(ctx, lease, w, rep)
 	err = r.solveAndLaunch(ctx, lease, w, nil, "provisioning", rep)
 	r.emitRound(ctx, w, rep)
 	return rep, err

@@ -21,6 +21,7 @@ const (
 	KindExpiration    = "expiration"
 	KindDrift         = "drift"
 	KindRepair        = "repair"
+	KindScaleDown     = "scale-down" // a static NodePool's replicas were lowered
 )
 
 // Action steps, in order. An action moves forward only; Done and

@@ -18,6 +18,7 @@ const (
 	CauseOrphan        Cause = "orphan"        // an instance of ours no record claimed
 	CauseInterruption  Cause = "interruption"  // spot warning, rebalance, scheduled change, state change
 	CauseRepair        Cause = "repair"        // unhealthy past its repair toleration
+	CauseScaleDown     Cause = "scale-down"    // a static NodePool's replicas were lowered
 )
 
 // Urgency orders termination intents: a more urgent one takes a node's
@@ -30,7 +31,8 @@ const (
 	// (consolidation, expiry, drift, repair); its action may still abandon it.
 	UrgencyVoluntary Urgency = iota
 	// UrgencyRequired: someone else asked for the node to go (the Node was
-	// deleted, its instance has no record); it is never abandoned.
+	// deleted, its instance has no record, its static NodePool was scaled
+	// down); it is never abandoned.
 	UrgencyRequired
 	// UrgencyInvoluntary: the instance is going whatever Nodewright does
 	// (an interruption): once it has a deadline, do-not-disrupt no longer
@@ -48,7 +50,7 @@ func (c Cause) Urgency() Urgency {
 	switch c {
 	case CauseInterruption:
 		return UrgencyInvoluntary
-	case CauseDeletion, CauseOrphan:
+	case CauseDeletion, CauseOrphan, CauseScaleDown:
 		return UrgencyRequired
 	}
 	return UrgencyVoluntary

@@ -55,7 +55,8 @@ func (t *Terminator) karpenterTerminateFailed() {
 func KarpenterDisruptionReason(d state.Disruption) (string, bool) {
 	d = d.Normalize()
 	switch d.Cause {
-	case state.CauseDeletion:
+	case state.CauseDeletion, state.CauseScaleDown:
+		// A static NodePool's scale-down deletes the NodeClaim, as Karpenter's does.
 		return "", false
 	case state.CauseOrphan:
 		return "garbage_collected", true

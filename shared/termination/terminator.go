@@ -280,7 +280,7 @@ func reasonDim(d state.Disruption) string {
 	switch d.Normalize().Cause {
 	case state.CauseInterruption:
 		return state.KindInterruption
-	case state.CauseDeletion, state.CauseOrphan:
+	case state.CauseDeletion, state.CauseOrphan, state.CauseScaleDown:
 		return state.KindDeletion
 	}
 	return state.KindConsolidation

@@ -146,7 +146,7 @@ func (spotPrices) Ensure(context.Context) error { return nil }
 // newWorld builds AWS and the cluster for a seed.
 func newWorld(sim *Sim, cfg config) *World {
 	w := &World{clock: sim.clock, began: sim.clock.Now(), sim: sim, catalog: cfg.cat, settings: catalog.SettingsFor(cfg.classes[0]),
-		warned: map[string]time.Time{}, unhealthy: map[string]time.Time{}, foreign: map[string]bool{}, limits: map[string]int64{"batch": 8000}, seen: map[string]bool{}}
+		warned: map[string]time.Time{}, unhealthy: map[string]time.Time{}, foreign: map[string]bool{}, static: map[string]int{}, limits: map[string]int64{"batch": 8000}, seen: map[string]bool{}}
 	sim.world = w
 	w.dynamo = newDynamo(w)
 	w.ec2 = newEC2(w, st.Zones())
@@ -524,6 +524,11 @@ var scenarios = []scenario{
 	{"sweep-with-provision", func(f *flows) []*invocation {
 		f.foreignNode()
 		f.workload("late-", 3, 0)
+		// A static NodePool appears: both invocations may launch its
+		// nodes; never more than its replicas run (invariant 7, through
+		// limits.nodes), and exactly its replicas once settled (10).
+		f.cfg.pools = append(slices.Clone(f.cfg.pools), staticPool(f.cfg, 2))
+		f.w.static["static"] = 2
 		f.w.tick()
 		return []*invocation{f.inv("sweep", f.provision(true)), f.inv("provision", f.provision(false))}
 	}},

@@ -49,6 +49,8 @@ type World struct {
 	foreign map[string]bool
 	// limits are the NodePools' CPU limits (millicores).
 	limits map[string]int64
+	// static are the static NodePools' replicas (their limits.nodes too).
+	static map[string]int
 
 	violations []violation
 	seen       map[string]bool
@@ -343,10 +345,26 @@ func (w *World) launched(in *instance, token string) {
 			w.violate("7", "NodePool %s runs %dm CPU, over its limit of %dm", pool, used, lim)
 		}
 	}
+	if want, ok := w.static[pool]; ok {
+		if n := w.liveIn(pool); n > want {
+			w.violate("7", "static NodePool %s runs %d instances, over its replicas and limits.nodes of %d", pool, n, want)
+		}
+	}
 }
 
-// settled checks what must hold once nothing changes: invariants 1, 2 and
-// 11.
+// liveIn counts the live instances of a NodePool.
+func (w *World) liveIn(pool string) int {
+	n := 0
+	for _, i := range w.ec2.instances {
+		if i.live() && i.Tags[names.TagKeyNodePool] == pool {
+			n++
+		}
+	}
+	return n
+}
+
+// settled checks what must hold once nothing changes: invariants 1, 2,
+// 11 and 12.
 func (w *World) settled(registration, redrive time.Duration) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -382,6 +400,11 @@ func (w *World) settled(registration, redrive time.Duration) {
 		}
 	}
 	w.checkFigures()
+	for _, pool := range slices.Sorted(maps.Keys(w.static)) {
+		if n := w.liveIn(pool); n != w.static[pool] {
+			w.violate("12", "static NodePool %s runs %d instances once settled, want its replicas, %d", pool, n, w.static[pool])
+		}
+	}
 }
 
 // sortedViolations orders violations by check, then time.

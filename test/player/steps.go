@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/nodewright/nodewright/shared/apis"
+	"github.com/nodewright/nodewright/shared/provision"
 	"github.com/nodewright/nodewright/test/harness"
 	"github.com/nodewright/nodewright/test/localcloud/awsfront"
 	"github.com/nodewright/nodewright/test/localcloud/cloudfault"
@@ -235,6 +236,7 @@ func (pl *player) launches(ctx context.Context) ([]report.Launch, error) {
 			l.Registered = c.registered
 			l.Settled = c.registered || c.gone != 0
 			l.Pods = o.podsOnClaim(c)
+			l.Static = c.rec.Reason == provision.ReasonStatic
 		}
 		out = append(out, l)
 	}

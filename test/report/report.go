@@ -159,6 +159,8 @@ type Launch struct {
 	Settled    bool
 	// Pods is how many pods were ever bound to its node.
 	Pods int
+	// Static: launched for a static NodePool (spec.replicas), for no pod.
+	Static bool
 }
 
 // Duplicates counts duplicate launches, defined as: (1) every instance
@@ -168,14 +170,15 @@ type Launch struct {
 // node registered and was never bound a single pod before it went or the
 // scenario ended. A NodeClaim whose instance never registered (still
 // booting at the end, or terminated before it joined) is not counted by
-// (2): nothing could have run on it.
+// (2): nothing could have run on it; nor is a static NodePool's, launched
+// for no pod.
 func Duplicates(launches []Launch) int {
 	n := 0
 	for _, l := range launches {
 		if len(l.Instances) > 1 {
 			n += len(l.Instances) - 1
 		}
-		if l.Registered && l.Settled && l.Pods == 0 {
+		if l.Registered && l.Settled && l.Pods == 0 && !l.Static {
 			n++
 		}
 	}

@@ -41,6 +41,8 @@ func TestDuplicates(t *testing.T) {
 		{"a node that never ran a pod", []Launch{{NodeClaim: "a", Instances: []string{"i-1"}, Registered: true, Settled: true}}, 1},
 		{"still booting at the end", []Launch{{NodeClaim: "a", Instances: []string{"i-1"}, Registered: false, Settled: false}}, 0},
 		{"never registered", []Launch{{NodeClaim: "a", Instances: []string{"i-1"}, Registered: false, Settled: true}}, 0},
+		{"a static NodePool's node, launched for no pod", []Launch{{NodeClaim: "a", Instances: []string{"i-1"}, Registered: true, Settled: true, Static: true}}, 0},
+		{"a static NodePool's node launched twice", []Launch{{NodeClaim: "a", Instances: []string{"i-1", "i-2"}, Registered: true, Settled: true, Static: true}}, 1},
 		{"both kinds", []Launch{
 			{NodeClaim: "a", Instances: []string{"i-1", "i-2", "i-3"}, Registered: true, Settled: true},
 			{NodeClaim: "b", Instances: []string{"i-4"}, Registered: true, Settled: true, Pods: 2},
