@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -30,18 +29,9 @@ import (
 // tags) become NodePools that load; another cluster's group and an
 // untagged one are left out.
 func TestMigrateOnTheLocalCloud(t *testing.T) {
-	lc := localcloud.StartForTest(t, localcloud.Options{AWSOnly: true})
+	lc := awsOnlyCloud(t, localcloud.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	dir := t.TempDir()
-	t.Setenv("AWS_ACCESS_KEY_ID", "testing")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "testing")
-	t.Setenv("AWS_SESSION_TOKEN", "")
-	t.Setenv("AWS_PROFILE", "")
-	t.Setenv("AWS_CONFIG_FILE", filepath.Join(dir, "none"))
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(dir, "none"))
-	t.Setenv("AWS_ENDPOINT_URL", "")
-	t.Setenv("AWS_REGION", "")
 
 	const cluster = "ca-cluster"
 	cfg := lc.AWSConfig()

@@ -18,17 +18,9 @@ import (
 // path, and `plan -prices` plans with them: m5.large at eu-west-1's price,
 // never in the zone the front does not offer it in.
 func TestPricesAndPlanOnTheLocalCloud(t *testing.T) {
-	lc := localcloud.StartForTest(t, localcloud.Options{AWSOnly: true, Region: "eu-west-1",
+	lc := awsOnlyCloud(t, localcloud.Options{Region: "eu-west-1",
 		MissingOfferings: []localcloud.Offering{{InstanceType: "m5.large", Zone: "eu-west-1b"}}})
 	dir := t.TempDir()
-	t.Setenv("AWS_ACCESS_KEY_ID", "testing")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "testing")
-	t.Setenv("AWS_SESSION_TOKEN", "")
-	t.Setenv("AWS_PROFILE", "")
-	t.Setenv("AWS_CONFIG_FILE", filepath.Join(dir, "none"))
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(dir, "none"))
-	t.Setenv("AWS_ENDPOINT_URL", "")
-	t.Setenv("AWS_REGION", "")
 
 	file := filepath.Join(dir, "eu-west-1.json")
 	code, _, stderr := runCLI(t, nil, "", "prices", "-region", "eu-west-1", "-endpoint-url", lc.AWS.URL(), "-o", file)

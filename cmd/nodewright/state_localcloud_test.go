@@ -28,18 +28,9 @@ import (
 // AWS_ENDPOINT_URL, credentials from the environment), by flags and by
 // -stack through CloudFormation's outputs.
 func TestStatusAndExplainOnTheLocalCloud(t *testing.T) {
-	lc := localcloud.StartForTest(t, localcloud.Options{AWSOnly: true})
+	lc := awsOnlyCloud(t, localcloud.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	dir := t.TempDir()
-	t.Setenv("AWS_ACCESS_KEY_ID", "testing")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "testing")
-	t.Setenv("AWS_SESSION_TOKEN", "")
-	t.Setenv("AWS_PROFILE", "")
-	t.Setenv("AWS_CONFIG_FILE", filepath.Join(dir, "none"))
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(dir, "none"))
-	t.Setenv("AWS_ENDPOINT_URL", "")
-	t.Setenv("AWS_REGION", "")
 
 	const cluster = "cli-test"
 	table := lc.Names.Table
@@ -147,4 +138,23 @@ func TestStatusAndExplainOnTheLocalCloud(t *testing.T) {
 	if code, _, stderr = run("explain", "web/unknown", "-region", "us-east-1", "-table", table, "-cluster", cluster); code != exitError || !strings.Contains(stderr, "no decision names pod web/unknown") {
 		t.Errorf("explain an unknown pod: exit %d: %s", code, stderr)
 	}
+}
+
+// awsOnlyCloud starts a local cloud of AWS alone (moto behind the AWS front)
+// and gives the CLI the environment of a user with credentials and no AWS
+// configuration: what the commands find comes from their flags.
+func awsOnlyCloud(t *testing.T, opts localcloud.Options) *localcloud.Cloud {
+	t.Helper()
+	opts.AWSOnly = true
+	lc := localcloud.StartForTest(t, opts)
+	dir := t.TempDir()
+	t.Setenv("AWS_ACCESS_KEY_ID", "testing")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "testing")
+	t.Setenv("AWS_SESSION_TOKEN", "")
+	t.Setenv("AWS_PROFILE", "")
+	t.Setenv("AWS_CONFIG_FILE", filepath.Join(dir, "none"))
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(dir, "none"))
+	t.Setenv("AWS_ENDPOINT_URL", "")
+	t.Setenv("AWS_REGION", "")
+	return lc
 }

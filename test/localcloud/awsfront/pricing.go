@@ -169,19 +169,8 @@ func (f *Front) describeTypeOfferings(w http.ResponseWriter, req request) bool {
 			items = append(items, typeOfferingsItem{t, "availability-zone", z})
 		}
 	}
-	start, _ := strconv.Atoi(req.form.Get("NextToken"))
-	limit, err := strconv.Atoi(req.form.Get("MaxResults"))
-	if err != nil || limit <= 0 || limit > 1000 {
-		limit = 1000
-	}
 	resp := typeOfferingsResponse{Xmlns: ec2Namespace, RequestID: requestID()}
-	if start < len(items) {
-		end := min(start+limit, len(items))
-		resp.Items = items[start:end]
-		if end < len(items) {
-			resp.NextToken = strconv.Itoa(end)
-		}
-	}
+	resp.Items, resp.NextToken = page(items, req.form)
 	b, err := xml.Marshal(resp)
 	if err != nil {
 		writeEC2Error(w, http.StatusInternalServerError, "InternalError", err.Error())

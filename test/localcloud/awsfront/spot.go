@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/xml"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"time"
@@ -67,19 +68,8 @@ func (f *Front) describeSpotPriceHistory(w http.ResponseWriter, req request) {
 			}
 		}
 	}
-	start, _ := strconv.Atoi(req.form.Get("NextToken"))
-	limit, err := strconv.Atoi(req.form.Get("MaxResults"))
-	if err != nil || limit <= 0 || limit > 1000 {
-		limit = 1000
-	}
 	resp := spotPriceHistoryResponse{Xmlns: ec2Namespace, RequestID: requestID()}
-	if start < len(items) {
-		end := min(start+limit, len(items))
-		resp.Items = items[start:end]
-		if end < len(items) {
-			resp.NextToken = strconv.Itoa(end)
-		}
-	}
+	resp.Items, resp.NextToken = page(items, req.form)
 	b, err := xml.Marshal(resp)
 	if err != nil {
 		writeEC2Error(w, http.StatusInternalServerError, "InternalError", err.Error())
@@ -106,4 +96,23 @@ func (f *Front) subnetZone(ctx context.Context, subnet string) string {
 	f.zoneOf[subnet] = z
 	f.mu.Unlock()
 	return z
+}
+
+// page is the page of items an EC2 Describe call's NextToken (an offset)
+// and MaxResults (at most 1,000) ask for, and the next page's token ("":
+// the last page).
+func page[T any](items []T, form url.Values) ([]T, string) {
+	start, _ := strconv.Atoi(form.Get("NextToken"))
+	limit, err := strconv.Atoi(form.Get("MaxResults"))
+	if err != nil || limit <= 0 || limit > 1000 {
+		limit = 1000
+	}
+	if start < 0 || start >= len(items) {
+		return nil, ""
+	}
+	end := min(start+limit, len(items))
+	if end < len(items) {
+		return items[start:end], strconv.Itoa(end)
+	}
+	return items[start:end], ""
 }
