@@ -70,7 +70,7 @@ func (r *Run) notDisruptedEvents(ctx context.Context, rep disruption.Report) {
 func (r *Run) nodeEvents(ctx context.Context, reason EventReason, nodes map[string]string, now time.Time) {
 	for _, node := range slices.Sorted(maps.Keys(nodes)) {
 		msg := nodes[node]
-		if r.seen.fresh(node+"\x00"+string(reason)+"\x00"+msg, now) {
+		if r.Exec.seen.fresh(node+"\x00"+string(reason)+"\x00"+msg, now) {
 			r.Exec.event(ctx, node, corev1.EventTypeNormal, reason, msg)
 		}
 	}

@@ -130,6 +130,10 @@ type Executor struct {
 	ReadyTimeout time.Duration
 	// Validate re-checks a command on fresh inputs (disruption.Validate).
 	Validate func(disruption.Command, disruption.Inputs) error
+	// seen dedupes the events of nodes a run could not disrupt: the
+	// executor lives as long as the container (a Run is copied per
+	// invocation).
+	seen dedupe
 }
 
 // WithDefaults fills the executor's optional parts (no events, no

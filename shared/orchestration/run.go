@@ -104,8 +104,6 @@ type Run struct {
 	// timer; tests and the fault suite drive it from a fake clock with
 	// Exec.Now).
 	Wait func(ctx context.Context, d time.Duration) error
-	// seen dedupes the events of nodes a run could not disrupt.
-	seen dedupe
 }
 
 // TickReport is what a tick did.
