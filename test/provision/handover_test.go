@@ -1,6 +1,7 @@
 package provision_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -57,7 +58,25 @@ func TestNothingLaunchesWhileKarpenterRuns(t *testing.T) {
 	}
 	karpenters := aws.ToString(run.Instances[0].InstanceId)
 	t.Cleanup(func() {
-		_, _ = ec2c.TerminateInstances(harness.Ctx(t), &ec2.TerminateInstancesInput{InstanceIds: []string{karpenters}})
+		// The node bridge registers Karpenter's instance as a Node (it has
+		// the cluster tag), untainted: the package's next tests must not
+		// find it, so the test ends once it is gone.
+		c := harness.Ctx(t)
+		_, _ = ec2c.TerminateInstances(c, &ec2.TerminateInstancesInput{InstanceIds: []string{karpenters}})
+		if err := harness.Poll(c, 2*time.Minute, "Karpenter's instance's Node gone", func() (bool, string, error) {
+			nodes, err := lc.Kube.CoreV1().Nodes().List(c, metav1.ListOptions{})
+			if err != nil {
+				return false, "", err
+			}
+			for _, n := range nodes.Items {
+				if strings.HasSuffix(n.Spec.ProviderID, "/"+karpenters) {
+					return false, "Node " + n.Name + " still there", nil
+				}
+			}
+			return true, "", nil
+		}); err != nil {
+			t.Error(err)
+		}
 	})
 
 	holder, seconds := "karpenter-5b7c9d-x2k4q_7f3e", int32(3600)
