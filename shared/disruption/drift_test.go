@@ -37,22 +37,35 @@ func TestDriftReasons(t *testing.T) {
 		why  string
 	}{
 		{
-			name:  "the NodePool template changed",
-			ref:   "nodeclaim/disruption/drift.go areStaticFieldsDrifted",
-			build: func(w *world) { placed(w); w.pools[0].Spec.Template.ObjectMeta.Labels = map[string]string{"team": "new"} },
-			want:  DriftNodePool, why: "NodePool default template changed",
+			name: "the NodePool template changed",
+			ref:  "nodeclaim/disruption/drift.go areStaticFieldsDrifted",
+			build: func(w *world) {
+				placed(w)
+				w.pools[0].Spec.Template.ObjectMeta.Labels = map[string]string{"team": "new"}
+			},
+			want: DriftNodePool, why: "NodePool default template changed",
 		},
 		{
-			name:  "the node no longer meets its NodePool's requirements",
-			ref:   "nodeclaim/disruption/drift.go areRequirementsDrifted",
-			build: func(w *world) { placed(w); onDemandOnly(w.pools[0]); w.rec("a").CapacityType = spot; relabel(w, "a", spot) },
-			want:  DriftRequirements, why: "no longer allows karpenter.sh/capacity-type=spot",
+			name: "the node no longer meets its NodePool's requirements",
+			ref:  "nodeclaim/disruption/drift.go areRequirementsDrifted",
+			build: func(w *world) {
+				placed(w)
+				onDemandOnly(w.pools[0])
+				w.rec("a").CapacityType = spot
+				relabel(w, "a", spot)
+			},
+			want: DriftRequirements, why: "no longer allows karpenter.sh/capacity-type=spot",
 		},
 		{
-			name:  "requirements drift is checked before the class",
-			ref:   "nodeclaim/disruption/drift.go isDrifted (static and requirements drift before the cloud provider's)",
-			build: func(w *world) { placed(w); onDemandOnly(w.pools[0]); relabel(w, "a", spot); w.sgs["default"] = set("sg-3") },
-			want:  DriftRequirements, why: "capacity-type=spot",
+			name: "requirements drift is checked before the class",
+			ref:  "nodeclaim/disruption/drift.go isDrifted (static and requirements drift before the cloud provider's)",
+			build: func(w *world) {
+				placed(w)
+				onDemandOnly(w.pools[0])
+				relabel(w, "a", spot)
+				w.sgs["default"] = set("sg-3")
+			},
+			want: DriftRequirements, why: "capacity-type=spot",
 		},
 		{
 			name:  "the EC2NodeClass changed",
