@@ -48,7 +48,7 @@ func (drift) candidate(d *decider, n *nodeInfo) (bool, string) {
 	if reason == "" {
 		return false, ""
 	}
-	d.detail[n] = why
+	d.detail[n] = string(reason) + ": " + why
 	d.drift[n] = reason
 	return true, ""
 }

@@ -138,7 +138,8 @@ func TestDriftReasons(t *testing.T) {
 			if len(cmds) != 1 || cmds[0].Method != MethodDrift {
 				t.Fatalf("%s: commands %+v, want one drift (rejected %v)", tc.ref, cmds, rep.Rejected)
 			}
-			if cmds[0].Drift != tc.want || !strings.Contains(cmds[0].Explanation, tc.why) {
+			// The explanation (events, the decision log) names it too.
+			if cmds[0].Drift != tc.want || !strings.Contains(cmds[0].Explanation, string(tc.want)+": ") || !strings.Contains(cmds[0].Explanation, tc.why) {
 				t.Errorf("%s: drift %q explanation %q, want %q with %q", tc.ref, cmds[0].Drift, cmds[0].Explanation, tc.want, tc.why)
 			}
 		})
