@@ -43,6 +43,8 @@ func decisions() []state.Decision {
 func TestExplain(t *testing.T) {
 	recs := []*state.NodeClaim{{Name: "default-x7k2p", NodePool: "default", Phase: state.Terminating, NodeName: "ip-9", InstanceType: "m7g.large",
 		CapacityType: "spot", Zone: "us-east-1b", PricePerHour: 0.03, CreatedAt: t0.Add(-10 * time.Minute)}}
+	drifted := []*state.NodeClaim{{Name: "default-x7k2p", NodePool: "default", Phase: state.Disrupting, NodeName: "ip-9", CreatedAt: t0.Add(-10 * time.Minute),
+		Disruption: &state.Disruption{Action: "consolidation-d", Reason: "Drifted", Drift: "SecurityGroupDrift"}}}
 	for _, tc := range []struct {
 		name    string
 		args    []string
@@ -63,6 +65,9 @@ func TestExplain(t *testing.T) {
 			"since then:\n  2026-11-24T11:55:00Z (5m ago) consolidation single-node done: Underutilized ip-9, $0.0300/h -> $0.0100/h\n  2026-11-24T11:56:00Z (4m ago) replacement for default-x7k2p: spot-interruption",
 			"earlier decisions about the pod:\n  2026-11-24T11:48:00Z (12m ago) left pending: NodePool default is at its limit of cpu 8",
 		}, notWant: []string{"unrelated"}},
+		{name: "drifted since", args: []string{"explain", "default/web-1", "-stack", "s"}, records: drifted, want: []string{
+			"NodeClaim default-x7k2p now: disrupting, Node ip-9, being disrupted (consolidation-d: Drifted: SecurityGroupDrift)",
+		}},
 		{name: "NodeClaim gone", args: []string{"explain", "-stack", "s", "web-2"}, want: []string{
 			"placed on the new NodeClaim default-x7k2p", "NodeClaim default-x7k2p is no longer in the state table",
 		}, notWant: []string{"earlier decisions"}},

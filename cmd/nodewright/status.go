@@ -141,6 +141,9 @@ type statusRow struct {
 	Phase        state.Phase `json:"phase"`
 	// Disruption is what is taking the node out (action: reason), if any.
 	Disruption string `json:"disruption,omitempty"`
+	// Drift is, for a drifted node, how it drifted (Karpenter's Drifted
+	// condition reason: SubnetDrift, AMIDrift...).
+	Drift string `json:"drift,omitempty"`
 }
 
 type poolTotals struct {
@@ -202,6 +205,10 @@ func rowOf(r *state.NodeClaim, now time.Time) statusRow {
 		row.Disruption = d.Action
 		if d.Reason != "" {
 			row.Disruption += ": " + d.Reason
+		}
+		if d.Drift != "" {
+			row.Drift = d.Drift
+			row.Disruption += ": " + d.Drift
 		}
 	}
 	return row

@@ -310,3 +310,20 @@ func TestStatusSaysKarpenterIsRunning(t *testing.T) {
 		})
 	}
 }
+
+// A drifted node's record says how it drifted (Karpenter's Drifted
+// condition reason): status shows it in the table and the JSON.
+func TestStatusShowsDriftReason(t *testing.T) {
+	recs := []*state.NodeClaim{{Name: "default-d", NodePool: "default", Phase: state.Disrupting, InstanceType: "m5.large", Zone: "us-east-1a",
+		CapacityType: "spot", PricePerHour: 0.035, NodeName: "ip-10-0-0-4", InstanceID: "i-4", CreatedAt: t0.Add(-time.Hour),
+		Disruption: &state.Disruption{Action: "consolidation-d", Reason: "Drifted", Drift: "SubnetDrift"}}}
+	code, stdout, stderr, _ := runState(t, &fakeState{records: recs}, "status", "-table", "tbl", "-cluster", "demo")
+	if code != exitOK || !strings.Contains(stdout, "disrupting (consolidation-d: Drifted: SubnetDrift)") {
+		t.Errorf("exit %d, stdout:\n%s%s", code, stdout, stderr)
+	}
+	code, stdout, stderr, _ = runState(t, &fakeState{records: recs}, "status", "-table", "tbl", "-cluster", "demo", "-o", "json")
+	var rep statusReport
+	if err := json.Unmarshal([]byte(stdout), &rep); code != exitOK || err != nil || len(rep.NodeClaims) != 1 || rep.NodeClaims[0].Drift != "SubnetDrift" {
+		t.Errorf("exit %d, %v, report %+v %s", code, err, rep, stderr)
+	}
+}

@@ -88,6 +88,13 @@ type Inputs struct {
 	// resolves to now: a node whose record's ImageID is not among them has
 	// drifted (nil: AMI drift is not checked).
 	CurrentImages map[string]map[string]bool
+	// CurrentSubnets and CurrentSecurityGroups are, per EC2NodeClass, the
+	// subnet and security group IDs its selectors resolve to now: a node
+	// whose record's subnet is not among them, or whose security groups are
+	// not exactly them, has drifted (a class not listed, or a record
+	// without them: not checked).
+	CurrentSubnets        map[string]map[string]bool
+	CurrentSecurityGroups map[string]map[string]bool
 	// NotReady are the NodePools no replacement may be planned into: their
 	// EC2NodeClass is missing or resolves no subnet, security group or AMI,
 	// so provision leaves them out of its solves too. Their nodes are still
@@ -151,6 +158,8 @@ type Command struct {
 	// PriceBefore is the candidates' price per hour, PriceAfter the
 	// replacements'.
 	PriceBefore, PriceAfter float64
+	// Drift is, for a drift, how the node drifted.
+	Drift DriftReason `json:",omitempty"`
 	// Explanation is one line a person reads (for logs and events).
 	Explanation string
 	// Immediate: once draining begins the candidates' pods are deleted at

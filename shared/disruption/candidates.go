@@ -163,30 +163,60 @@ func (v *view) expired(n *nodeInfo) string {
 }
 
 // drifted says how the node no longer matches what it would be launched
-// as now ("" when it does): its NodePool's template or its EC2NodeClass
-// changed (their hashes), its AMI is no longer among those the class
-// selects, or its instance no longer satisfies the pool's requirements.
-// What is not known (no stored hash, no AMI resolution) never drifts.
-func (v *view) drifted(n *nodeInfo) string {
+// as now (reason "" when it does), in Karpenter's order: its NodePool's
+// template changed (its hash), its instance no longer meets the pool's
+// requirements, its EC2NodeClass changed (its hash) or is gone, its AMI,
+// security groups or subnet are no longer those the class selects. What
+// is not known (no stored hash, no resolution, a record without its
+// subnet or security groups) never drifts.
+func (v *view) drifted(n *nodeInfo) (DriftReason, string) {
 	r, pool := n.rec, n.pool
 	if r.NodePoolHash != "" {
 		if h := v.poolHash(pool); h != "" && h != r.NodePoolHash {
-			return fmt.Sprintf("NodePool %s template changed (hash %s, launched with %s)", pool.Name, h, r.NodePoolHash)
+			return DriftNodePool, fmt.Sprintf("NodePool %s template changed (hash %s, launched with %s)", pool.Name, h, r.NodePoolHash)
 		}
+	}
+	if why := v.requirementsDrift(n); why != "" {
+		return DriftRequirements, why
 	}
 	class := v.classes[r.NodeClass]
 	if class == nil && r.NodeClass != "" {
-		return fmt.Sprintf("EC2NodeClass %s no longer exists", r.NodeClass)
+		return DriftNodeClass, fmt.Sprintf("EC2NodeClass %s no longer exists", r.NodeClass)
 	}
 	if class != nil && r.NodeClassHash != "" {
 		if h := v.classHash(class); h != "" && h != r.NodeClassHash {
-			return fmt.Sprintf("EC2NodeClass %s changed (hash %s, launched with %s)", class.Name, h, r.NodeClassHash)
+			return DriftNodeClass, fmt.Sprintf("EC2NodeClass %s changed (hash %s, launched with %s)", class.Name, h, r.NodeClassHash)
 		}
 	}
 	if images, ok := v.in.CurrentImages[r.NodeClass]; ok && r.ImageID != "" && !images[r.ImageID] {
-		return fmt.Sprintf("AMI %s is no longer selected by EC2NodeClass %s (now %s)", r.ImageID, r.NodeClass, strings.Join(slices.Sorted(maps.Keys(images)), ", "))
+		return DriftAMI, fmt.Sprintf("AMI %s is no longer selected by EC2NodeClass %s (now %s)", r.ImageID, r.NodeClass, sortedKeys(images))
 	}
-	return v.requirementsDrift(n)
+	if sgs, ok := v.in.CurrentSecurityGroups[r.NodeClass]; ok && len(sgs) > 0 && len(r.SecurityGroups) > 0 && !sameSet(sgs, r.SecurityGroups) {
+		return DriftSecurityGroup, fmt.Sprintf("security groups %s are no longer those EC2NodeClass %s selects (now %s)",
+			strings.Join(slices.Sorted(slices.Values(r.SecurityGroups)), ", "), r.NodeClass, sortedKeys(sgs))
+	}
+	if subnets, ok := v.in.CurrentSubnets[r.NodeClass]; ok && len(subnets) > 0 && r.SubnetID != "" && !subnets[r.SubnetID] {
+		return DriftSubnet, fmt.Sprintf("subnet %s is no longer selected by EC2NodeClass %s (now %s)", r.SubnetID, r.NodeClass, sortedKeys(subnets))
+	}
+	return "", ""
+}
+
+// sortedKeys lists a set's members, sorted, comma-separated.
+func sortedKeys(set map[string]bool) string {
+	return strings.Join(slices.Sorted(maps.Keys(set)), ", ")
+}
+
+// sameSet says whether ids hold exactly set's members (as Karpenter
+// compares security groups).
+func sameSet(set map[string]bool, ids []string) bool {
+	seen := map[string]bool{}
+	for _, id := range ids {
+		if !set[id] {
+			return false
+		}
+		seen[id] = true
+	}
+	return len(seen) == len(set)
 }
 
 // poolHash and classHash compute each object's hash once per run.

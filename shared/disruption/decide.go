@@ -21,6 +21,8 @@ type decider struct {
 	cands [][]*nodeInfo
 	// detail says why a candidate is expired or drifted.
 	detail map[*nodeInfo]string
+	// drift says how a drift candidate drifted.
+	drift map[*nodeInfo]DriftReason
 	// blocks and unconsolidatable memoize blocked and consolidatable (""
 	// when nothing blocks), which several methods ask of every node.
 	blocks           map[blockKey]blocking
@@ -99,7 +101,7 @@ func (d *decider) finish(cmds []Command) ([]Command, Report) {
 
 func newDecider(in *Inputs, r *registry) *decider {
 	v := newView(in)
-	d := &decider{v: v, sim: newSim(v), methods: r, cands: make([][]*nodeInfo, len(r.methods)), detail: map[*nodeInfo]string{},
+	d := &decider{v: v, sim: newSim(v), methods: r, cands: make([][]*nodeInfo, len(r.methods)), detail: map[*nodeInfo]string{}, drift: map[*nodeInfo]DriftReason{},
 		blocks: map[blockKey]blocking{}, unconsolidatable: map[*nodeInfo]string{},
 		rep: Report{Skipped: map[string]string{}, Rejected: map[string]string{}, Blocked: map[string]string{}, Unconsolidatable: map[string]string{}}}
 	d.nominated = v.baseline()

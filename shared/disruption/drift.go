@@ -10,6 +10,31 @@ import (
 // EC2NodeClass.
 const MethodDrift Method = "drift"
 
+// DriftReason says how a node drifted, with the names of Karpenter
+// v1.14.1's Drifted condition reasons (the core's and the AWS provider's),
+// checked in Karpenter's order.
+type DriftReason string
+
+const (
+	// DriftNodePool: the NodePool's template changed since the launch (its
+	// hash).
+	DriftNodePool DriftReason = "NodePoolDrifted"
+	// DriftRequirements: the node no longer meets its NodePool's
+	// requirements.
+	DriftRequirements DriftReason = "RequirementsDrifted"
+	// DriftNodeClass: the EC2NodeClass changed since the launch (its hash)
+	// or no longer exists.
+	DriftNodeClass DriftReason = "NodeClassDrift"
+	// DriftAMI: the node's AMI is no longer among those its class selects.
+	DriftAMI DriftReason = "AMIDrift"
+	// DriftSecurityGroup: the node's security groups are no longer exactly
+	// those its class selects.
+	DriftSecurityGroup DriftReason = "SecurityGroupDrift"
+	// DriftSubnet: the node's subnet is no longer among those its class
+	// selects.
+	DriftSubnet DriftReason = "SubnetDrift"
+)
+
 // drift replaces drifted nodes within their pools' Drifted budgets
 // (Karpenter's Drift method, an eventual disruption).
 type drift struct{}
@@ -19,11 +44,12 @@ func (drift) kind() kind {
 }
 
 func (drift) candidate(d *decider, n *nodeInfo) (bool, string) {
-	why := d.v.drifted(n)
-	if why == "" {
+	reason, why := d.v.drifted(n)
+	if reason == "" {
 		return false, ""
 	}
-	d.detail[n] = why
+	d.detail[n] = string(reason) + ": " + why
+	d.drift[n] = reason
 	return true, ""
 }
 
@@ -54,7 +80,9 @@ func (drift) compute(d *decider, cands []*nodeInfo) []Command {
 			d.rep.Rejected[n.name()] = "drift: " + out.fail
 			continue
 		}
-		cmds = append(cmds, d.command(MethodDrift, ReasonDrifted, []*nodeInfo{n}, out.res.NodeClaims, d.detail[n]))
+		cmd := d.command(MethodDrift, ReasonDrifted, []*nodeInfo{n}, out.res.NodeClaims, d.detail[n])
+		cmd.Drift = d.drift[n]
+		cmds = append(cmds, cmd)
 		d.sim.apply([]*nodeInfo{n}, out.res, out.res.NodeClaims)
 		d.budgets.take(n.pool.Name)
 	}
@@ -62,7 +90,7 @@ func (drift) compute(d *decider, cands []*nodeInfo) []Command {
 }
 
 func (drift) still(v *view, n *nodeInfo, _ map[string]bool) error {
-	if v.drifted(n) == "" {
+	if reason, _ := v.drifted(n); reason == "" {
 		return invalid(CauseChanged, "node %s: no longer drifted", n.name())
 	}
 	return nil

@@ -41,9 +41,12 @@ type world struct {
 	ds      []*appsv1.DaemonSet
 	actions []*state.Action
 	images  map[string]map[string]bool
-	unavail map[string]bool
-	s2s     bool
-	now     time.Time
+	// subnets and sgs are the classes' resolved subnets and security
+	// groups (nil: not resolved).
+	subnets, sgs map[string]map[string]bool
+	unavail      map[string]bool
+	s2s          bool
+	now          time.Time
 	// notReady are the NodePools replacements may not be planned into.
 	notReady map[string]bool
 	// checks are the instances' EC2 status checks (nil: not polled).
@@ -314,7 +317,8 @@ func (w *world) inputs() Inputs {
 	return Inputs{
 		Now: w.now, Nodes: w.nodes, Pods: w.podList, PDBs: w.pdbs, DaemonSets: w.ds, Records: w.recs, Actions: w.actions,
 		NodePools: w.pools, NodeClasses: w.classes, Catalog: w.catalog(), Zones: []string{zoneA, zoneB}, Spot: w.spot,
-		Unavailable: unavailable, CurrentImages: w.images, SpotToSpot: w.s2s, NotReady: w.notReady,
+		Unavailable: unavailable, CurrentImages: w.images, CurrentSubnets: w.subnets, CurrentSecurityGroups: w.sgs,
+		SpotToSpot: w.s2s, NotReady: w.notReady,
 		StatusChecks: w.checks,
 	}
 }

@@ -34,6 +34,10 @@ type Running struct {
 	// ImageID its AMI.
 	CapacityType string
 	ImageID      string
+	// SubnetID and SecurityGroups are the instance's network placement
+	// (subnet and security group drift).
+	SubnetID       string
+	SecurityGroups []string
 }
 
 // Instances lists the instances tagged kubernetes.io/cluster/<cluster>:
@@ -55,7 +59,11 @@ func (l *Launcher) Instances(ctx context.Context) ([]Running, error) {
 		for _, r := range page.Reservations {
 			for _, i := range r.Instances {
 				run := Running{InstanceID: aws.ToString(i.InstanceId), InstanceType: string(i.InstanceType), LaunchTime: aws.ToTime(i.LaunchTime),
-					CapacityType: apis.CapacityTypeOnDemand, ImageID: aws.ToString(i.ImageId)}
+					CapacityType: apis.CapacityTypeOnDemand, ImageID: aws.ToString(i.ImageId), SubnetID: aws.ToString(i.SubnetId)}
+				for _, g := range i.SecurityGroups {
+					run.SecurityGroups = append(run.SecurityGroups, aws.ToString(g.GroupId))
+				}
+				sort.Strings(run.SecurityGroups)
 				if i.InstanceLifecycle == ec2types.InstanceLifecycleTypeSpot {
 					run.CapacityType = apis.CapacityTypeSpot
 				}

@@ -58,6 +58,8 @@ func TestInstancesListsTaggedInstancesAcrossPages(t *testing.T) {
 	}
 	f.ec2.reservations[0][0].Instances[0].InstanceLifecycle = ec2types.InstanceLifecycleTypeSpot
 	f.ec2.reservations[0][0].Instances[0].ImageId = aws.String("ami-1")
+	f.ec2.reservations[0][0].Instances[0].SubnetId = aws.String("subnet-a1")
+	f.ec2.reservations[0][0].Instances[0].SecurityGroups = []ec2types.GroupIdentifier{{GroupId: aws.String("sg-2")}, {GroupId: aws.String("sg-1")}}
 	got, err := f.l.Instances(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -65,7 +67,7 @@ func TestInstancesListsTaggedInstancesAcrossPages(t *testing.T) {
 	want := []Running{
 		{InstanceID: "i-1", InstanceType: "m5.large", Zone: "us-east-1a", State: "pending", LaunchTime: at, CapacityType: "on-demand"},
 		{InstanceID: "i-2", InstanceType: "m5.large", Zone: "us-east-1a", State: "running", LaunchTime: at, NodeClaim: "default-bbbbb", NodePool: "default",
-			CapacityType: "spot", ImageID: "ami-1"},
+			CapacityType: "spot", ImageID: "ami-1", SubnetID: "subnet-a1", SecurityGroups: []string{"sg-1", "sg-2"}},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("instances %+v\nwant %+v", got, want)

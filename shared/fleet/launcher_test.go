@@ -28,7 +28,7 @@ func TestLaunchSpotClaimAcrossArchitectures(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := &Instance{NodeClaim: "default-abcde", NodePool: "default", InstanceID: "i-0123", InstanceType: "c5.large", Zone: "us-east-1a",
-		SubnetID: "subnet-a1", CapacityType: "spot", ImageID: "ami-std-x86", FleetID: "fleet-1", PricePerHour: 0.05}
+		SubnetID: "subnet-a1", SecurityGroups: []string{"sg-1", "sg-2"}, CapacityType: "spot", ImageID: "ami-std-x86", FleetID: "fleet-1", PricePerHour: 0.05}
 	if !reflect.DeepEqual(inst, want) {
 		t.Errorf("instance %+v\nwant %+v", inst, want)
 	}
@@ -359,6 +359,12 @@ func TestPickSubnets(t *testing.T) {
 	want := []Subnet{{"s-5", "z0", 1}, {"s-2", "z1", 10}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("pickSubnets = %+v, want %+v", got, want)
+	}
+	// Drift compares a node's subnet with every subnet selected, not only
+	// the one per zone launches pick.
+	ids := subnetIDs([]ec2types.Subnet{sn("s-3", "z1", 10, "available"), sn("s-2", "z1", 10, "available"), sn("s-5", "z0", 1, ""), sn("s-5", "z0", 1, "available")})
+	if want := []string{"s-2", "s-3", "s-5"}; !reflect.DeepEqual(ids, want) {
+		t.Errorf("subnetIDs = %v, want %v", ids, want)
 	}
 }
 

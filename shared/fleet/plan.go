@@ -39,6 +39,9 @@ type Plan struct {
 	Tags map[string]string `json:"tags"`
 	// Context is the EC2NodeClass's spec.context (reserved capacity).
 	Context *string `json:"context,omitempty"`
+	// SecurityGroups are the security groups the launch templates attach
+	// (recorded on the NodeClaims for security group drift).
+	SecurityGroups []string `json:"securityGroups,omitempty"`
 }
 
 // PlannedTemplate is one launch template of a plan.
@@ -98,6 +101,7 @@ func (l *Launcher) Prepare(ctx context.Context, req Request) (*Plan, error) {
 		Token: token, NodeClaim: req.Name, NodePool: req.Claim.NodePool, Count: max(req.Count, 1),
 		CapacityType: capacityTypeOf(req.Claim.CapacityTypes), Subnets: subnets, Exclude: req.Exclude,
 		Tags: instanceTags(l.cfg.Cluster.Name, req.Claim.NodePool, req.Name, req.NodeClass), Context: req.NodeClass.Spec.Context,
+		SecurityGroups: nc.SecurityGroups,
 	}
 	for i, t := range templates {
 		p.Templates = append(p.Templates, PlannedTemplate{Name: t.Name, ImageID: images[i].ID, Types: t.Types})

@@ -20,7 +20,7 @@ import (
 
 // resolve looks the node class's selector terms up in the account.
 func (l *Launcher) resolve(ctx context.Context, nc *apis.EC2NodeClass) (*NodeClass, error) {
-	subnets, err := l.subnets(ctx, nc.Spec.SubnetSelectorTerms)
+	subnets, subnetIDs, err := l.subnets(ctx, nc.Spec.SubnetSelectorTerms)
 	if err != nil {
 		return nil, err
 	}
@@ -41,7 +41,7 @@ func (l *Launcher) resolve(ctx context.Context, nc *apis.EC2NodeClass) (*NodeCla
 	if len(amis) == 0 {
 		return nil, ErrNoAMI
 	}
-	return &NodeClass{Name: nc.Name, Subnets: subnets, SecurityGroups: sgs, AMIs: amis}, nil
+	return &NodeClass{Name: nc.Name, Subnets: subnets, SubnetIDs: subnetIDs, SecurityGroups: sgs, AMIs: amis}, nil
 }
 
 // tagFilters turns selector tags into EC2 filters: tag:<key>=<value>, or
@@ -79,19 +79,32 @@ func subnetQueries(terms []apis.SubnetSelectorTerm) []*ec2.DescribeSubnetsInput 
 	return out
 }
 
-func (l *Launcher) subnets(ctx context.Context, terms []apis.SubnetSelectorTerm) ([]Subnet, error) {
+// subnets are the subnets the terms select: one per zone to launch into,
+// and the IDs of all of them.
+func (l *Launcher) subnets(ctx context.Context, terms []apis.SubnetSelectorTerm) ([]Subnet, []string, error) {
 	var all []ec2types.Subnet
 	for _, in := range subnetQueries(terms) {
 		pages := ec2.NewDescribeSubnetsPaginator(l.cfg.EC2, in)
 		for pages.HasMorePages() {
 			out, err := pages.NextPage(ctx)
 			if err != nil {
-				return nil, fmt.Errorf("describe subnets: %w", err)
+				return nil, nil, fmt.Errorf("describe subnets: %w", err)
 			}
 			all = append(all, out.Subnets...)
 		}
 	}
-	return pickSubnets(all), nil
+	return pickSubnets(all), subnetIDs(all), nil
+}
+
+// subnetIDs are the IDs of every subnet the terms select, sorted.
+func subnetIDs(subnets []ec2types.Subnet) []string {
+	ids := map[string]bool{}
+	for _, s := range subnets {
+		if id := aws.ToString(s.SubnetId); id != "" {
+			ids[id] = true
+		}
+	}
+	return slices.Sorted(maps.Keys(ids))
 }
 
 // pickSubnets keeps one available subnet per zone: the one with the most

@@ -46,16 +46,18 @@ type Request struct {
 
 // Instance is a launched NodeClaim.
 type Instance struct {
-	NodeClaim    string  `json:"nodeClaim"`
-	NodePool     string  `json:"nodePool"`
-	InstanceID   string  `json:"instanceID"`
-	InstanceType string  `json:"instanceType"`
-	Zone         string  `json:"zone"`
-	SubnetID     string  `json:"subnetID"`
-	CapacityType string  `json:"capacityType"`
-	ImageID      string  `json:"imageID"`
-	FleetID      string  `json:"fleetID,omitempty"`
-	PricePerHour float64 `json:"pricePerHour"`
+	NodeClaim    string `json:"nodeClaim"`
+	NodePool     string `json:"nodePool"`
+	InstanceID   string `json:"instanceID"`
+	InstanceType string `json:"instanceType"`
+	Zone         string `json:"zone"`
+	SubnetID     string `json:"subnetID"`
+	// SecurityGroups are the instance's security group IDs (nil: unknown).
+	SecurityGroups []string `json:"securityGroups,omitempty"`
+	CapacityType   string   `json:"capacityType"`
+	ImageID        string   `json:"imageID"`
+	FleetID        string   `json:"fleetID,omitempty"`
+	PricePerHour   float64  `json:"pricePerHour"`
 	// Unavailable are offerings the fleet reported without capacity before
 	// it launched this instance: worth caching like those of a failed launch.
 	Unavailable []UnavailableOffering `json:"unavailable,omitempty"`
@@ -87,6 +89,9 @@ type NodeClass struct {
 	Subnets []Subnet
 	// SecurityGroups are IDs, sorted.
 	SecurityGroups []string
+	// SubnetIDs are every subnet the class selects (Subnets keeps one per
+	// zone), sorted: a node in any of them has not drifted.
+	SubnetIDs []string
 	// AMIs are sorted by architecture, variant and ID.
 	AMIs []AMI
 }

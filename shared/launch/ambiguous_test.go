@@ -3,6 +3,7 @@ package launch
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 
 	testingclock "k8s.io/utils/clock/testing"
@@ -88,5 +89,20 @@ func TestAnInstanceWhoseRecordFailedStillCounts(t *testing.T) {
 	}
 	if len(res.Launches) != 1 || res.Launches[0].Error == "" {
 		t.Errorf("launches %+v, want one with the record's error", res.Launches)
+	}
+}
+
+// A launched instance's record keeps its subnet and security groups, which
+// subnet and security group drift compare with its class's selection.
+func TestTheRecordKeepsTheInstancesPlacement(t *testing.T) {
+	l, _ := testLauncher(testingclock.NewFakeClock(t0))
+	_ = l.check()
+	rec := &state.NodeClaim{Name: "batch-abcde", Group: "batch-abcde", NodePool: "batch", Phase: state.Launching}
+	in := &fleet.Instance{InstanceID: "i-1", InstanceType: "c6a.large", Zone: "us-east-1a", CapacityType: "on-demand",
+		SubnetID: "subnet-a1", SecurityGroups: []string{"sg-1", "sg-2"}}
+	g := &group{token: rec.Name, recs: []*state.NodeClaim{rec}, insts: []*fleet.Instance{in}}
+	launched, _ := l.settle(context.Background(), g, &Result{})
+	if len(launched) != 1 || launched[0].SubnetID != "subnet-a1" || !slices.Equal(launched[0].SecurityGroups, []string{"sg-1", "sg-2"}) {
+		t.Errorf("launched %+v, want the record with subnet-a1 and sg-1, sg-2", launched)
 	}
 }

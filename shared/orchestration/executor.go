@@ -192,7 +192,7 @@ func (e *Executor) Start(ctx context.Context, cmd disruption.Command, records []
 		return nil, err
 	}
 	a := &state.Action{
-		ID: ActionID(cmd, now), Kind: state.KindConsolidation, Reason: string(cmd.Reason), Method: string(cmd.Method), Step: state.StepPlanned,
+		ID: ActionID(cmd, now), Kind: state.KindConsolidation, Reason: string(cmd.Reason), Method: string(cmd.Method), Drift: string(cmd.Drift), Step: state.StepPlanned,
 		NodeClaims: cmd.Candidates, Nodes: cmd.Nodes, PriceBefore: cmd.PriceBefore, PriceAfter: cmd.PriceAfter,
 		Plan: plan, ValidateAt: now.Add(e.wait()),
 	}

@@ -79,7 +79,7 @@ func (s *fakeStore) StartAction(_ context.Context, a *state.Action, claims []*st
 	s.steps = append(s.steps, a.Step)
 	for _, c := range claims {
 		c.Phase = state.Disrupting
-		c.Disruption = &state.Disruption{Action: a.ID, Reason: a.Reason, Since: t0}
+		c.Disruption = &state.Disruption{Action: a.ID, Reason: a.Reason, Drift: a.Drift, Since: t0}
 		c.Version++
 		s.recs[c.Name] = clone(c)
 		s.recs[c.Name].Version = c.Version

@@ -80,3 +80,19 @@ func TestRepairCountsAsKarpenterUnhealthyDisrupted(t *testing.T) {
 		})
 	}
 }
+
+// TestStartRecordsDriftReason: a drift command's typed reason lands on the
+// action and on its node's record (Karpenter's Drifted condition reason),
+// which status and explain show.
+func TestStartRecordsDriftReason(t *testing.T) {
+	r := newRig(t)
+	cmd := command(false)
+	cmd.Method, cmd.Reason, cmd.Drift = disruption.MethodDrift, disruption.ReasonDrifted, disruption.DriftSubnet
+	a := r.start(cmd)
+	if got := r.stored(a.ID); got.Drift != string(disruption.DriftSubnet) || got.Reason != string(disruption.ReasonDrifted) {
+		t.Errorf("action reason %q drift %q, want Drifted and SubnetDrift", got.Reason, got.Drift)
+	}
+	if rec := r.store.rec("nc-a"); rec.Disruption == nil || rec.Disruption.Drift != string(disruption.DriftSubnet) {
+		t.Errorf("record disruption %+v, want SubnetDrift", rec.Disruption)
+	}
+}

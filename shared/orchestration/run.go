@@ -346,6 +346,7 @@ func (r *Run) inputs(ctx context.Context) (disruption.Inputs, *provision.View, e
 		Unavailable: state.NewUnavailableSet(unavail).Has, SpotToSpot: r.SpotToSpot, Budget: r.budget(ctx),
 		Volumes: view.Volumes,
 	}
+	in.CurrentSubnets, in.CurrentSecurityGroups = placements(resolved)
 	if r.Spot != nil {
 		if err := r.Spot.Ensure(ctx); err == nil {
 			in.Spot = r.Spot
@@ -369,6 +370,28 @@ func (r *Run) inputs(ctx context.Context) (disruption.Inputs, *provision.View, e
 		}
 	}
 	return in, view, nil
+}
+
+// placements are, per node class that resolved, the subnets and security
+// groups it selects now (subnet and security group drift); a class that
+// did not resolve is left out: its nodes do not drift on them.
+func placements(resolved []fleet.Resolution) (subnets, sgs map[string]map[string]bool) {
+	subnets, sgs = map[string]map[string]bool{}, map[string]map[string]bool{}
+	for _, r := range resolved {
+		if r.Err != nil || r.Class == nil {
+			continue
+		}
+		subnets[r.Name], sgs[r.Name] = setOf(r.Class.SubnetIDs), setOf(r.Class.SecurityGroups)
+	}
+	return subnets, sgs
+}
+
+func setOf(ids []string) map[string]bool {
+	out := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		out[id] = true
+	}
+	return out
 }
 
 // budget is a decision's work budget (see Run.Budget).

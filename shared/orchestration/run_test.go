@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -207,6 +208,31 @@ func TestInputsMarkPoolsNotReady(t *testing.T) {
 				t.Errorf("not ready %v, zones %v, %d pools; want %v, %v, all 4 pools (their nodes stay candidates)", in.NotReady, in.Zones, len(in.NodePools), tc.notReady, tc.zones)
 			}
 		})
+	}
+}
+
+// TestInputsCarryTheClassesPlacements: the tick's inputs hold, per class
+// that resolved, every subnet and the security groups it selects now
+// (subnet and security group drift); a class that did not resolve is left
+// out, so its nodes do not drift on them.
+func TestInputsCarryTheClassesPlacements(t *testing.T) {
+	r := newRig(t)
+	r.e.NodeClasses = []*apis.EC2NodeClass{st.NodeClass("default"), st.NodeClass("broken")}
+	r.src.pools = []*apis.NodePool{st.NodePool(st.NodePoolOptions{Name: "default"})}
+	classes := fakeClasses{
+		"default": {Class: &fleet.NodeClass{Subnets: []fleet.Subnet{{ID: "subnet-a", Zone: "us-east-1a"}}, SubnetIDs: []string{"subnet-a", "subnet-b"},
+			SecurityGroups: []string{"sg-1", "sg-2"}, AMIs: []fleet.AMI{{ID: "ami-1"}}}},
+		"broken": {Err: errors.New("throttled")},
+	}
+	run := &Run{Store: runStore{s: r.store}, Exec: r.e, Classes: classes}
+	in, err := run.Inputs(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantSubnets := map[string]map[string]bool{"default": {"subnet-a": true, "subnet-b": true}}
+	wantSGs := map[string]map[string]bool{"default": {"sg-1": true, "sg-2": true}}
+	if !reflect.DeepEqual(in.CurrentSubnets, wantSubnets) || !reflect.DeepEqual(in.CurrentSecurityGroups, wantSGs) {
+		t.Errorf("subnets %v, security groups %v; want %v, %v", in.CurrentSubnets, in.CurrentSecurityGroups, wantSubnets, wantSGs)
 	}
 }
 

@@ -49,7 +49,9 @@ type Action struct {
 	// Method is how consolidation found it (emptiness, multi-node,
 	// single-node, expiration, drift).
 	Method string `json:"method,omitempty"`
-	Step   string `json:"step"`
+	// Drift is, for a drift, how its node drifted (Disruption.Drift).
+	Drift string `json:"drift,omitempty"`
+	Step  string `json:"step"`
 	// NodeClaims are the nodes being disrupted; Replacements the NodeClaims
 	// launched for their pods.
 	NodeClaims   []string `json:"nodeClaims"`
@@ -106,7 +108,7 @@ func (s *Store) StartAction(ctx context.Context, a *Action, claims []*NodeClaim)
 		marked[i] = *nc
 		m := &marked[i]
 		m.Phase = Disrupting
-		m.Disruption = &Disruption{Action: a.ID, Reason: a.Reason, Since: now}
+		m.Disruption = &Disruption{Action: a.ID, Reason: a.Reason, Drift: a.Drift, Since: now}
 		it, err := s.nodeClaimItem(m, nc.Version+1)
 		if err != nil {
 			return err

@@ -80,14 +80,19 @@ type NodeClaim struct {
 	// readers (the webhook) need not link the EC2 client.
 	Launch json.RawMessage `json:"launch,omitempty"`
 
-	InstanceID   string  `json:"instanceId,omitempty"`
-	InstanceType string  `json:"instanceType,omitempty"`
-	Zone         string  `json:"zone,omitempty"`
-	CapacityType string  `json:"capacityType,omitempty"`
-	ImageID      string  `json:"imageId,omitempty"`
-	PricePerHour float64 `json:"pricePerHour,omitempty"`
-	ProviderID   string  `json:"providerId,omitempty"`
-	NodeName     string  `json:"nodeName,omitempty"`
+	InstanceID   string `json:"instanceId,omitempty"`
+	InstanceType string `json:"instanceType,omitempty"`
+	Zone         string `json:"zone,omitempty"`
+	CapacityType string `json:"capacityType,omitempty"`
+	ImageID      string `json:"imageId,omitempty"`
+	// SubnetID and SecurityGroups are the instance's network placement at
+	// launch (subnet and security group drift; empty in records written
+	// before they were kept: unknown, never drifted).
+	SubnetID       string   `json:"subnetId,omitempty"`
+	SecurityGroups []string `json:"securityGroups,omitempty"`
+	PricePerHour   float64  `json:"pricePerHour,omitempty"`
+	ProviderID     string   `json:"providerId,omitempty"`
+	NodeName       string   `json:"nodeName,omitempty"`
 
 	CreatedAt     time.Time `json:"createdAt"`
 	LaunchedAt    time.Time `json:"launchedAt,omitzero"`
@@ -115,6 +120,10 @@ type Disruption struct {
 	// Reason is the owner's detail (a consolidation method, an event kind).
 	Reason string    `json:"reason"`
 	Since  time.Time `json:"since"`
+	// Drift is, for a drift, how the node drifted: Karpenter's Drifted
+	// condition reason (NodePoolDrifted, RequirementsDrifted, AMIDrift,
+	// SubnetDrift, SecurityGroupDrift, NodeClassDrift).
+	Drift string `json:"drift,omitempty"`
 	// Cause and Urgency type the intent (empty in records written before
 	// they existed: Normalize infers them from Action).
 	Cause   Cause   `json:"cause,omitempty"`

@@ -898,6 +898,13 @@ func TestPoliciesDriftExpiryAndMinSaving(t *testing.T) {
 	if len(old) != 2 {
 		t.Fatalf("%d drift nodes, want 2", len(old))
 	}
+	for _, r := range old {
+		// The launch records the instance's placement (subnet and security
+		// group drift compare it with the class's selection).
+		if r.SubnetID == "" || len(r.SecurityGroups) == 0 {
+			t.Errorf("record %s: subnet %q, security groups %v; want the instance's", r.Name, r.SubnetID, r.SecurityGroups)
+		}
+	}
 	restore := newAMI(t, old[0].ImageID)
 	defer restore()
 	var counts []int
@@ -919,6 +926,29 @@ func TestPoliciesDriftExpiryAndMinSaving(t *testing.T) {
 	}
 	if err := harness.WaitRunning(c, suite.LC, "default", "driftapp", 2, time.Minute); err != nil {
 		t.Fatal(err)
+	}
+	// Each replacement says how its node drifted: its AMI, not its subnet
+	// or security groups, which the class still selects.
+	st, err := harness.Store(suite.LC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	acts, err := st.Actions(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	drifts := map[string]string{}
+	for _, a := range acts {
+		for _, r := range old {
+			if a.Method == "drift" && slices.Contains(a.NodeClaims, r.Name) {
+				drifts[r.Name] = a.Drift
+			}
+		}
+	}
+	for _, r := range old {
+		if drifts[r.Name] != "AMIDrift" {
+			t.Errorf("node %s replaced for drift %q, want AMIDrift (all: %v)", r.Name, drifts[r.Name], drifts)
+		}
 	}
 
 	// Expiry: past expireAfter the node is replaced.

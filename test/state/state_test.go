@@ -350,12 +350,16 @@ func TestActionsMarkNodesOnce(t *testing.T) {
 	r1, _ := s.GetNodeClaim(c, n1.Name)
 	r2, _ := s.GetNodeClaim(c, n1.Name)
 	r2b, _ := s.GetNodeClaim(c, n2.Name)
-	a := &state.Action{ID: "consolidation-1", Kind: state.KindConsolidation, Reason: "Underutilized", NodeClaims: []string{n1.Name}}
+	a := &state.Action{ID: "consolidation-1", Kind: state.KindConsolidation, Reason: "Drifted", Drift: "SubnetDrift", NodeClaims: []string{n1.Name}}
 	if err := s.StartAction(c, a, []*state.NodeClaim{r1}); err != nil {
 		t.Fatal(err)
 	}
 	if r1.Phase != state.Disrupting || r1.Disruption == nil || r1.Disruption.Action != a.ID {
 		t.Fatalf("marked claim: %+v", r1)
+	}
+	// The record says how its node drifted, as the table holds it.
+	if got, err := s.GetNodeClaim(c, n1.Name); err != nil || got.Disruption == nil || got.Disruption.Drift != "SubnetDrift" {
+		t.Fatalf("stored claim: %+v %v, want its drift reason", got, err)
 	}
 	b := &state.Action{ID: "interruption-1", Kind: state.KindInterruption, NodeClaims: []string{n1.Name, n2.Name}}
 	if err := s.StartAction(c, b, []*state.NodeClaim{r2, r2b}); !errors.Is(err, state.ErrConflict) {
