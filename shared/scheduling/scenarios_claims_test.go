@@ -163,14 +163,16 @@ func claimScenarios() []scenario {
 			want: []check{claims(1), allScheduled()},
 		},
 		{
-			name: "instanceStorePolicy RAID0 counts the instance store: storage beyond the root volume lands on an NVMe type",
-			in:   input(nvme, nodeClasses(raid0), pods(scratch)),
-			want: []check{claims(1), firstType("scratch", "m5d.large")},
+			mirrors: []string{"aws/instancetype:984"},
+			name:    "K: instanceStorePolicy RAID0 counts the instance store: storage beyond the root volume lands on an NVMe type",
+			in:      input(nvme, nodeClasses(raid0), pods(scratch)),
+			want:    []check{claims(1), firstType("scratch", "m5d.large")},
 		},
 		{
-			name: "without instanceStorePolicy the instance store is not ephemeral storage",
-			in:   input(nvme, pods(scratch)),
-			want: []check{claims(0), unschedulable("scratch", "ephemeral-storage")},
+			mirrors: []string{"aws/instancetype:974"},
+			name:    "K: without instanceStorePolicy the instance store is not ephemeral storage",
+			in:      input(nvme, pods(scratch)),
+			want:    []check{claims(0), unschedulable("scratch", "ephemeral-storage")},
 		},
 	}
 }
