@@ -67,11 +67,14 @@ func TestValidate(t *testing.T) {
 		// Issue 20: fields Nodewright would ignore are refused, each with its
 		// path and what to do instead.
 		{name: "refused class fields", files: map[string]string{"pool.yaml": validPool,
-			"class.yaml": strings.Replace(validClass, "al2023@latest", "bottlerocket@latest", 1) +
+			"class.yaml": strings.Replace(validClass, "al2023@latest", "al2@latest", 1) +
 				"  capacityReservationSelectorTerms: [{id: cr-0123456789abcdef0}]\n  instanceStorePolicy: RAID0\n"}, code: exitError,
 			stderr: []string{
-				`class.yaml: document 1 (EC2NodeClass default): spec.amiSelectorTerms[0].alias: "bottlerocket@latest": Bottlerocket is not supported yet`,
+				`class.yaml: document 1 (EC2NodeClass default): spec.amiSelectorTerms[0].alias: "al2@latest": AL2 is not supported yet`,
 				`class.yaml: document 1 (EC2NodeClass default): spec.capacityReservationSelectorTerms: capacity reservations are not supported yet`}},
+		{name: "bottlerocket class with instance store", files: map[string]string{"pool.yaml": validPool,
+			"class.yaml": strings.Replace(validClass, "al2023@latest", "bottlerocket@latest", 1) + "  instanceStorePolicy: RAID0\n"},
+			code: exitOK, stdout: []string{"EC2NodeClass default: valid"}},
 		{name: "static pool", files: map[string]string{"class.yaml": validClass, "pool.yaml": validPool + "  replicas: 3\n  limits: {nodes: 4}\n"},
 			code: exitOK, stdout: []string{"NodePool default: valid"}},
 		{name: "static pool with a weight", files: map[string]string{"class.yaml": validClass, "pool.yaml": validPool + "  replicas: 3\n  weight: 10\n"}, code: exitError,

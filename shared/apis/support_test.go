@@ -299,6 +299,11 @@ func documentSetting(t *testing.T, s Support, apiVersion string, f schemaField) 
 		}
 	case s.Path == "spec.amiSelectorTerms[].alias" && s.Value != "":
 		path = set(doc, s.Path, s.Value+"@latest")
+	case s.Path == "spec.amiFamily" && s.Value != "":
+		// A family is named beside images selected by id (an alias names
+		// its own family).
+		path = set(doc, s.Path, s.Value)
+		doc["spec"].(map[string]any)["amiSelectorTerms"] = []any{map[string]any{"id": "ami-0123456789abcdef0"}}
 	case s.Value != "":
 		path = set(doc, s.Path, s.Value)
 	default:

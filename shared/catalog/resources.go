@@ -23,6 +23,7 @@ const (
 	armReservedMiB = 64
 	mi             = 1 << 20
 	gi             = 1 << 30
+	gb             = 1000 * 1000 * 1000
 )
 
 // Amounts is a node's resources as plain integers.
@@ -73,6 +74,10 @@ type NodeSettings struct {
 	VMMemoryOverheadPercent float64
 	// ReservedENIs are network interfaces kept out of the pod limit.
 	ReservedENIs int
+	// InstanceStoreRAID0 is instanceStorePolicy RAID0: the kubelet and
+	// containerd live on a RAID-0 of the type's instance store, which is then
+	// the node's ephemeral storage on types that have one.
+	InstanceStoreRAID0 bool
 }
 
 // SettingsFor reads the settings of an EC2NodeClass (nil gives defaults).
@@ -80,7 +85,8 @@ func SettingsFor(nc *apis.EC2NodeClass) NodeSettings {
 	if nc == nil {
 		return NodeSettings{}
 	}
-	s := NodeSettings{Kubelet: nc.Spec.Kubelet, AMIFamily: nc.AMIFamily()}
+	s := NodeSettings{Kubelet: nc.Spec.Kubelet, AMIFamily: nc.AMIFamily(),
+		InstanceStoreRAID0: nc.Spec.InstanceStorePolicy != nil && *nc.Spec.InstanceStorePolicy == apis.InstanceStorePolicyRAID0}
 	if bdm := rootVolume(nc.Spec.BlockDeviceMappings, s.AMIFamily); bdm != nil && bdm.EBS != nil && bdm.EBS.VolumeSize != nil {
 		s.RootVolumeBytes = bdm.EBS.VolumeSize.Value()
 	}
@@ -140,6 +146,11 @@ func (it *InstanceType) Compute(s NodeSettings) (capacity, allocatable Amounts) 
 	}
 	if capacity.EphemeralBytes == 0 {
 		capacity.EphemeralBytes = DefaultRootVolumeGiB * gi
+	}
+	if s.InstanceStoreRAID0 && it.LocalNVMeGiB > 0 {
+		// The catalog's figure is AWS's TotalSizeInGB (decimal gigabytes),
+		// counted as Karpenter counts it.
+		capacity.EphemeralBytes = int64(it.LocalNVMeGiB) * gb
 	}
 	allocatable = capacity
 	k := s.Kubelet

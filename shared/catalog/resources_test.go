@@ -69,6 +69,38 @@ func TestComputeWithNodeSettings(t *testing.T) {
 	}
 }
 
+// TestEphemeralStorageInstanceStore: under instanceStorePolicy RAID0 a type's
+// instance store (AWS's TotalSizeInGB, decimal gigabytes) is the node's
+// ephemeral storage, whatever the root volume; types without one keep the root
+// volume, as Karpenter's ephemeralStorage does.
+func TestEphemeralStorageInstanceStore(t *testing.T) {
+	const gb = 1000 * 1000 * 1000
+	tests := []struct {
+		name     string
+		typ      string
+		settings NodeSettings
+		want     int64 // capacity
+	}{
+		{"RAID0 on an NVMe type", "m5d.large", NodeSettings{InstanceStoreRAID0: true}, 75 * gb},
+		{"RAID0 beats a bigger root volume", "m5d.large", NodeSettings{InstanceStoreRAID0: true, RootVolumeBytes: 200 * gi}, 75 * gb},
+		{"RAID0 on a big store", "i3.large", NodeSettings{InstanceStoreRAID0: true}, 475 * gb},
+		{"no policy: the root volume", "m5d.large", NodeSettings{}, 20 * gi},
+		{"no policy: a set root volume", "m5d.large", NodeSettings{RootVolumeBytes: 100 * gi}, 100 * gi},
+		{"RAID0 on a type without instance store: the root volume", "m5.large", NodeSettings{InstanceStoreRAID0: true, RootVolumeBytes: 60 * gi}, 60 * gi},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			capacity, alloc := mustGet(t, tt.typ).Compute(tt.settings)
+			if capacity.EphemeralBytes != tt.want {
+				t.Errorf("ephemeral capacity = %d, want %d", capacity.EphemeralBytes, tt.want)
+			}
+			if want := tt.want - gi - tt.want/10; alloc.EphemeralBytes != want {
+				t.Errorf("ephemeral allocatable = %d, want %d", alloc.EphemeralBytes, want)
+			}
+		})
+	}
+}
+
 func TestSettingsForNodeClass(t *testing.T) {
 	nc := &apis.EC2NodeClass{Spec: apis.EC2NodeClassSpec{
 		AMISelectorTerms: []apis.AMISelectorTerm{{Alias: "bottlerocket@latest"}},
@@ -85,6 +117,14 @@ func TestSettingsForNodeClass(t *testing.T) {
 	nc.Spec.BlockDeviceMappings[0].RootVolume = true
 	if s := SettingsFor(nc); s.RootVolumeBytes != 4*gi {
 		t.Fatalf("rootVolume flag ignored: %d", s.RootVolumeBytes)
+	}
+	if s.InstanceStoreRAID0 {
+		t.Fatalf("no instanceStorePolicy gives RAID0")
+	}
+	policy := apis.InstanceStorePolicyRAID0
+	nc.Spec.InstanceStorePolicy = &policy
+	if s := SettingsFor(nc); !s.InstanceStoreRAID0 {
+		t.Fatalf("instanceStorePolicy RAID0 ignored: %+v", s)
 	}
 	if s := SettingsFor(nil); s.RootVolumeBytes != 0 || s.Kubelet != nil {
 		t.Fatalf("nil node class gives %+v", s)

@@ -3,6 +3,7 @@ package fleet
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/catalog"
@@ -53,6 +54,39 @@ func AL2023Parameters(k8s, version string) []aliasParameter {
 		}
 	}
 	return out
+}
+
+// BottlerocketParameters are the public SSM parameters that name the
+// Bottlerocket AMIs for Kubernetes minor version k8s and alias version
+// version ("latest" or a release, with or without its leading v: v1.46.0):
+// /aws/service/bottlerocket/aws-k8s-<k8s>[-nvidia]/<arch>/<version>/image_id,
+// as Karpenter reads them. The x86_64 standard image also boots Inferentia
+// and Trainium types (Bottlerocket has no neuron variant of its own); the
+// -nvidia variants boot NVIDIA GPU types.
+func BottlerocketParameters(k8s, version string) []aliasParameter {
+	version = strings.TrimPrefix(version, "v")
+	name := func(variant, ec2Arch string) string {
+		return fmt.Sprintf("/aws/service/bottlerocket/aws-k8s-%s%s/%s/%s/image_id", k8s, variant, ec2Arch, version)
+	}
+	return []aliasParameter{
+		{Name: name("", "x86_64"), Arch: "amd64", Variant: VariantStandard},
+		{Name: name("", "x86_64"), Arch: "amd64", Variant: VariantNeuron},
+		{Name: name("-nvidia", "x86_64"), Arch: "amd64", Variant: VariantNvidia},
+		{Name: name("", "arm64"), Arch: "arm64", Variant: VariantStandard},
+		{Name: name("-nvidia", "arm64"), Arch: "arm64", Variant: VariantNvidia},
+	}
+}
+
+// aliasParameters are the SSM parameters of an AMI alias's family, or an
+// error naming the families Nodewright resolves.
+func aliasParameters(family, k8s, version string) ([]aliasParameter, error) {
+	switch family {
+	case "al2023":
+		return AL2023Parameters(k8s, version), nil
+	case "bottlerocket":
+		return BottlerocketParameters(k8s, version), nil
+	}
+	return nil, fmt.Errorf("alias %s@%s: Nodewright launches AL2023 (al2023@...) and Bottlerocket (bottlerocket@...) images, or images selected by id, name, tags or ssmParameter", family, version)
 }
 
 // kubeArch maps an EC2 image architecture to Kubernetes's name for it.

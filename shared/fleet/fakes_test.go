@@ -277,6 +277,16 @@ func al2023Params() map[string]string {
 	}
 }
 
+// publicParams are AWS's public AMI parameters the fixture's SSM holds: the
+// AL2023 ones and Bottlerocket's (standard and nvidia, no arm nvidia).
+func publicParams() map[string]string {
+	m := al2023Params()
+	m["/aws/service/bottlerocket/aws-k8s-1.35/x86_64/latest/image_id"] = "ami-br-x86"
+	m["/aws/service/bottlerocket/aws-k8s-1.35-nvidia/x86_64/latest/image_id"] = "ami-br-gpu-x86"
+	m["/aws/service/bottlerocket/aws-k8s-1.35/arm64/latest/image_id"] = "ami-br-arm"
+	return m
+}
+
 var testCluster = Cluster{
 	Name: "my-production-cluster", Endpoint: "https://127.0.0.1:6443",
 	CertificateAuthority: []byte("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"),
@@ -291,7 +301,7 @@ type fixture struct {
 }
 
 func newFixture(t interface{ Fatal(...any) }) *fixture {
-	f := &fixture{ec2: newFakeEC2(), ssm: &fakeSSM{params: al2023Params()}, now: time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)}
+	f := &fixture{ec2: newFakeEC2(), ssm: &fakeSSM{params: publicParams()}, now: time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)}
 	l, err := New(Config{
 		Cluster: testCluster, InstanceProfile: "nodewright-node", EC2: f.ec2, SSM: f.ssm,
 		Catalog: catalog.Default(), Spot: fixedSpot(0.05), Now: func() time.Time { return f.now },

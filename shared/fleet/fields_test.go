@@ -82,6 +82,11 @@ func TestNodeClassFieldsShapeTheLaunch(t *testing.T) {
 			nc.Spec.AMIFamily = aws.String(apis.AMIFamilyCustom)
 			nc.Spec.UserData = aws.String("#!/bin/sh\necho my-own-bootstrap\n")
 		}, []string{"user data:\n#!/bin/sh\necho my-own-bootstrap"}, "NodeConfig"},
+		{"spec.amiFamily=Bottlerocket", customImage, func(nc *apis.EC2NodeClass) { nc.Spec.AMIFamily = aws.String(apis.AMIFamilyBottlerocket) },
+			[]string{"[settings.kubernetes]", "cluster-name = 'my-production-cluster'", "team = 'platform'"}, "NodeConfig"},
+		{"spec.amiSelectorTerms[].alias=bottlerocket", customImage, func(nc *apis.EC2NodeClass) {
+			nc.Spec.AMISelectorTerms, nc.Spec.AMIFamily = []apis.AMISelectorTerm{{Alias: "bottlerocket@latest"}}, nil
+		}, []string{"/aws/service/bottlerocket/aws-k8s-1.35/x86_64/latest/image_id", `"ImageId":"ami-br-x86"`, "[settings.kubernetes]"}, "NodeConfig"},
 		{"spec.amiSelectorTerms[].alias=al2023", customImage, func(nc *apis.EC2NodeClass) {
 			nc.Spec.AMISelectorTerms, nc.Spec.AMIFamily = []apis.AMISelectorTerm{{Alias: "al2023@latest"}}, nil
 		}, []string{"/aws/service/eks/optimized-ami/1.35/amazon-linux-2023/x86_64/standard/recommended/image_id", "kind: NodeConfig"}, ""},

@@ -272,19 +272,23 @@ func (l *Launcher) makeTemplates(ctx context.Context, req Request, nc *NodeClass
 // userData is the node's user data for the EC2NodeClass's AMI family.
 func (l *Launcher) userData(req Request) (string, error) {
 	nc := req.NodeClass
-	switch family := nc.AMIFamily(); family {
-	case apis.AMIFamilyAL2023:
-		taints := append(append([]corev1.Taint(nil), req.Claim.Taints...), req.Claim.StartupTaints...)
-		return AL2023UserData(l.cfg.Cluster, nc.Spec.UserData, NodeSettings{
+	node := func() NodeSettings {
+		return NodeSettings{
 			Labels:              nodeLabels(req.Claim.Labels, req.Claim.NodePool, nc.Name),
-			Taints:              taints,
+			Taints:              append(append([]corev1.Taint(nil), req.Claim.Taints...), req.Claim.StartupTaints...),
 			Kubelet:             nc.Spec.Kubelet,
 			InstanceStorePolicy: nc.Spec.InstanceStorePolicy,
-		})
+		}
+	}
+	switch family := nc.AMIFamily(); family {
+	case apis.AMIFamilyAL2023:
+		return AL2023UserData(l.cfg.Cluster, nc.Spec.UserData, node())
+	case apis.AMIFamilyBottlerocket:
+		return BottlerocketUserData(l.cfg.Cluster, nc.Spec.UserData, node())
 	case apis.AMIFamilyCustom:
 		return CustomUserData(nc.Spec.UserData), nil
 	default:
-		return "", fmt.Errorf("EC2NodeClass %s: AMI family %s is not supported yet (Nodewright launches AL2023 and Custom)", nc.Name, family)
+		return "", fmt.Errorf("EC2NodeClass %s: AMI family %s is not supported yet (Nodewright launches AL2023, Bottlerocket and Custom)", nc.Name, family)
 	}
 }
 

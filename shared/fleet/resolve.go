@@ -183,10 +183,11 @@ func (l *Launcher) securityGroups(ctx context.Context, terms []apis.SecurityGrou
 // architecture across the terms).
 func (l *Launcher) amis(ctx context.Context, nc *apis.EC2NodeClass) ([]AMI, error) {
 	if family, version, ok := nc.Alias(); ok {
-		if family != "al2023" {
-			return nil, fmt.Errorf("spec.amiSelectorTerms: alias %s@%s: Nodewright launches AL2023 images (al2023@...) or images selected by id, name, tags or ssmParameter", family, version)
+		params, err := aliasParameters(family, l.cfg.Cluster.KubernetesVersion, version)
+		if err != nil {
+			return nil, fmt.Errorf("spec.amiSelectorTerms: %w", err)
 		}
-		return l.aliasAMIs(ctx, AL2023Parameters(l.cfg.Cluster.KubernetesVersion, version))
+		return l.aliasAMIs(ctx, params)
 	}
 	var imgs []image
 	var params []string
@@ -260,7 +261,9 @@ func (l *Launcher) describeImages(ctx context.Context, in *ec2.DescribeImagesInp
 func (l *Launcher) aliasAMIs(ctx context.Context, params []aliasParameter) ([]AMI, error) {
 	names := make([]string, 0, len(params))
 	for _, p := range params {
-		names = append(names, p.Name)
+		if !slices.Contains(names, p.Name) { // one image may serve several variants
+			names = append(names, p.Name)
+		}
 	}
 	values, err := l.parameters(ctx, names)
 	if err != nil {

@@ -126,7 +126,7 @@ func launchTemplateInput(s templateSpec) (*ec2.CreateLaunchTemplateInput, error)
 		UserData:            optional(s.UserData),
 		IamInstanceProfile:  &ec2types.LaunchTemplateIamInstanceProfileSpecificationRequest{Name: aws.String(s.InstanceProfile)},
 		MetadataOptions:     metadataOptions(nc.Spec.MetadataOptions),
-		BlockDeviceMappings: blockDeviceMappings(nc.Spec.BlockDeviceMappings),
+		BlockDeviceMappings: blockDeviceMappings(nc.Spec.BlockDeviceMappings, nc.AMIFamily()),
 		Monitoring:          &ec2types.LaunchTemplatesMonitoringRequest{Enabled: aws.Bool(aws.ToBool(nc.Spec.DetailedMonitoring))},
 		TagSpecifications: []ec2types.LaunchTemplateTagSpecificationRequest{
 			{ResourceType: ec2types.ResourceTypeNetworkInterface, Tags: tags},
@@ -211,15 +211,18 @@ func metadataOptions(m *apis.MetadataOptions) *ec2types.LaunchTemplateInstanceMe
 
 // blockDeviceMappings are the EC2NodeClass's volumes, or an encrypted 20 GiB
 // gp3 root volume when it names none.
-func blockDeviceMappings(bdms []*apis.BlockDeviceMapping) []ec2types.LaunchTemplateBlockDeviceMappingRequest {
+func blockDeviceMappings(bdms []*apis.BlockDeviceMapping, family string) []ec2types.LaunchTemplateBlockDeviceMappingRequest {
 	if len(bdms) == 0 {
-		return []ec2types.LaunchTemplateBlockDeviceMappingRequest{{
-			DeviceName: aws.String(defaultRootDevice),
-			Ebs: &ec2types.LaunchTemplateEbsBlockDeviceRequest{
-				VolumeSize: aws.Int32(defaultRootVolumeGi), VolumeType: ec2types.VolumeTypeGp3,
-				Encrypted: aws.Bool(true), DeleteOnTermination: aws.Bool(true),
-			},
-		}}
+		gp3 := func(device string, gi int32) ec2types.LaunchTemplateBlockDeviceMappingRequest {
+			return ec2types.LaunchTemplateBlockDeviceMappingRequest{DeviceName: aws.String(device), Ebs: &ec2types.LaunchTemplateEbsBlockDeviceRequest{
+				VolumeSize: aws.Int32(gi), VolumeType: ec2types.VolumeTypeGp3, Encrypted: aws.Bool(true), DeleteOnTermination: aws.Bool(true),
+			}}
+		}
+		if family == apis.AMIFamilyBottlerocket {
+			return []ec2types.LaunchTemplateBlockDeviceMappingRequest{
+				gp3(bottlerocketOSDevice, bottlerocketOSVolumeGi), gp3(bottlerocketDataDevice, bottlerocketDataVolumeGi)}
+		}
+		return []ec2types.LaunchTemplateBlockDeviceMappingRequest{gp3(defaultRootDevice, defaultRootVolumeGi)}
 	}
 	out := make([]ec2types.LaunchTemplateBlockDeviceMappingRequest, 0, len(bdms))
 	for _, b := range bdms {

@@ -50,6 +50,15 @@ func claimOf(pod string, f func(t *testing.T, nc scheduling.NodeClaim)) check {
 	}
 }
 
+// catalogType is a type of the embedded catalog by name.
+func catalogType(name string) *catalog.InstanceType {
+	it, ok := catalog.Default().Get(name)
+	if !ok {
+		panic(name + " is not in the catalog")
+	}
+	return it
+}
+
 func quantityIs(t *testing.T, rl corev1.ResourceList, name corev1.ResourceName, want string) {
 	t.Helper()
 	q, ok := rl[name]
@@ -64,6 +73,12 @@ func claimScenarios() []scenario {
 	size := resource.MustParse("200Gi")
 	dev := "/dev/xvda"
 	bigRoot.Spec.BlockDeviceMappings = []*apis.BlockDeviceMapping{{DeviceName: &dev, EBS: &apis.BlockDevice{VolumeSize: &size}}}
+	raid0 := st.NodeClass("default")
+	policy := apis.InstanceStorePolicyRAID0
+	raid0.Spec.InstanceStorePolicy = &policy
+	// m5d.large has 75 GB of instance store; m5.large has none and is cheaper.
+	nvme := types(catalogType("m5.large"), catalogType("m5d.large"))
+	scratch := pod(po{Name: "scratch", CPU: "100m", Requests: res{"ephemeral-storage": "50Gi"}})
 	return []scenario{
 		{
 			name: "the GPU pod of the gpu-training example lands on a 1-GPU g-family type",
@@ -146,6 +161,18 @@ func claimScenarios() []scenario {
 			name: "ephemeral storage fits a bigger root volume of the EC2NodeClass",
 			in:   input(nodeClasses(bigRoot), pods(pod(po{Name: "scratch", CPU: "100m", Requests: res{"ephemeral-storage": "100Gi"}}))),
 			want: []check{claims(1), allScheduled()},
+		},
+		{
+			mirrors: []string{"aws/instancetype:984"},
+			name:    "K: instanceStorePolicy RAID0 counts the instance store: storage beyond the root volume lands on an NVMe type",
+			in:      input(nvme, nodeClasses(raid0), pods(scratch)),
+			want:    []check{claims(1), firstType("scratch", "m5d.large")},
+		},
+		{
+			mirrors: []string{"aws/instancetype:974"},
+			name:    "K: without instanceStorePolicy the instance store is not ephemeral storage",
+			in:      input(nvme, pods(scratch)),
+			want:    []check{claims(0), unschedulable("scratch", "ephemeral-storage")},
 		},
 	}
 }

@@ -7,11 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"mime"
 	"mime/multipart"
 	"net/mail"
+	"slices"
 	"strings"
 
+	"github.com/pelletier/go-toml/v2"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 )
@@ -42,15 +45,20 @@ type nodeConfig struct {
 
 const nodeConfigMediaType = "application/node.eks.aws"
 
-// ParseUserData reads AL2023 user data the way nodeadm does: a MIME
-// multi-part document whose application/node.eks.aws parts are NodeConfig
-// YAML (or a bare NodeConfig), merged in order. The user data may be base64
-// (as EC2 returns it). Parts of other types (shell scripts) are ignored.
+// ParseUserData reads a node's user data as its image does: Bottlerocket's
+// TOML settings ([settings.kubernetes] node-labels, node-taints, max-pods),
+// else AL2023's as nodeadm does: a MIME multi-part document whose
+// application/node.eks.aws parts are NodeConfig YAML (or a bare NodeConfig),
+// merged in order. The user data may be base64 (as EC2 returns it). Parts of
+// other types (shell scripts) are ignored.
 func ParseUserData(data []byte) (KubeletSettings, error) {
 	data = maybeBase64(data)
 	ks := KubeletSettings{Labels: map[string]string{}}
 	if len(bytes.TrimSpace(data)) == 0 {
 		return ks, nil
+	}
+	if br, ok := bottlerocketDoc(data); ok {
+		return br.settings()
 	}
 	docs, err := nodeConfigDocs(data)
 	if err != nil {
@@ -59,6 +67,62 @@ func ParseUserData(data []byte) (KubeletSettings, error) {
 	for i, d := range docs {
 		if err := ks.merge(d); err != nil {
 			return ks, fmt.Errorf("user data: NodeConfig %d: %w", i+1, err)
+		}
+	}
+	return ks, nil
+}
+
+// bottlerocketUserData is the part of Bottlerocket's settings that decides
+// how the node registers.
+type bottlerocketUserData struct {
+	Settings struct {
+		Kubernetes struct {
+			NodeLabels map[string]string   `toml:"node-labels"`
+			NodeTaints map[string][]string `toml:"node-taints"`
+			MaxPods    int32               `toml:"max-pods"`
+		} `toml:"kubernetes"`
+	} `toml:"settings"`
+}
+
+// bottlerocketDoc reads data as Bottlerocket's TOML user data: a document
+// with a [settings.kubernetes] table (AL2023's MIME and YAML are not TOML).
+func bottlerocketDoc(data []byte) (bottlerocketUserData, bool) {
+	var raw map[string]any
+	if toml.Unmarshal(data, &raw) != nil {
+		return bottlerocketUserData{}, false
+	}
+	settings, _ := raw["settings"].(map[string]any)
+	if _, ok := settings["kubernetes"].(map[string]any); !ok {
+		return bottlerocketUserData{}, false
+	}
+	var br bottlerocketUserData
+	if toml.Unmarshal(data, &br) != nil {
+		return bottlerocketUserData{}, false
+	}
+	return br, true
+}
+
+// settings are the node's labels, taints (each key's "value:Effect"
+// entries, keys sorted) and pod limit.
+func (br bottlerocketUserData) settings() (KubeletSettings, error) {
+	k := br.Settings.Kubernetes
+	ks := KubeletSettings{Labels: map[string]string{}, MaxPods: k.MaxPods}
+	maps.Copy(ks.Labels, k.NodeLabels)
+	for _, key := range slices.Sorted(maps.Keys(k.NodeTaints)) {
+		for _, ve := range k.NodeTaints[key] {
+			value, effect, ok := strings.Cut(ve, ":")
+			if !ok {
+				return ks, fmt.Errorf("user data: settings.kubernetes.node-taints.%s: %q is not value:Effect", key, ve)
+			}
+			spec := key + ":" + effect
+			if value != "" {
+				spec = key + "=" + value + ":" + effect
+			}
+			t, err := parseTaint(spec)
+			if err != nil {
+				return ks, fmt.Errorf("user data: settings.kubernetes.node-taints: %w", err)
+			}
+			ks.Taints = append(ks.Taints, t)
 		}
 	}
 	return ks, nil

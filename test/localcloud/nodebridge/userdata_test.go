@@ -52,6 +52,22 @@ spec:
 --BOUNDARY--
 `
 
+const bottlerocketTOML = `[settings.kubernetes]
+cluster-name = 'c1'
+max-pods = 58
+
+[settings.kubernetes.node-labels]
+'karpenter.sh/nodepool' = 'default'
+team = 'blue'
+
+[settings.kubernetes.node-taints]
+'karpenter.sh/unregistered' = [':NoExecute']
+dedicated = ['gpu:NoSchedule', 'gpu:NoExecute']
+
+[settings.host-containers.admin]
+enabled = true
+`
+
 func TestParseUserData(t *testing.T) {
 	wantMIME := KubeletSettings{
 		Labels: map[string]string{"karpenter.sh/nodepool": "default", "team": "red", "extra": "1"},
@@ -76,6 +92,19 @@ func TestParseUserData(t *testing.T) {
 		{name: "shell script only", in: "#!/bin/bash\necho hi\n", want: KubeletSettings{Labels: map[string]string{}}},
 		{name: "bad taint effect", in: strings.Replace(bare, "--node-labels=a=b", "--register-with-taints=a=b:Sometimes", 1), wantErr: "effect"},
 		{name: "label without value", in: strings.Replace(bare, "a=b", "novalue", 1), wantErr: "key=value"},
+		{name: "Bottlerocket TOML", in: bottlerocketTOML, want: KubeletSettings{
+			Labels: map[string]string{"karpenter.sh/nodepool": "default", "team": "blue"},
+			Taints: []corev1.Taint{
+				{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule},
+				{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoExecute},
+				{Key: "karpenter.sh/unregistered", Effect: corev1.TaintEffectNoExecute},
+			},
+			MaxPods: 58,
+		}},
+		{name: "Bottlerocket TOML as EC2 returns it", in: base64.StdEncoding.EncodeToString([]byte("[settings.kubernetes]\nnode-labels = { a = 'b' }\n")),
+			want: KubeletSettings{Labels: map[string]string{"a": "b"}}},
+		{name: "Bottlerocket taint without an effect", in: "[settings.kubernetes.node-taints]\nx = ['y']\n", wantErr: "value:Effect"},
+		{name: "Bottlerocket taint with a bad effect", in: "[settings.kubernetes.node-taints]\nx = ['y:Sometimes']\n", wantErr: "effect"},
 		{name: "wrong kind in a NodeConfig part", in: strings.Replace(mimeUserData, "kind: NodeConfig\nspec:\n  kubelet:\n    flags:\n    - --node-labels=team=red", "kind: Other\nspec:\n  kubelet:\n    flags:\n    - --node-labels=team=red", 1), wantErr: "NodeConfig 2"},
 	}
 	for _, tt := range tests {
@@ -120,6 +149,7 @@ func TestZoneID(t *testing.T) {
 // FuzzParseUserData: any user data gives settings or an error, never a panic.
 func FuzzParseUserData(f *testing.F) {
 	f.Add([]byte(mimeUserData))
+	f.Add([]byte(bottlerocketTOML))
 	f.Add([]byte("apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec: {kubelet: {flags: [--register-with-taints=a:NoSchedule]}}\n"))
 	f.Add([]byte("Content-Type: multipart/mixed; boundary=x\n\n--x\nContent-Type: application/node.eks.aws\n\nkind: NodeConfig\n--x--"))
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -137,6 +167,32 @@ func TestParsesTheLaunchersUserData(t *testing.T) {
 	custom := "apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec:\n  kubelet:\n    config:\n      maxPods: 10\n    flags:\n    - --node-labels=team=overridden,extra=yes\n"
 	maxPods := int32(42)
 	ud, err := fleet.AL2023UserData(fleet.Cluster{Name: "c1", Endpoint: "https://127.0.0.1:6443", CertificateAuthority: []byte("ca"), ServiceCIDR: "10.96.0.0/16"},
+		&custom, fleet.NodeSettings{
+			Labels:  map[string]string{"karpenter.sh/nodepool": "default", "team": "platform"},
+			Taints:  []corev1.Taint{{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule}, {Key: "startup", Effect: corev1.TaintEffectNoExecute}},
+			Kubelet: &apis.KubeletConfiguration{MaxPods: &maxPods},
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ks, err := ParseUserData([]byte(ud))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantLabels := map[string]string{"karpenter.sh/nodepool": "default", "team": "platform", "extra": "yes"}
+	wantTaints := []corev1.Taint{{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule}, {Key: "startup", Effect: corev1.TaintEffectNoExecute}}
+	if !reflect.DeepEqual(ks.Labels, wantLabels) || !reflect.DeepEqual(ks.Taints, wantTaints) || ks.MaxPods != 42 {
+		t.Errorf("settings %+v\nwant labels %v taints %v maxPods 42", ks, wantLabels, wantTaints)
+	}
+}
+
+// TestParsesTheLaunchersBottlerocketUserData: the TOML shared/fleet writes
+// for a Bottlerocket node (merged into the user's own) registers the node
+// with the plan's labels, taints and pod limit.
+func TestParsesTheLaunchersBottlerocketUserData(t *testing.T) {
+	custom := "[settings.kubernetes]\nmax-pods = 10\n[settings.kubernetes.node-labels]\nteam = 'overridden'\nextra = 'yes'\n"
+	maxPods := int32(42)
+	ud, err := fleet.BottlerocketUserData(fleet.Cluster{Name: "c1", Endpoint: "https://127.0.0.1:6443", CertificateAuthority: []byte("ca")},
 		&custom, fleet.NodeSettings{
 			Labels:  map[string]string{"karpenter.sh/nodepool": "default", "team": "platform"},
 			Taints:  []corev1.Taint{{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule}, {Key: "startup", Effect: corev1.TaintEffectNoExecute}},
