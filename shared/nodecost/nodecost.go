@@ -241,3 +241,13 @@ func PerPool(pools []*apis.NodePool, classes []*apis.EC2NodeClass, mapsPublic fu
 	}
 	return out, nil
 }
+
+// PerHour is each pool's extras' total, the form a solve takes
+// (scheduling.Input.NodeCosts).
+func PerHour(parts map[string]Parts) map[string]float64 {
+	out := make(map[string]float64, len(parts))
+	for k, p := range parts {
+		out[k] = p.PerHour()
+	}
+	return out
+}
