@@ -3,6 +3,7 @@ package provision
 import (
 	"strings"
 
+	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/fleet"
 	"github.com/nodewright/nodewright/shared/nodecost"
 )
@@ -35,4 +36,17 @@ func NodeCostRates(zones []string) *nodecost.Rates {
 	}
 	r, _ := nodecost.For(region)
 	return &r
+}
+
+// NodeCosts are what a node of each NodePool costs beyond its instance, in
+// $/h by NodePool name, at the rates of zones' region, with the public IPv4
+// addresses the classes' resolved subnets map: what consolidation prices
+// both its candidates and their replacements with, as provision's solve
+// does.
+func NodeCosts(pools []*apis.NodePool, classes []*apis.EC2NodeClass, zones []string, resolved []fleet.Resolution) (map[string]float64, error) {
+	costs, err := nodecost.PerPool(pools, classes, PublicIPv4(resolved), *NodeCostRates(zones))
+	if err != nil {
+		return nil, err
+	}
+	return nodecost.PerHour(costs), nil
 }
