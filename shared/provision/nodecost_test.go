@@ -47,6 +47,11 @@ func TestPrepareNodeCosts(t *testing.T) {
 			if got := prep.Input.NodeCosts[pool.Name]; math.Abs(got-tc.want) > 1e-12 {
 				t.Errorf("NodeCosts[%s] = %v, want %v", pool.Name, got, tc.want)
 			}
+			// Consolidation prices nodes with the same figures.
+			costs, err := NodeCosts([]*apis.NodePool{pool}, []*apis.EC2NodeClass{tc.class}, zones, tc.resolved)
+			if (err != nil) != (tc.warning != "") || math.Abs(costs[pool.Name]-prep.Input.NodeCosts[pool.Name]) > 1e-12 {
+				t.Errorf("NodeCosts = %v, %v; want Prepare's %v", costs, err, prep.Input.NodeCosts)
+			}
 			warned := strings.Join(prep.Warnings, "\n")
 			if (tc.warning == "") != (warned == "") || !strings.Contains(warned, tc.warning) {
 				t.Errorf("warnings %q, want one with %q", warned, tc.warning)
