@@ -13,6 +13,7 @@ import (
 
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/catalog"
+	"github.com/nodewright/nodewright/shared/nodecost"
 	"github.com/nodewright/nodewright/shared/overlay"
 	"github.com/nodewright/nodewright/shared/pricing"
 	"github.com/nodewright/nodewright/shared/scheduling"
@@ -169,12 +170,18 @@ func (c cli) plan(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 	for _, c := range overlaid.Conflicts {
 		fmt.Fprintf(stderr, "nodewright plan: warning: %s\n", c)
 	}
+	costs, err := planNodeCosts(in, pf.region)
+	if err != nil {
+		fmt.Fprintf(stderr, "nodewright plan: %v\n", err)
+		return exitError
+	}
+	in.NodeCosts = nodecost.PerHour(costs.Pools)
 	res, err := c.solve(in)
 	if err != nil {
 		fmt.Fprintf(stderr, "nodewright plan: %v\n", err)
 		return exitError
 	}
-	if err := writeResult(stdout, res, choice, pf.pretty); err != nil {
+	if err := writeResult(stdout, res, choice, costs, pf.pretty); err != nil {
 		fmt.Fprintf(stderr, "nodewright plan: write plan: %v\n", err)
 		return exitError
 	}
@@ -307,11 +314,33 @@ func readFiles(paths []string) ([]snapshot.Source, error) {
 // planOutput is the plan and the figures it was priced with.
 type planOutput struct {
 	scheduling.Result
-	Prices pricing.Choice `json:"prices"`
+	Prices    pricing.Choice `json:"prices"`
+	NodeCosts nodeCosts      `json:"nodeCosts"`
+}
+
+// nodeCosts are what a node of each NodePool costs beyond its instance,
+// part by part (a NodeClaim's pricePerHour is its instance's price plus its
+// nodeCostPerHour, their sum), and the rates they were priced at.
+type nodeCosts struct {
+	Region string                    `json:"region"`
+	AsOf   string                    `json:"asOf"`
+	Pools  map[string]nodecost.Parts `json:"pools"`
+}
+
+// planNodeCosts prices each pool's volumes and public IPv4 address at the
+// region's rates. The snapshot holds no subnets: only the class's
+// associatePublicIPAddress turns the address on.
+func planNodeCosts(in scheduling.Input, region string) (nodeCosts, error) {
+	rates, _ := nodecost.For(region)
+	pools, err := nodecost.PerPool(in.NodePools, in.NodeClasses, nil, rates)
+	if err != nil {
+		return nodeCosts{}, err
+	}
+	return nodeCosts{Region: rates.Region, AsOf: rates.AsOf, Pools: pools}, nil
 }
 
 // writeResult prints the plan; empty lists print as [] rather than null.
-func writeResult(w io.Writer, res *scheduling.Result, prices pricing.Choice, pretty bool) error {
+func writeResult(w io.Writer, res *scheduling.Result, prices pricing.Choice, costs nodeCosts, pretty bool) error {
 	out := *res
 	if out.NodeClaims == nil {
 		out.NodeClaims = []scheduling.NodeClaim{}
@@ -327,7 +356,7 @@ func writeResult(w io.Writer, res *scheduling.Result, prices pricing.Choice, pre
 	if pretty {
 		enc.SetIndent("", "  ")
 	}
-	return enc.Encode(planOutput{Result: out, Prices: prices})
+	return enc.Encode(planOutput{Result: out, Prices: prices, NodeCosts: costs})
 }
 
 func indent(s string) string {

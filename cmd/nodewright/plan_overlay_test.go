@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"math"
 	"testing"
 
 	"github.com/nodewright/nodewright/shared/scheduling"
@@ -56,11 +57,13 @@ spec: {priceAdjustment: "+1", weight: 10}
 			if err := json.Unmarshal([]byte(stdout), &res); err != nil {
 				t.Fatal(err)
 			}
-			if len(res.NodeClaims) != 1 || res.NodeClaims[0].PricePerHour != tc.want || res.PricePerHour != tc.want {
-				t.Fatalf("plan %s, want one m5.large at %v", stdout, tc.want)
+			// The instance's part of the node's price is the overlaid one.
+			if len(res.NodeClaims) != 1 || math.Abs(res.NodeClaims[0].PricePerHour-res.NodeClaims[0].NodeCostPerHour-tc.want) > 1e-9 ||
+				math.Abs(res.PricePerHour-res.NodeClaims[0].PricePerHour) > 1e-6 {
+				t.Fatalf("plan %s, want one m5.large at %v and its node's extras", stdout, tc.want)
 			}
-			if res.LowerBoundPricePerHour > tc.want {
-				t.Errorf("lower bound %v above the plan's %v", res.LowerBoundPricePerHour, tc.want)
+			if res.LowerBoundPricePerHour > res.PricePerHour {
+				t.Errorf("lower bound %v above the plan's %v", res.LowerBoundPricePerHour, res.PricePerHour)
 			}
 		})
 	}

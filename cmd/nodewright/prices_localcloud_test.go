@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -68,7 +69,7 @@ spec:
 	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
 		t.Fatal(err)
 	}
-	if len(res.NodeClaims) != 1 || res.NodeClaims[0].PricePerHour < want-1e-6 || res.NodeClaims[0].PricePerHour > want+1e-6 ||
+	if len(res.NodeClaims) != 1 || math.Abs(res.NodeClaims[0].PricePerHour-res.NodeClaims[0].NodeCostPerHour-want) > 1e-6 ||
 		!slices.Equal(res.NodeClaims[0].Zones, []string{"eu-west-1a", "eu-west-1c"}) || res.Prices.Region != "eu-west-1" {
 		t.Fatalf("plan %s", strings.TrimSpace(stdout))
 	}

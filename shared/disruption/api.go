@@ -84,6 +84,11 @@ type Inputs struct {
 	// and StorageClasses: a pod with a zonal volume moves only to a node in
 	// its volume's zone (nil: not read; volumes do not narrow nodes).
 	Volumes *scheduling.Volumes
+	// NodeCosts are what a node of each NodePool costs beyond its instance
+	// ($/h by NodePool name: its volumes and public IPv4 address, package
+	// nodecost), on both sides of a consolidation: the nodes it removes
+	// and the replacements it plans (nil: instances only).
+	NodeCosts map[string]float64
 	// CurrentImages are, per EC2NodeClass, the AMI IDs its selector
 	// resolves to now: a node whose record's ImageID is not among them has
 	// drifted (nil: AMI drift is not checked).

@@ -144,6 +144,7 @@ func (s *sim) input(skip map[string]bool, pods []*corev1.Pod, types []*catalog.I
 	return scheduling.Input{
 		Pods: pods, Nodes: nodes, NodePools: v.launchable, NodeClasses: v.in.NodeClasses, DaemonSets: v.in.DaemonSets,
 		InstanceTypes: types, Zones: v.in.Zones, Spot: v.in.Spot, Unavailable: v.in.Unavailable, Volumes: v.in.Volumes,
+		NodeCosts: v.in.NodeCosts,
 	}, homeless
 }
 

@@ -166,5 +166,5 @@ func (v *view) dearest(r scheduling.NodeClaim) (float64, error) {
 	if len(gone) == len(r.InstanceTypes) {
 		return 0, fmt.Errorf("none of its types is offered now (%s)", strings.Join(slices.Compact(gone), ", "))
 	}
-	return worst, nil
+	return worst + v.in.NodeCosts[r.NodePool], nil
 }

@@ -268,12 +268,22 @@ func (v *view) describeOffering(ni *nodeInfo) {
 		}
 	}
 	if p, ok := v.offeringPrice(ni.instanceType, ni.zone, ni.capacityType); ok {
-		ni.price, ni.priced = p, true
+		ni.price, ni.priced = p+v.nodeCost(ni), true
 		return
 	}
 	if ni.rec != nil && ni.rec.PricePerHour > 0 {
-		ni.price, ni.priced = ni.rec.PricePerHour, true
+		ni.price, ni.priced = ni.rec.PricePerHour+v.nodeCost(ni), true
 	}
+}
+
+// nodeCost is what the node costs beyond its instance (Inputs.NodeCosts):
+// its NodePool's, from its record or else its nodepool label.
+func (v *view) nodeCost(ni *nodeInfo) float64 {
+	pool := ni.node.Labels[apis.LabelNodePool]
+	if ni.rec != nil && ni.rec.NodePool != "" {
+		pool = ni.rec.NodePool
+	}
+	return v.in.NodeCosts[pool]
 }
 
 // offeringPrice is the price of an instance type's offering now (zone ""

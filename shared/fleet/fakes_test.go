@@ -93,10 +93,11 @@ func newFakeEC2() *fakeEC2 {
 	sn := func(id, zone string, free int32) ec2types.Subnet {
 		return ec2types.Subnet{SubnetId: aws.String(id), AvailabilityZone: aws.String(zone), AvailableIpAddressCount: aws.Int32(free), State: ec2types.SubnetStateAvailable}
 	}
+	public := func(s ec2types.Subnet) ec2types.Subnet { s.MapPublicIpOnLaunch = aws.Bool(true); return s }
 	return &fakeEC2{
 		subnets: []ec2types.Subnet{
 			sn("subnet-a2", "us-east-1a", 100), sn("subnet-a1", "us-east-1a", 200), sn("subnet-b1", "us-east-1b", 50),
-			sn("subnet-b2", "us-east-1b", 50), sn("subnet-c1", "us-east-1c", 10),
+			sn("subnet-b2", "us-east-1b", 50), public(sn("subnet-c1", "us-east-1c", 10)),
 		},
 		groups: []ec2types.SecurityGroup{{GroupId: aws.String("sg-2")}, {GroupId: aws.String("sg-1")}},
 		images: []ec2types.Image{

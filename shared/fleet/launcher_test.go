@@ -324,7 +324,7 @@ func TestResolveSelectorTerms(t *testing.T) {
 	if !reflect.DeepEqual(r.AMIs, wantAMIs) {
 		t.Errorf("AMIs %+v, want the newest per architecture %+v", r.AMIs, wantAMIs)
 	}
-	wantSubnets := []Subnet{{"subnet-a1", "us-east-1a", 200}, {"subnet-b1", "us-east-1b", 50}, {"subnet-c1", "us-east-1c", 10}}
+	wantSubnets := []Subnet{{"subnet-a1", "us-east-1a", 200, false}, {"subnet-b1", "us-east-1b", 50, false}, {"subnet-c1", "us-east-1c", 10, true}}
 	if !reflect.DeepEqual(r.Subnets, wantSubnets) || !reflect.DeepEqual(r.SecurityGroups, []string{"sg-1", "sg-2"}) {
 		t.Errorf("subnets %+v, groups %v", r.Subnets, r.SecurityGroups)
 	}
@@ -356,7 +356,7 @@ func TestPickSubnets(t *testing.T) {
 		sn("s-3", "z1", 10, "available"), sn("s-2", "z1", 10, "available"), sn("s-9", "z1", 500, "pending"),
 		sn("s-5", "z0", 1, ""), sn("s-5", "z0", 1, "available"),
 	})
-	want := []Subnet{{"s-5", "z0", 1}, {"s-2", "z1", 10}}
+	want := []Subnet{{ID: "s-5", Zone: "z0", AvailableIPs: 1}, {ID: "s-2", Zone: "z1", AvailableIPs: 10}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("pickSubnets = %+v, want %+v", got, want)
 	}

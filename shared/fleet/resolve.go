@@ -115,7 +115,7 @@ func pickSubnets(subnets []ec2types.Subnet) []Subnet {
 		if s.State != "" && s.State != ec2types.SubnetStateAvailable {
 			continue
 		}
-		c := Subnet{ID: aws.ToString(s.SubnetId), Zone: aws.ToString(s.AvailabilityZone), AvailableIPs: aws.ToInt32(s.AvailableIpAddressCount)}
+		c := Subnet{ID: aws.ToString(s.SubnetId), Zone: aws.ToString(s.AvailabilityZone), AvailableIPs: aws.ToInt32(s.AvailableIpAddressCount), MapsPublicIPv4: aws.ToBool(s.MapPublicIpOnLaunch)}
 		if c.ID == "" || c.Zone == "" {
 			continue
 		}

@@ -68,6 +68,9 @@ type Subnet struct {
 	ID           string
 	Zone         string
 	AvailableIPs int32
+	// MapsPublicIPv4 is EC2's MapPublicIpOnLaunch: its instances get a
+	// public IPv4 address (charged per hour) unless the class says not.
+	MapsPublicIPv4 bool
 }
 
 // AMI is an image an EC2NodeClass selects, with the instance types it

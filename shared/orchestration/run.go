@@ -353,6 +353,9 @@ func (r *Run) inputs(ctx context.Context) (disruption.Inputs, *provision.View, e
 		}
 	}
 	in.StatusChecks = r.statusChecks(ctx, records)
+	if in.NodeCosts, err = provision.NodeCosts(pools, classes, zones, resolved); err != nil {
+		e.Log.Warn("nodes priced by their instances alone", "error", err)
+	}
 	in.Catalog, in.Spot, _ = provision.Overlaid(in.Catalog, in.Spot, provision.MergeOverlays(e.NodeOverlays, view))
 	if r.Images != nil {
 		in.CurrentImages = map[string]map[string]bool{}

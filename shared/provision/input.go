@@ -14,6 +14,7 @@ import (
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/catalog"
 	"github.com/nodewright/nodewright/shared/handover"
+	"github.com/nodewright/nodewright/shared/nodecost"
 	"github.com/nodewright/nodewright/shared/overlay"
 	"github.com/nodewright/nodewright/shared/podstate"
 	"github.com/nodewright/nodewright/shared/scheduling"
@@ -106,6 +107,12 @@ type Inputs struct {
 	Readiness []PoolStatus
 	// NodeOverlays reprice Catalog and Spot for the solve (package overlay).
 	NodeOverlays []*apis.NodeOverlay
+	// NodeCostRates, when set, price what each node costs beyond its
+	// instance (its volumes and public IPv4 address: package nodecost);
+	// PublicIPv4 says whether a class's subnets map public addresses (nil:
+	// none do).
+	NodeCostRates *nodecost.Rates
+	PublicIPv4    func(class string) bool
 }
 
 // MergeOverlays is the deployed NodeOverlays with the cluster's: one
@@ -291,6 +298,14 @@ func Prepare(in Inputs) Prepared {
 		Pods: pods, Nodes: snodes, NodePools: pools, NodeClasses: in.NodeClasses,
 		DaemonSets: in.View.DaemonSets, InstanceTypes: in.Catalog.Types(), Capacity: ov.Capacity, Zones: in.Zones,
 		Spot: in.Spot, Unavailable: in.Unavailable, Volumes: in.View.Volumes,
+	}
+	if in.NodeCostRates != nil {
+		costs, err := nodecost.PerPool(pools, in.NodeClasses, in.PublicIPv4, *in.NodeCostRates)
+		if err != nil {
+			out.Warnings = append(out.Warnings, fmt.Sprintf("nodes priced by their instances alone: %v", err))
+		} else {
+			out.Input.NodeCosts = nodecost.PerHour(costs)
+		}
 	}
 	return out
 }

@@ -58,6 +58,12 @@ type Input struct {
 	PreferencePolicy PreferencePolicy
 	// Budget bounds the solve's work (the zero value: no bound).
 	Budget Budget
+	// NodeCosts are what a node of each NodePool costs beyond its
+	// instance, in $/h by NodePool name (its EBS volumes and public IPv4
+	// address: shared/nodecost), added to every offering of the pool, so
+	// that a plan of many small nodes pays them per node. nil: instances
+	// only.
+	NodeCosts map[string]float64
 	// Volumes are the cluster's PersistentVolumeClaims, PersistentVolumes
 	// and StorageClasses: a pod's volumes then restrict the nodes it may
 	// land on (see Volumes). nil: they were not read, and pods' volumes
@@ -142,8 +148,11 @@ type NodeClaim struct {
 	CapacityTypes []string `json:"capacityTypes"`
 	Zones         []string `json:"zones"`
 	// PricePerHour is the price of the cheapest offering of the cheapest type.
-	PricePerHour float64  `json:"pricePerHour"`
-	Pods         []string `json:"pods"`
+	PricePerHour float64 `json:"pricePerHour"`
+	// NodeCostPerHour is the part of PricePerHour that is not the
+	// instance's: the node's volumes and address (Input.NodeCosts).
+	NodeCostPerHour float64  `json:"nodeCostPerHour,omitempty"`
+	Pods            []string `json:"pods"`
 	// Requirements are what the launched node must satisfy (the pool's and
 	// the pods', narrowed: zone, capacity type, arch, instance types).
 	Requirements []corev1.NodeSelectorRequirement `json:"requirements"`

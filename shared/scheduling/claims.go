@@ -78,7 +78,7 @@ func (s *solver) stateFor(p *pool, rs *reqSet, exotic bool) *reqState {
 		}
 		return true
 	})
-	st.prices = u.prices(st.mask)
+	st.prices = s.pricesIn(p, st.mask)
 	st.minKeys = s.minValueKeys(rs)
 	s.states[ck] = st
 	return st

@@ -279,7 +279,7 @@ func (s *solver) lpTypesIn(mask uint64) []lpType {
 		if p.err != nil || p.mask&mask == 0 {
 			continue
 		}
-		prices := s.u.prices(p.mask & mask)
+		prices := s.pricesIn(p, p.mask&mask)
 		both := p.types.clone()
 		both.or(p.exotic)
 		both.each(func(t int) bool {

@@ -43,6 +43,12 @@ type pool struct {
 	usedNodes  int64
 	minValueOn []string // keys with minValues
 
+	// nodeCost is what each node costs beyond its instance ($/h,
+	// Input.NodeCosts); prices caches the offerings' prices with it, by
+	// mask.
+	nodeCost float64
+	prices   map[uint64][]float64
+
 	err error // the pool cannot launch anything (bad requirement)
 }
 
@@ -52,7 +58,7 @@ var fitDims = [4]int{rCPU, rMemory, rPods, rEphemeral}
 
 func (s *solver) newPool(np *apis.NodePool, classes map[string]*apis.EC2NodeClass) *pool {
 	u := s.u
-	p := &pool{np: np, name: np.Name, nodeLimit: -1}
+	p := &pool{np: np, name: np.Name, nodeLimit: -1, nodeCost: s.in.NodeCosts[np.Name]}
 	if np.Spec.Weight != nil {
 		p.weight = *np.Spec.Weight
 	}
@@ -256,3 +262,25 @@ func (p *pool) countExisting(capacity vec) {
 
 // taints are the taints pods must tolerate on the pool's nodes.
 func (p *pool) taints() []corev1.Taint { return p.np.Spec.Template.Spec.Taints }
+
+// pricesIn is each type's cheapest offering within mask for a node of p
+// (+Inf none): the instance's price plus what the pool's nodes cost beyond
+// it.
+func (s *solver) pricesIn(p *pool, mask uint64) []float64 {
+	base := s.u.prices(mask)
+	if p.nodeCost == 0 {
+		return base
+	}
+	if pr, ok := p.prices[mask]; ok {
+		return pr
+	}
+	pr := make([]float64, len(base))
+	for t, b := range base {
+		pr[t] = b + p.nodeCost
+	}
+	if p.prices == nil {
+		p.prices = map[uint64][]float64{}
+	}
+	p.prices[mask] = pr
+	return pr
+}

@@ -192,6 +192,8 @@ func (s *solver) nodeClaim(c *claim, opts []option) NodeClaim {
 	if len(opts) > 0 {
 		best := opts[0]
 		_, nc.CapacityType, nc.PricePerHour = u.cheapestOffering(best.t, best.slots)
+		nc.PricePerHour += p.nodeCost
+		nc.NodeCostPerHour = p.nodeCost
 		nc.Requests = s.reg.toList(c.total.add(p.overhead[best.t]))
 	}
 	reqs := c.rs.reqs.

@@ -76,7 +76,7 @@ func (s *solver) seedPlans() [][]seedPattern {
 		if p.err != nil || slices.ContainsFunc(groups, func(g *group) bool { return !s.toleratesPool(g, p) }) {
 			continue
 		}
-		prices := s.u.prices(p.mask)
+		prices := s.pricesIn(p, p.mask)
 		p.types.each(func(t int) bool {
 			if !math.IsInf(prices[t], 1) && prices[t] > 0 {
 				cands = append(cands, candidate{p, t})

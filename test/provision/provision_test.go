@@ -603,8 +603,14 @@ func planFor(t *testing.T, np *apis.NodePool, w harness.Workload) *scheduling.Re
 		pods = append(pods, p)
 	}
 	cat := catalog.Default()
+	// Each node's volumes too, as the function prices them (the local
+	// cloud's subnets map no public addresses).
+	costs, err := provision.NodeCosts([]*apis.NodePool{np}, deploy.NodeClasses, lc.Options.Zones, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	res, err := scheduling.Solve(scheduling.Input{Pods: pods, NodePools: []*apis.NodePool{np}, NodeClasses: deploy.NodeClasses,
-		InstanceTypes: cat.Types(), Zones: lc.Options.Zones, Spot: pricing.Model{Catalog: cat, Seed: lc.Options.PriceSeed}})
+		InstanceTypes: cat.Types(), Zones: lc.Options.Zones, Spot: pricing.Model{Catalog: cat, Seed: lc.Options.PriceSeed}, NodeCosts: costs})
 	if err != nil || len(res.NodeClaims) == 0 {
 		t.Fatalf("plan: %v %+v", err, res)
 	}
