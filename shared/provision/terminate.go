@@ -23,12 +23,20 @@ func (r *Reconciler) Terminator() *termination.Terminator {
 	return t
 }
 
-// NodeEvents records a Node's events through Events (termination.Events).
+// NodeEvents records the events of Nodes and their pods through Events
+// (termination.Events).
 type NodeEvents struct{ Events Events }
 
 // NodeEvent records one event about n.
 func (e NodeEvents) NodeEvent(ctx context.Context, n *corev1.Node, eventType, reason, message string) {
 	if e.Events != nil {
 		e.Events.Event(ctx, Ref{Kind: "Node", Name: n.Name, UID: string(n.UID)}, eventType, reason, message)
+	}
+}
+
+// PodEvent records one event about a pod.
+func (e NodeEvents) PodEvent(ctx context.Context, p termination.PodRef, eventType, reason, message string) {
+	if e.Events != nil {
+		e.Events.Event(ctx, Ref{Kind: "Pod", Namespace: p.Namespace, Name: p.Name, UID: p.UID}, eventType, reason, message)
 	}
 }
