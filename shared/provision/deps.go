@@ -87,6 +87,9 @@ const (
 	// EventKarpenterRunning is on a NodePool a round would have launched
 	// into while Karpenter's controller runs (package handover).
 	EventKarpenterRunning EventReason = "KarpenterRunning"
+	// EventInsufficientCapacityError is on a NodeClaim whose launch EC2
+	// refused for want of capacity (Karpenter's reason).
+	EventInsufficientCapacityError EventReason = "InsufficientCapacityError"
 )
 
 // DrainResult, DrainOptions and Drainer are package termination's (the
