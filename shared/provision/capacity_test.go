@@ -7,8 +7,10 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/fleet"
 )
 
@@ -54,5 +56,33 @@ func TestInsufficientCapacityEventOnTheRefusedNodeClaim(t *testing.T) {
 				t.Errorf("events %v: InsufficientCapacityError on NodeClaim %s is %v, want %v", ev.All(), first, got, tc.want)
 			}
 		})
+	}
+}
+
+// TestNoCompatibleInstanceTypesEventOnTheNodePool: a round whose solve
+// finds a NodePool's requirements leave it no instance type records
+// Karpenter's NoCompatibleInstanceTypes on that NodePool, and on no other.
+func TestNoCompatibleInstanceTypesEventOnTheNodePool(t *testing.T) {
+	clock := testingclock.NewFakeClock(t0)
+	pods := bigPods(1, t0)
+	r, _, _, _ := testReconciler(t, clock, func(time.Time) (*View, error) { return &View{Pods: pods}, nil })
+	ev := &fakeEvents{}
+	r.Events = ev
+	none := *r.NodePools[0]
+	none.Name = "none"
+	none.Spec.Template.Spec.Requirements = append(slices.Clone(none.Spec.Template.Spec.Requirements),
+		apis.NodeSelectorRequirementWithMinValues{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"no-such.large"}})
+	r.NodePools = append(r.NodePools, &none)
+	if _, err := r.Round(context.Background(), testLease(clock)); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range ev.All() {
+		if strings.Contains(e, " NoCompatibleInstanceTypes: ") {
+			got = append(got, strings.SplitN(e, " ", 2)[0])
+		}
+	}
+	if want := []string{"NodePool//none"}; !slices.Equal(slices.Compact(got), want) {
+		t.Errorf("NoCompatibleInstanceTypes on %v, want %v (events %v)", got, want, ev.All())
 	}
 }
