@@ -40,3 +40,11 @@ func (e NodeEvents) PodEvent(ctx context.Context, p termination.PodRef, eventTyp
 		e.Events.Event(ctx, Ref{Kind: "Pod", Namespace: p.Namespace, Name: p.Name, UID: p.UID}, eventType, reason, message)
 	}
 }
+
+// NodeClaimEvent records one event about a record's NodeClaim, by name
+// (the terminator reads no NodeClaim object).
+func (e NodeEvents) NodeClaimEvent(ctx context.Context, name, eventType, reason, message string) {
+	if e.Events != nil {
+		e.Events.Event(ctx, NodeClaimRef(name), eventType, reason, message)
+	}
+}

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nodewright/nodewright/shared/state"
 )
 
 // EventReason is the reason of an event the terminator records: Karpenter's
@@ -53,11 +55,12 @@ const maxNamed = 5
 
 // drainEvents records what a drain pass did: Evicted and Disrupted on each
 // pod it evicted or deleted, FailedDraining on the Node when a pod could
-// not be evicted, and TerminationGracePeriodExpiring on the Node while the
-// drain runs towards a deadline. One event per pod is what Karpenter
+// not be evicted, and TerminationGracePeriodExpiring on the Node and its
+// NodeClaim (rec, when there is one) while the drain runs towards a
+// deadline. One event per pod is what Karpenter
 // records too; the recorder aggregates repeats and rate-limits each
 // object.
-func (t *Terminator) drainEvents(ctx context.Context, n *corev1.Node, why string, deadline time.Time, res DrainResult) {
+func (t *Terminator) drainEvents(ctx context.Context, n *corev1.Node, rec *state.NodeClaim, why string, deadline time.Time, res DrainResult) {
 	if t.Events == nil {
 		return
 	}
@@ -86,7 +89,10 @@ func (t *Terminator) drainEvents(ctx context.Context, n *corev1.Node, why string
 			fmt.Sprintf("Failed to drain node: cannot evict %s%s", strings.Join(refused, ", "), more))
 	}
 	if !res.Done && !deadline.IsZero() {
-		t.Events.NodeEvent(ctx, n, corev1.EventTypeWarning, string(EventTerminationGracePeriodExpiring),
-			"Pods left on the node will be deleted by "+deadline.UTC().Format(time.RFC3339))
+		msg := "Pods left on the node will be deleted by " + deadline.UTC().Format(time.RFC3339)
+		t.Events.NodeEvent(ctx, n, corev1.EventTypeWarning, string(EventTerminationGracePeriodExpiring), msg)
+		if rec != nil {
+			t.Events.NodeClaimEvent(ctx, rec.Name, corev1.EventTypeWarning, string(EventTerminationGracePeriodExpiring), msg)
+		}
 	}
 }

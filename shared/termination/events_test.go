@@ -39,7 +39,7 @@ func TestTerminationEventsOnKarpenterObjects(t *testing.T) {
 		{name: "a budget refuses: the node failed draining, its pods go at the deadline", deadline: deadline,
 			pass: DrainResult{Blocked: []string{"default/web-0"}, Remaining: []string{"default/web-0"},
 				Why: map[string]string{"default/web-0": "evicting it violates a PodDisruptionBudget"}},
-			want:    []string{"Node/ip-a:FailedDraining", "Node/ip-a:TerminationGracePeriodExpiring"},
+			want:    []string{"Node/ip-a:FailedDraining", "Node/ip-a:TerminationGracePeriodExpiring", "NodeClaim/nc-a:TerminationGracePeriodExpiring"},
 			notWant: []string{"Node/ip-a:Terminated"}},
 		{name: "a do-not-disrupt pod waits: no failure, and no deadline to announce",
 			pass:    DrainResult{Blocked: []string{"default/web-0"}, Remaining: []string{"default/web-0"}},

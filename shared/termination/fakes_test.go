@@ -210,6 +210,10 @@ func (f *fakeEvents) NodeEvent(_ context.Context, n *corev1.Node, _, reason, _ s
 	f.got = append(f.got, "Node/"+n.Name+":"+reason)
 }
 
+func (f *fakeEvents) NodeClaimEvent(_ context.Context, name, _, reason, _ string) {
+	f.got = append(f.got, "NodeClaim/"+name+":"+reason)
+}
+
 func (f *fakeEvents) PodEvent(_ context.Context, p PodRef, _, reason, _ string) {
 	f.got = append(f.got, "Pod/"+p.Namespace+"/"+p.Name+":"+reason)
 	if f.uids == nil {

@@ -82,6 +82,8 @@ type Drainer interface {
 type Events interface {
 	NodeEvent(ctx context.Context, node *corev1.Node, eventType, reason, message string)
 	PodEvent(ctx context.Context, pod PodRef, eventType, reason, message string)
+	// NodeClaimEvent records an event about the NodeClaim of a record.
+	NodeClaimEvent(ctx context.Context, name, eventType, reason, message string)
 }
 
 // Metrics emits CloudWatch metrics (*metrics.Emitter).
@@ -271,7 +273,7 @@ func (t *Terminator) Drain(ctx context.Context, req Request) (Result, error) {
 	if err != nil {
 		return out, fmt.Errorf("retire %s: drain: %w", req.Node.Name, err)
 	}
-	t.drainEvents(ctx, req.Node, intent.Reason, intent.Deadline, res)
+	t.drainEvents(ctx, req.Node, rec, intent.Reason, intent.Deadline, res)
 	if n := len(res.Evicted) + len(res.Deleted); n > 0 {
 		t.emit(metrics.PodsEvicted, float64(n), metrics.Dims{metrics.DimReason: reasonDim(intent)})
 	}
