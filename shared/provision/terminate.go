@@ -15,7 +15,7 @@ func (r *Reconciler) Terminator() *termination.Terminator {
 	_ = r.init()
 	t := &termination.Terminator{
 		Store: r.Store, Fleet: r.Fleet, Drainer: r.Drainer, Events: NodeEvents{r.Events}, Metrics: r.Metrics,
-		Leases: r.Store, Actions: r.Store, Now: r.Now, Log: r.Log,
+		Leases: r.Store, Actions: r.Store, Now: r.Now, Log: r.Log, Recent: &r.drainEvents,
 	}
 	if r.Nodes != nil {
 		t.Nodes = r.Nodes

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -50,6 +51,43 @@ func podRef(nsName string, uids map[string]string) PodRef {
 	return PodRef{Namespace: ns, Name: name, UID: uids[nsName]}
 }
 
+// nodeEventDedupe is how long the same drain event on the same object is
+// not recorded again by a container: Karpenter's default dedupe timeout.
+const nodeEventDedupe = 2 * time.Minute
+
+// Recent dedupes the drain's Node and NodeClaim events within a
+// container: a drain pass every second (an interruption's) would
+// otherwise spend the object's event budget on repeats, and the events
+// after them (Terminated) would be dropped. The zero value is ready; it is
+// shared by the Terminators a container makes.
+type Recent struct {
+	mu   sync.Mutex
+	last map[string]time.Time
+}
+
+// fresh says whether key is due (not recorded within nodeEventDedupe) and
+// marks it recorded at now; a nil Recent dedupes nothing.
+func (r *Recent) fresh(key string, now time.Time) bool {
+	if r == nil {
+		return true
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.last == nil {
+		r.last = map[string]time.Time{}
+	}
+	if at, ok := r.last[key]; ok && now.Sub(at) < nodeEventDedupe {
+		return false
+	}
+	for k, at := range r.last {
+		if now.Sub(at) >= nodeEventDedupe {
+			delete(r.last, k)
+		}
+	}
+	r.last[key] = now
+	return true
+}
+
 // maxNamed is how many blocked pods a FailedDraining event names.
 const maxNamed = 5
 
@@ -85,11 +123,16 @@ func (t *Terminator) drainEvents(ctx context.Context, n *corev1.Node, rec *state
 			more = fmt.Sprintf(" and %d more", len(refused)-maxNamed)
 			refused = refused[:maxNamed]
 		}
-		t.Events.NodeEvent(ctx, n, corev1.EventTypeWarning, string(EventFailedDraining),
-			fmt.Sprintf("Failed to drain node: cannot evict %s%s", strings.Join(refused, ", "), more))
+		msg := fmt.Sprintf("Failed to drain node: cannot evict %s%s", strings.Join(refused, ", "), more)
+		if t.Recent.fresh(n.Name+"\x00"+string(EventFailedDraining)+"\x00"+msg, t.now()) {
+			t.Events.NodeEvent(ctx, n, corev1.EventTypeWarning, string(EventFailedDraining), msg)
+		}
 	}
 	if !res.Done && !deadline.IsZero() {
 		msg := "Pods left on the node will be deleted by " + deadline.UTC().Format(time.RFC3339)
+		if !t.Recent.fresh(n.Name+"\x00"+string(EventTerminationGracePeriodExpiring)+"\x00"+msg, t.now()) {
+			return
+		}
 		t.Events.NodeEvent(ctx, n, corev1.EventTypeWarning, string(EventTerminationGracePeriodExpiring), msg)
 		if rec != nil {
 			t.Events.NodeClaimEvent(ctx, rec.Name, corev1.EventTypeWarning, string(EventTerminationGracePeriodExpiring), msg)

@@ -81,3 +81,57 @@ func TestTerminationEventsOnKarpenterObjects(t *testing.T) {
 		})
 	}
 }
+
+// TestDrainEventsDedupedAcrossPasses: a drain a budget blocks, passed
+// every second, records FailedDraining and TerminationGracePeriodExpiring
+// once per Karpenter's 2-minute dedupe, so that the Node's event budget is
+// left for what follows (Terminated); a terminator without Recent records
+// each pass.
+func TestDrainEventsDedupedAcrossPasses(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		recent *Recent
+		want   int // FailedDraining events over 3 passes a second apart, then one 2 minutes later
+	}{
+		{name: "deduped", recent: &Recent{}, want: 2},
+		{name: "no dedupe", want: 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig()
+			ev := &fakeEvents{}
+			r.t.Events, r.t.Recent = ev, tc.recent
+			r.drainer.step = func(string, DrainOptions, int) DrainResult {
+				return DrainResult{Blocked: []string{"default/web-0"}, Remaining: []string{"default/web-0"},
+					Why: map[string]string{"default/web-0": "evicting it violates a PodDisruptionBudget"}}
+			}
+			rec := r.record("nc-a", "i-a")
+			intent := state.IntentFor(state.CauseConsolidation, "consolidation-1", "Underutilized", t0, t0.Add(10*time.Minute))
+			pass := func() {
+				if _, err := r.t.Drain(context.Background(), Request{Node: node("ip-a", "i-a"), Record: rec, Intent: intent}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for range 3 {
+				pass()
+				r.clock.Step(time.Second)
+			}
+			r.clock.Step(2 * time.Minute)
+			pass()
+			count := func(w string) int {
+				n := 0
+				for _, g := range ev.got {
+					if g == w {
+						n++
+					}
+				}
+				return n
+			}
+			if got := count("Node/ip-a:FailedDraining"); got != tc.want {
+				t.Errorf("%d FailedDraining events, want %d (%v)", got, tc.want, ev.got)
+			}
+			if got := count("Node/ip-a:TerminationGracePeriodExpiring"); got != tc.want {
+				t.Errorf("%d TerminationGracePeriodExpiring events, want %d", got, tc.want)
+			}
+		})
+	}
+}

@@ -98,6 +98,8 @@ type Terminator struct {
 	Nodes   Nodes   // nil: Nodes are not written
 	Drainer Drainer // nil: nodes are not drained
 	Events  Events  // nil: none
+	// Recent dedupes the drain's repeated Node events (nil: none).
+	Recent  *Recent
 	Metrics Metrics // nil: none
 	// Leases and Actions serve Sweep (nil: Sweep does not resume intents
 	// and keeps no action's account).
