@@ -63,6 +63,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodewright/nodewright/shared/kube"
 	"github.com/nodewright/nodewright/shared/podstate"
@@ -127,6 +128,9 @@ type Outcome struct {
 	Pod    Pod
 	Reason string
 	Err    error // for ReasonPDB and ReasonError: the API server's answer
+	// UID is the pod's, where the drain acted on it (evicted, deleted, or
+	// refused): the events about the pod name it.
+	UID types.UID
 }
 
 // Result is one Drain call's account.
@@ -234,10 +238,10 @@ func Drain(ctx context.Context, c Cluster, node string, opts Options) (*Result, 
 	del := func(p *corev1.Pod, grace time.Duration, reason string) {
 		ref := Pod{p.Namespace, p.Name}
 		if err := c.DeletePod(ctx, p.Namespace, p.Name, kube.DeleteOptions{GracePeriod: &grace, UID: p.UID}); err != nil {
-			add(&res.Blocked, Outcome{Pod: ref, Reason: ReasonError, Err: err})
+			add(&res.Blocked, Outcome{Pod: ref, Reason: ReasonError, Err: err, UID: p.UID})
 			return
 		}
-		add(&res.Deleted, Outcome{Pod: ref, Reason: reason})
+		add(&res.Deleted, Outcome{Pod: ref, Reason: reason, UID: p.UID})
 	}
 	run(opts.Parallelism, due, func(p *corev1.Pod) {
 		del(p, deadlineGrace(p, opts.Deadline, opts.MaxGracePeriod, now), ReasonForced)
@@ -250,11 +254,11 @@ func Drain(ctx context.Context, c Cluster, node string, opts Options) (*Result, 
 		})
 		switch {
 		case err == nil:
-			add(&res.Evicted, Outcome{Pod: ref, Reason: ReasonEvicted})
+			add(&res.Evicted, Outcome{Pod: ref, Reason: ReasonEvicted, UID: p.UID})
 		case errors.Is(err, kube.ErrBlockedByPDB):
-			add(&res.Blocked, Outcome{Pod: ref, Reason: ReasonPDB, Err: err})
+			add(&res.Blocked, Outcome{Pod: ref, Reason: ReasonPDB, Err: err, UID: p.UID})
 		default:
-			add(&res.Blocked, Outcome{Pod: ref, Reason: ReasonError, Err: err})
+			add(&res.Blocked, Outcome{Pod: ref, Reason: ReasonError, Err: err, UID: p.UID})
 		}
 	})
 	for _, l := range [][]Outcome{res.Evicted, res.Deleted, res.Blocked, res.Terminating} {

@@ -227,6 +227,9 @@ func TestDrainResumes(t *testing.T) {
 	if res.Done || outcomes(res.Evicted) != "a:Evicted" || outcomes(res.Blocked) != "b:PodDisruptionBudget" {
 		t.Fatalf("first call %+v", res)
 	}
+	if res.Evicted[0].UID != "uid-a" || res.Blocked[0].UID != "uid-b" {
+		t.Errorf("UIDs %q, %q: want the pods' own (their events name them)", res.Evicted[0].UID, res.Blocked[0].UID)
+	}
 	f.pods = []corev1.Pod{mkPod("b"), mkPod("ds", daemon)} // a is gone
 	f.blocked = map[string]bool{}
 	res = run1(t, f, Options{})

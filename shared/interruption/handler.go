@@ -316,6 +316,7 @@ func (h *Handler) instance(ctx context.Context, in trigger.Interruption, id stri
 		return out, err
 	}
 	pool := h.poolOf(view, rec.NodePool)
+	h.notify(ctx, in, rec, node)
 	d := Decide(in, rec, pool, h.Now())
 	if !d.Act {
 		out.Note = d.Note
@@ -340,6 +341,7 @@ func (h *Handler) instance(ctx context.Context, in trigger.Interruption, id stri
 			return out, nil
 		}
 	}
+	h.onBoth(ctx, rec, node, corev1.EventTypeWarning, EventTerminatingOnInterruption, "The interruption drains the node and terminates it: "+d.Reason)
 	if d.MarkUnavailable && rec.InstanceType != "" {
 		if err := h.Store.MarkUnavailable(ctx, []state.Offering{{InstanceType: rec.InstanceType, Zone: rec.Zone, CapacityType: rec.CapacityType, Code: string(in.Kind)}}, state.UnavailableTTL); err != nil {
 			log.Warn("mark the interrupted offering unavailable", "error", err)

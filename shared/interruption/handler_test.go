@@ -306,6 +306,7 @@ type rig struct {
 	fleet   *fakeFleet
 	nodes   *fakeNodes
 	metrics *fakeMetrics
+	events  *kindEvents
 	src     fakeSource
 }
 
@@ -313,7 +314,7 @@ const instanceA = "i-0aaaaaaaaaaaaaaaa"
 
 func newRig(t *testing.T, drain func(opts termination.DrainOptions, n int) termination.DrainResult) *rig {
 	r := &rig{t: t, clock: testingclock.NewFakeClock(warned.Add(time.Second)), store: newStore(), nodes: &fakeNodes{tainted: map[string]bool{}},
-		metrics: &fakeMetrics{points: map[string][]metrics.Dims{}}}
+		metrics: &fakeMetrics{points: map[string][]metrics.Dims{}}, events: &kindEvents{}}
 	r.cap, r.drainer, r.fleet = &fakeCapacity{}, &fakeDrainer{drain: drain}, &fakeFleet{}
 	r.store.now = r.clock.Now
 	r.store.recs["nc-a"] = &state.NodeClaim{Name: "nc-a", NodePool: "default", Phase: state.Initialized, InstanceID: instanceA,
@@ -339,7 +340,7 @@ func newRig(t *testing.T, drain func(opts termination.DrainOptions, n int) termi
 func (r *rig) handler(holder string) *Handler {
 	term := &termination.Terminator{Store: r.store, Fleet: r.fleet, Nodes: r.nodes, Drainer: r.drainer, Metrics: r.metrics,
 		Now: r.clock.Now, Log: slog.New(slog.DiscardHandler)}
-	h := New(&Deps{Store: r.store, Capacity: r.cap, Terminator: term, Source: r.src, Nodes: r.nodes, Metrics: r.metrics},
+	h := New(&Deps{Store: r.store, Capacity: r.cap, Terminator: term, Source: r.src, Nodes: r.nodes, Metrics: r.metrics, Events: r.events},
 		r.clock.Now, slog.New(slog.DiscardHandler), holder)
 	h.Poll = time.Millisecond
 	return h

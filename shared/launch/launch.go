@@ -379,7 +379,7 @@ func (l *Launcher) settle(ctx context.Context, g *group, res *Result) ([]*state.
 			l.Log.Warn("CreateFleet may have launched: records kept for the re-drive", "token", g.token, "error", g.err.Error())
 		}
 		for i, rec := range g.recs {
-			res.Launches = append(res.Launches, Launch{NodeClaim: rec.Name, Claim: rec.Claim, Error: g.err.Error(), FleetCall: i == 0})
+			res.Launches = append(res.Launches, Launch{NodeClaim: rec.Name, Claim: rec.Claim, Error: g.err.Error(), FleetCall: i == 0, InsufficientCapacity: len(refused) > 0})
 			if g.unrecorded || keep {
 				// Not written; or EC2 may have launched the group's
 				// instances: the records stay launching, and the re-drive

@@ -121,6 +121,8 @@ type Launch struct {
 	Error     string               `json:"error,omitempty"`
 	// FleetCalls is 1 for the first NodeClaim of each CreateFleet call.
 	FleetCall bool `json:"fleetCall,omitempty"`
+	// InsufficientCapacity: the launch failed because EC2 refused its offerings.
+	InsufficientCapacity bool `json:"insufficientCapacity,omitempty"`
 }
 
 // Input is what one launch launches, and what it was decided from.

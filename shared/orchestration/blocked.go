@@ -10,6 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nodewright/nodewright/shared/disruption"
+	"github.com/nodewright/nodewright/shared/provision"
+	"github.com/nodewright/nodewright/shared/state"
 )
 
 // Karpenter's event reasons for nodes a run could not disrupt, so that
@@ -57,21 +59,33 @@ func (d *dedupe) fresh(key string, now time.Time) bool {
 }
 
 // notDisruptedEvents records, on each node the run's report says it could
-// not disrupt, Karpenter's event: DisruptionBlocked or Unconsolidatable,
-// with the reason, sorted by node, each at most once per eventDedupe.
-func (r *Run) notDisruptedEvents(ctx context.Context, rep disruption.Report) {
+// not disrupt and on its NodeClaim (as Karpenter records them on both),
+// Karpenter's event: DisruptionBlocked or Unconsolidatable, with the
+// reason, sorted by node, each at most once per eventDedupe.
+func (r *Run) notDisruptedEvents(ctx context.Context, rep disruption.Report, records []*state.NodeClaim) {
 	now := r.Exec.Now()
-	r.nodeEvents(ctx, EventDisruptionBlocked, rep.Blocked, now)
-	r.nodeEvents(ctx, EventUnconsolidatable, rep.Unconsolidatable, now)
+	claims := map[string]string{} // node -> NodeClaim
+	for _, rec := range records {
+		if rec.NodeName != "" {
+			claims[rec.NodeName] = rec.Name
+		}
+	}
+	r.nodeEvents(ctx, EventDisruptionBlocked, rep.Blocked, claims, now)
+	r.nodeEvents(ctx, EventUnconsolidatable, rep.Unconsolidatable, claims, now)
 }
 
-// nodeEvents records reason on each node of nodes with its message, sorted
-// by node, unless recorded within eventDedupe.
-func (r *Run) nodeEvents(ctx context.Context, reason EventReason, nodes map[string]string, now time.Time) {
+// nodeEvents records reason on each node of nodes, and on its NodeClaim,
+// with its message, sorted by node, unless recorded within eventDedupe.
+// The NodeClaim's event names it without a UID: looking each object up
+// would cost a call per node every 15 minutes (see docs/reference/events.md).
+func (r *Run) nodeEvents(ctx context.Context, reason EventReason, nodes, claims map[string]string, now time.Time) {
 	for _, node := range slices.Sorted(maps.Keys(nodes)) {
 		msg := nodes[node]
 		if r.Exec.seen.fresh(node+"\x00"+string(reason)+"\x00"+msg, now) {
 			r.Exec.event(ctx, node, corev1.EventTypeNormal, reason, msg)
+			if nc := claims[node]; nc != "" {
+				r.Exec.Events.Event(ctx, provision.NodeClaimRef(nc), corev1.EventTypeNormal, string(reason), msg)
+			}
 		}
 	}
 }

@@ -11,7 +11,7 @@ import (
 
 // TestTickRecordsWhyNodesAreNotDisrupted: a tick records Karpenter's
 // DisruptionBlocked and Unconsolidatable events on the nodes its decision
-// could not disrupt, by node, and a warm container does not record the same
+// could not disrupt (and their NodeClaims), by node, and a warm container does not record the same
 // event again within Karpenter's 15-minute dedupe.
 func TestTickRecordsWhyNodesAreNotDisrupted(t *testing.T) {
 	r := newRig(t)
@@ -31,7 +31,8 @@ func TestTickRecordsWhyNodesAreNotDisrupted(t *testing.T) {
 		}
 		return r.events.reasons
 	}
-	want := []string{"ip-a:DisruptionBlocked", "ip-b:DisruptionBlocked", "ip-c:Unconsolidatable"}
+	// ip-a is nc-a's node: its NodeClaim gets the event too.
+	want := []string{"ip-a:DisruptionBlocked", "nc-a:DisruptionBlocked", "ip-b:DisruptionBlocked", "ip-c:Unconsolidatable"}
 	if got := tick(); !slices.Equal(got, want) {
 		t.Fatalf("events %v, want %v", got, want)
 	}

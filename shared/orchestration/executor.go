@@ -114,7 +114,9 @@ type Executor struct {
 	Source     ClusterSource
 	Nodes      Tainter
 	Events     Events
-	Metrics    Metrics
+	// Claims names NodeClaim objects for events (nil: by name alone).
+	Claims  NodeClaimRefs
+	Metrics Metrics
 	// NodePools and NodeClasses are the deployed configuration (merged
 	// with the cluster's objects for each pool's terminationGracePeriod).
 	NodePools    []*apis.NodePool
@@ -382,6 +384,7 @@ func (e *Executor) launch(ctx context.Context, lease *state.Lease, a *state.Acti
 		return false, err
 	}
 	e.Log.Info("consolidation replacements launching", "action", a.ID, "replacements", a.Replacements)
+	e.launchingEvents(ctx, a, launched)
 	return true, e.markCandidates(ctx, a, nil)
 }
 
@@ -408,6 +411,7 @@ func (e *Executor) beginDraining(ctx context.Context, a *state.Action, immediate
 	}
 	now := e.Now()
 	var earliest time.Time
+	var marked []*state.NodeClaim
 	err := e.markCandidates(ctx, a, func(r *state.NodeClaim) bool {
 		d := r.Disruption
 		if immediate && (d.Deadline.IsZero() || d.Deadline.After(now)) {
@@ -420,6 +424,7 @@ func (e *Executor) beginDraining(ctx context.Context, a *state.Action, immediate
 		}
 		return false
 	}, func(r *state.NodeClaim) {
+		marked = append(marked, r)
 		if dl := r.Disruption.Deadline; !dl.IsZero() && (earliest.IsZero() || dl.Before(earliest)) {
 			earliest = dl
 		}
@@ -432,6 +437,7 @@ func (e *Executor) beginDraining(ctx context.Context, a *state.Action, immediate
 		return err
 	}
 	e.Log.Info("consolidation draining", "action", a.ID, "nodes", a.Nodes, "deadline", a.Deadline)
+	e.terminatingEvents(ctx, a, marked)
 	return nil
 }
 

@@ -315,10 +315,14 @@ func (f *fakeDrainer) Drain(_ context.Context, node string, opts termination.Dra
 	return f.step(node, opts, len(f.calls)), nil
 }
 
-type fakeEvents struct{ reasons []string }
+type fakeEvents struct {
+	reasons []string // name:reason
+	onKinds []string // kind/name:reason
+}
 
 func (f *fakeEvents) Event(_ context.Context, ref provision.Ref, _, reason, _ string) {
 	f.reasons = append(f.reasons, ref.Name+":"+reason)
+	f.onKinds = append(f.onKinds, ref.Kind+"/"+ref.Name+":"+reason)
 }
 
 type point struct {
@@ -393,7 +397,7 @@ func (r *rig) rebuild() {
 }
 
 func (r *rig) addCandidate(name string) {
-	r.store.put(&state.NodeClaim{Name: "nc-" + name, NodePool: "default", Phase: state.Initialized, InstanceID: "i-" + name,
+	r.store.put(&state.NodeClaim{Name: "nc-" + name, NodePool: "default", Phase: state.Initialized, InstanceID: "i-" + name, NodeName: "ip-" + name,
 		InstanceType: "m5.xlarge", PricePerHour: 0.192, CreatedAt: t0.Add(-24 * time.Hour)})
 	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "ip-" + name}}
 	n.Spec.ProviderID = state.ProviderIDFor("us-east-1a", "i-"+name)

@@ -190,7 +190,7 @@ func (r *Run) Tick(ctx context.Context) (*TickReport, error) {
 		return rep, err
 	}
 	cmds, drep := r.Decide(in)
-	r.notDisruptedEvents(ctx, drep)
+	r.notDisruptedEvents(ctx, drep, in.Records)
 	r.repairNotes(ctx, in, drep)
 	rep.Candidates, rep.Skipped = drep.Candidates, drep.Skipped
 	rep.BudgetSpent, rep.Unreached = drep.BudgetSpent, drep.Unreached

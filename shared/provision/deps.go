@@ -87,6 +87,13 @@ const (
 	// EventKarpenterRunning is on a NodePool a round would have launched
 	// into while Karpenter's controller runs (package handover).
 	EventKarpenterRunning EventReason = "KarpenterRunning"
+	// EventInsufficientCapacityError is on a NodeClaim whose launch EC2
+	// refused for want of capacity (Karpenter's reason).
+	EventInsufficientCapacityError EventReason = "InsufficientCapacityError"
+	// EventNoCompatibleInstanceTypes is on a NodePool whose requirements
+	// leave no instance type with an available offering, as a solve finds
+	// it (Karpenter's reason).
+	EventNoCompatibleInstanceTypes EventReason = "NoCompatibleInstanceTypes"
 )
 
 // DrainResult, DrainOptions and Drainer are package termination's (the

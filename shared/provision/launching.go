@@ -39,6 +39,7 @@ func (r *Reconciler) launch(ctx context.Context, lease *state.Lease, w *world, p
 		Plan: plan, Reason: reason, Pools: w.pools, Classes: w.classes, Records: w.records, Versions: &versions, Exclude: w.excluded(),
 	})
 	rep.Launches = append(rep.Launches, res.Launches...)
+	r.capacityEvents(ctx, res.Launches)
 	if err != nil {
 		return nil, nil, 0, err
 	}
@@ -75,6 +76,20 @@ func (r *Reconciler) launchedEvent(ctx context.Context, rec *state.NodeClaim) {
 	r.Events.Event(ctx, r.nodeClaimRef(ctx, rec), corev1.EventTypeNormal, string(EventLaunched),
 		fmt.Sprintf("Launched NodeClaim %s (%s, %s, %s, $%.4f/h) as instance %s for %d pods of NodePool %s",
 			rec.Name, rec.InstanceType, rec.CapacityType, rec.Zone, rec.PricePerHour, rec.InstanceID, len(rec.Claim.Pods), rec.NodePool))
+}
+
+// capacityEvents records, on each NodeClaim whose launch EC2 refused for
+// want of capacity, Karpenter's InsufficientCapacityError. Its record is
+// gone (the round solves again under new names) and it never had an
+// object, so the event names it without a UID.
+func (r *Reconciler) capacityEvents(ctx context.Context, launches []launch.Launch) {
+	for _, l := range launches {
+		if l.InsufficientCapacity {
+			r.Events.Event(ctx, NodeClaimRef(l.NodeClaim), corev1.EventTypeWarning, string(EventInsufficientCapacityError),
+				fmt.Sprintf("NodeClaim %s of NodePool %s could not launch: EC2 has no capacity for its offerings (%s); the round solves again without them",
+					l.NodeClaim, l.Claim.NodePool, l.Error))
+		}
+	}
 }
 
 // LaunchClaims launches planned NodeClaims as they are (a consolidation's

@@ -117,6 +117,13 @@ func (r *Reconciler) syncObjects(ctx context.Context, objs []*nodeclaim.NodeClai
 	return &rep, err
 }
 
+// NodeClaimEventRef is the event reference of a record's NodeClaim (see
+// nodeClaimRef), for the flows that record events about NodeClaims the
+// reconciler launched (orchestration.NodeClaimRefs).
+func (r *Reconciler) NodeClaimEventRef(ctx context.Context, rec *state.NodeClaim) Ref {
+	return r.nodeClaimRef(ctx, rec)
+}
+
 // nodeClaimRef is the event reference of a record's NodeClaim: the object
 // itself (created now if the sweep has not yet) when NodeClaims are kept.
 func (r *Reconciler) nodeClaimRef(ctx context.Context, rec *state.NodeClaim) Ref {

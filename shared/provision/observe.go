@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/catalog"
 	"github.com/nodewright/nodewright/shared/metrics"
 	"github.com/nodewright/nodewright/shared/scheduling"
@@ -19,7 +20,8 @@ import (
 
 // podEvents tells pods where they are going: "Nominated" with the
 // NodeClaim that was launched for them, or "FailedScheduling" with the
-// solver's reason when nothing can take them.
+// solver's reason when nothing can take them; "NoCompatibleInstanceTypes"
+// on each NodePool whose requirements leave it no instance type.
 func (r *Reconciler) podEvents(ctx context.Context, w *world, plan *scheduling.Result, launched []*state.NodeClaim) {
 	pods := map[string]*corev1.Pod{}
 	for _, p := range w.view.Pods {
@@ -44,6 +46,15 @@ func (r *Reconciler) podEvents(ctx context.Context, w *world, plan *scheduling.R
 		if rf, ok := ref(u.Pod); ok {
 			r.Events.Event(ctx, rf, corev1.EventTypeWarning, string(EventFailedScheduling), "Nodewright cannot place the pod: "+u.Reason)
 		}
+	}
+	uids := map[string]string{}
+	for _, p := range w.view.NodePools {
+		uids[p.Name] = string(p.UID)
+	}
+	for _, name := range plan.NoCompatibleInstanceTypes {
+		r.Events.Event(ctx, Ref{APIVersion: apis.NodePoolAPIVersion, Kind: apis.NodePoolKind, Name: name, UID: uids[name]},
+			corev1.EventTypeWarning, string(EventNoCompatibleInstanceTypes),
+			"The NodePool's requirements leave no instance type with an available offering: it launches nothing until they change or capacity returns")
 	}
 }
 

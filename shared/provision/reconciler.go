@@ -17,6 +17,7 @@ import (
 	"github.com/nodewright/nodewright/shared/metrics"
 	"github.com/nodewright/nodewright/shared/scheduling"
 	"github.com/nodewright/nodewright/shared/state"
+	"github.com/nodewright/nodewright/shared/termination"
 )
 
 // Defaults of Options, and the registration timeout's bounds.
@@ -172,6 +173,8 @@ type Reconciler struct {
 	placed placements
 	// readinessNote is the pool readiness last written for status.
 	readinessNote readinessNote
+	// drainEvents dedupes the terminators' repeated drain events.
+	drainEvents termination.Recent
 }
 
 func (r *Reconciler) init() error {

@@ -132,6 +132,10 @@ type Result struct {
 	// BudgetSpent names the bound that stopped the solve ("groups" or
 	// "deadline"), when one did.
 	BudgetSpent string `json:"budgetSpent,omitempty"`
+	// NoCompatibleInstanceTypes are the NodePools whose own requirements
+	// leave no instance type with an available offering (Karpenter's
+	// NoCompatibleInstanceTypes), sorted.
+	NoCompatibleInstanceTypes []string `json:"noCompatibleInstanceTypes,omitempty"`
 }
 
 // NodeClaim is a node to launch: the pool it comes from, the instance types

@@ -49,6 +49,12 @@ func (s *solver) result() *Result {
 	}
 	sort.Strings(res.Deferred)
 	res.BudgetSpent = s.spentOn
+	for _, p := range s.pools {
+		if p.err == nil && p.types.empty() && p.exotic.empty() {
+			res.NoCompatibleInstanceTypes = append(res.NoCompatibleInstanceTypes, p.name)
+		}
+	}
+	slices.Sort(res.NoCompatibleInstanceTypes)
 	res.PricePerHour = roundPrice(res.PricePerHour)
 	return res
 }

@@ -121,8 +121,25 @@ func drainResult(res *drain.Result) provision.DrainResult {
 		}
 		return out
 	}
-	return provision.DrainResult{
+	out := provision.DrainResult{
 		Done: res.Done, Evicted: names(res.Evicted), Deleted: names(res.Deleted), Blocked: names(res.Blocked),
 		Remaining: append(names(res.Blocked), names(res.Terminating)...), DeleteBy: res.DeleteBy,
+		UIDs: map[string]string{}, Why: map[string]string{},
 	}
+	for _, l := range [][]drain.Outcome{res.Evicted, res.Deleted, res.Blocked} {
+		for _, o := range l {
+			if o.UID != "" {
+				out.UIDs[o.Pod.String()] = string(o.UID)
+			}
+		}
+	}
+	for _, o := range res.Blocked {
+		switch o.Reason {
+		case drain.ReasonPDB:
+			out.Why[o.Pod.String()] = "evicting it violates a PodDisruptionBudget"
+		case drain.ReasonError:
+			out.Why[o.Pod.String()] = fmt.Sprintf("eviction failed: %v", o.Err)
+		}
+	}
+	return out
 }

@@ -51,7 +51,7 @@ func InterruptionDeps(r *provision.Reconciler) *interruption.Deps {
 // cluster view, Node writes, events and metrics.
 func Executor(r *provision.Reconciler, now func() time.Time, log *slog.Logger) *orchestration.Executor {
 	e := &orchestration.Executor{
-		Store: r.Store, Capacity: r, Terminator: r.Terminator(), Source: r.Source, Events: r.Events, Metrics: r.Metrics,
+		Store: r.Store, Capacity: r, Terminator: r.Terminator(), Source: r.Source, Events: r.Events, Claims: r, Metrics: r.Metrics,
 		NodePools: r.NodePools, NodeClasses: r.NodeClasses, NodeOverlays: r.NodeOverlays, Now: now, Log: log, Validate: disruption.Validate,
 		ReadyTimeout: r.RegistrationTimeout(),
 	}

@@ -199,6 +199,29 @@ func (f *fakeDrainer) Drain(_ context.Context, node string, opts DrainOptions) (
 	return f.step(node, opts, len(f.calls)), nil
 }
 
+// fakeEvents records events as kind/namespace/name:reason (the namespace
+// empty for Nodes), with the UIDs of pods.
+type fakeEvents struct {
+	got  []string
+	uids map[string]string // pod namespace/name -> UID in its event
+}
+
+func (f *fakeEvents) NodeEvent(_ context.Context, n *corev1.Node, _, reason, _ string) {
+	f.got = append(f.got, "Node/"+n.Name+":"+reason)
+}
+
+func (f *fakeEvents) NodeClaimEvent(_ context.Context, name, _, reason, _ string) {
+	f.got = append(f.got, "NodeClaim/"+name+":"+reason)
+}
+
+func (f *fakeEvents) PodEvent(_ context.Context, p PodRef, _, reason, _ string) {
+	f.got = append(f.got, "Pod/"+p.Namespace+"/"+p.Name+":"+reason)
+	if f.uids == nil {
+		f.uids = map[string]string{}
+	}
+	f.uids[p.Namespace+"/"+p.Name] = p.UID
+}
+
 // rig is a terminator over fakes.
 type rig struct {
 	clock   *testingclock.FakeClock

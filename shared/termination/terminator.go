@@ -50,6 +50,13 @@ type DrainResult struct {
 	// DeleteBy, when set, is when the next pass must come for a Blocked pod
 	// to be deleted with its whole grace before the deadline (NextPass).
 	DeleteBy time.Time
+	// UIDs are the UIDs of the pods the pass acted on, by namespace/name
+	// (the events about them name them).
+	UIDs map[string]string
+	// Why says why the Eviction API refused a Blocked pod (a budget, or
+	// the call's error), by namespace/name; pods held otherwise
+	// (do-not-disrupt, a critical pod waiting its turn) are not in it.
+	Why map[string]string
 }
 
 // DrainOptions qualify one drain pass.
@@ -70,9 +77,13 @@ type Drainer interface {
 	Drain(ctx context.Context, node string, opts DrainOptions) (DrainResult, error)
 }
 
-// Events records events about Nodes; it never fails the caller.
+// Events records events about Nodes and their pods; it never fails the
+// caller.
 type Events interface {
 	NodeEvent(ctx context.Context, node *corev1.Node, eventType, reason, message string)
+	PodEvent(ctx context.Context, pod PodRef, eventType, reason, message string)
+	// NodeClaimEvent records an event about the NodeClaim of a record.
+	NodeClaimEvent(ctx context.Context, name, eventType, reason, message string)
 }
 
 // Metrics emits CloudWatch metrics (*metrics.Emitter).
@@ -87,6 +98,8 @@ type Terminator struct {
 	Nodes   Nodes   // nil: Nodes are not written
 	Drainer Drainer // nil: nodes are not drained
 	Events  Events  // nil: none
+	// Recent dedupes the drain's repeated Node events (nil: none).
+	Recent  *Recent
 	Metrics Metrics // nil: none
 	// Leases and Actions serve Sweep (nil: Sweep does not resume intents
 	// and keeps no action's account).
@@ -262,6 +275,7 @@ func (t *Terminator) Drain(ctx context.Context, req Request) (Result, error) {
 	if err != nil {
 		return out, fmt.Errorf("retire %s: drain: %w", req.Node.Name, err)
 	}
+	t.drainEvents(ctx, req.Node, rec, intent.Reason, intent.Deadline, res)
 	if n := len(res.Evicted) + len(res.Deleted); n > 0 {
 		t.emit(metrics.PodsEvicted, float64(n), metrics.Dims{metrics.DimReason: reasonDim(intent)})
 	}
@@ -321,6 +335,10 @@ func (t *Terminator) release(ctx context.Context, req Request, rec *state.NodeCl
 	if id != "" {
 		if err := t.Fleet.Terminate(ctx, []string{id}); err != nil {
 			t.karpenterTerminateFailed()
+			if req.Node != nil && t.Events != nil {
+				t.Events.NodeEvent(ctx, req.Node, corev1.EventTypeWarning, string(EventFailedTermination),
+					fmt.Sprintf("Failed to terminate instance %s: %v", id, err))
+			}
 			return out, fmt.Errorf("retire %s: %w", req.name(), err)
 		}
 	}
@@ -343,7 +361,7 @@ func (t *Terminator) release(ctx context.Context, req Request, rec *state.NodeCl
 		why = rec.Disruption.Reason
 	}
 	if req.Node != nil && t.Events != nil {
-		t.Events.NodeEvent(ctx, req.Node, corev1.EventTypeNormal, "Terminated", fmt.Sprintf("%s: drained, instance %s terminated", why, id))
+		t.Events.NodeEvent(ctx, req.Node, corev1.EventTypeNormal, string(EventTerminated), fmt.Sprintf("%s: drained, instance %s terminated", why, id))
 	}
 	t.log().Info("node retired", "node", req.name(), "instance", id, "reason", why)
 	t.karpenterRetired(req, rec)

@@ -496,6 +496,32 @@ func nodeEvent(t *testing.T, node, reason string) bool {
 	return found
 }
 
+// reasonOn reports whether an event with reason is on an object of kind
+// (and name, unless empty), listed by reason as kubectl's field selector
+// lists them.
+func reasonOn(t *testing.T, reason, kind, name string) bool {
+	t.Helper()
+	c := harness.Ctx(t)
+	found := false
+	_ = harness.Poll(c, 30*time.Second, reason+" on "+kind+" "+name, func() (bool, string, error) {
+		evs, err := suite.LC.Kube.CoreV1().Events("").List(c, metav1.ListOptions{FieldSelector: "reason=" + reason})
+		if err != nil {
+			return false, "", err
+		}
+		var seen []string
+		for _, e := range evs.Items {
+			o := e.InvolvedObject
+			if o.Kind == kind && (name == "" || o.Name == name) {
+				found = true
+				return true, "", nil
+			}
+			seen = append(seen, o.Kind+"/"+o.Name)
+		}
+		return false, fmt.Sprintf("on %v", seen), nil
+	})
+	return found
+}
+
 func ptr[T any](v T) *T { return &v }
 
 // agentTaint is a startup taint that the test's node agent (standing for a
@@ -781,6 +807,17 @@ func TestReplacementReadyFirstAndResumed(t *testing.T) {
 	}
 	if !nodeEvent(t, oldNode, "DisruptionPlanned") {
 		t.Errorf("no DisruptionPlanned event on %s", oldNode)
+	}
+	// Karpenter's reasons, on Karpenter's objects, found as its users find
+	// them (kubectl get events --field-selector reason=...).
+	for _, w := range []struct{ reason, kind, name string }{
+		{"DisruptionLaunching", "NodeClaim", repl}, {"DisruptionWaitingReadiness", "NodeClaim", repl},
+		{"DisruptionTerminating", "Node", oldNode}, {"DisruptionTerminating", "NodeClaim", old.Name},
+		{"FailedDraining", "Node", oldNode}, {"TerminationGracePeriodExpiring", "Node", oldNode}, {"Disrupted", "Pod", ""},
+	} {
+		if !reasonOn(t, w.reason, w.kind, w.name) {
+			t.Errorf("kubectl get events --field-selector reason=%s: none on %s %s", w.reason, w.kind, w.name)
+		}
 	}
 	if sum, _ := h.Metrics.Sum(metrics.ConsolidationActions, map[string]string{metrics.DimMethod: string(disruption.MethodSingleNode), metrics.DimReason: string(disruption.ReasonUnderutilized)}); sum != 1 {
 		t.Errorf("metric %s{single-node, Underutilized}: %v, want 1", metrics.ConsolidationActions, sum)
