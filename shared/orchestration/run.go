@@ -60,6 +60,13 @@ type RunStore interface {
 	Unavailable(ctx context.Context) ([]state.Offering, error)
 }
 
+// RegionalCatalog is the region's catalog in the state table
+// (*pricing.Regional).
+type RegionalCatalog interface {
+	Load(ctx context.Context) error
+	Catalog() *catalog.Catalog
+}
+
 // Classes resolves the node classes against the account (*fleet.Launcher):
 // the zones replacements are priced in, and which NodePools can launch.
 type Classes interface {
@@ -81,7 +88,13 @@ type Run struct {
 	Store   RunStore
 	Classes Classes
 	Catalog *catalog.Catalog
-	Spot    SpotPrices
+	// Regional, when set, is the region's catalog as the state table holds
+	// it, read again by every tick and used in place of Catalog: the
+	// provision sweep refreshes the table, and a consolidation container
+	// would otherwise keep the figures of its cold start (where each type is
+	// offered among them).
+	Regional RegionalCatalog
+	Spot     SpotPrices
 	// Exec carries the commands out; its Capacity, Source and configuration
 	// serve the tick too.
 	Exec   *Executor
@@ -342,7 +355,7 @@ func (r *Run) inputs(ctx context.Context) (disruption.Inputs, *provision.View, e
 	}
 	in := disruption.Inputs{
 		Now: e.Now(), Nodes: view.Nodes, Pods: view.Pods, PDBs: view.PDBs, DaemonSets: view.DaemonSets,
-		Records: records, Actions: open, NodePools: pools, NotReady: notReady, NodeClasses: classes, Catalog: r.Catalog, Zones: zones,
+		Records: records, Actions: open, NodePools: pools, NotReady: notReady, NodeClasses: classes, Catalog: r.catalog(ctx), Zones: zones,
 		Unavailable: state.NewUnavailableSet(unavail).Has, SpotToSpot: r.SpotToSpot, Budget: r.budget(ctx),
 		Volumes: view.Volumes,
 	}
@@ -504,4 +517,16 @@ func summarize(m map[string]string) string {
 		fmt.Fprintf(&b, "%s: %s", k, m[k])
 	}
 	return b.String()
+}
+
+// catalog is the catalog a tick decides with: the region's as the state
+// table holds it now, else Catalog.
+func (r *Run) catalog(ctx context.Context) *catalog.Catalog {
+	if r.Regional == nil {
+		return r.Catalog
+	}
+	if err := r.Regional.Load(ctx); err != nil {
+		r.Exec.Log.Warn("read the region's figures: deciding with the last ones read", "error", err)
+	}
+	return r.Regional.Catalog()
 }

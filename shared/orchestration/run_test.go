@@ -315,3 +315,37 @@ func TestInputsPriceWithNodeOverlays(t *testing.T) {
 		})
 	}
 }
+
+// fakeRegional is the region's catalog in the state table: Load reads
+// what the table holds now.
+type fakeRegional struct {
+	loads       int
+	held, table *catalog.Catalog
+}
+
+func (f *fakeRegional) Load(context.Context) error {
+	f.loads++
+	f.held = f.table
+	return nil
+}
+
+func (f *fakeRegional) Catalog() *catalog.Catalog { return f.held }
+
+// TestInputsReadTheRegionsCatalogEachTick: a consolidation container
+// decides with the region's figures as the state table holds them at each
+// tick (the provision sweep refreshes them), not its cold start's.
+func TestInputsReadTheRegionsCatalogEachTick(t *testing.T) {
+	r := newRig(t)
+	r.e.NodeClasses = []*apis.EC2NodeClass{st.NodeClass("default")}
+	coldStart, refreshed := catalog.Default(), catalog.Default().Regional(map[string]float64{"m5.large": 0.05}, nil)
+	reg := &fakeRegional{held: coldStart, table: coldStart}
+	run := &Run{Store: runStore{s: r.store}, Exec: r.e, Classes: fakeClasses{}, Catalog: coldStart, Regional: reg}
+	in, err := run.Inputs(context.Background())
+	if err != nil || in.Catalog != coldStart {
+		t.Fatalf("first tick: catalog %p (%v), want the cold start's", in.Catalog, err)
+	}
+	reg.table = refreshed
+	if in, err = run.Inputs(context.Background()); err != nil || in.Catalog != refreshed || reg.loads != 2 {
+		t.Errorf("after the sweep refreshed the table: catalog %p, %d loads (%v); want the refreshed one, read again", in.Catalog, reg.loads, err)
+	}
+}

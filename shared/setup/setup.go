@@ -204,6 +204,9 @@ func ConsolidationRun(r *provision.Reconciler, o Options) *orchestration.Run {
 	if r.Spot != nil {
 		run.Spot = r.Spot
 	}
+	if rc, ok := r.Regional.(orchestration.RegionalCatalog); ok {
+		run.Regional = rc
+	}
 	if l, ok := r.Fleet.(*fleet.Launcher); ok {
 		run.Images = l.CurrentImages
 		run.StatusChecks = l.StatusChecks

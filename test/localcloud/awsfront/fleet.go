@@ -218,6 +218,12 @@ func (f *Front) createFleet(w http.ResponseWriter, r *http.Request, req request)
 		if remaining == 0 {
 			break
 		}
+		if o.Zone != "" && !f.offered(o.Type, o.Zone) {
+			// Not offered there (Options.MissingOfferings): EC2 refuses
+			// the override and goes on to the next.
+			resp.Errors = append(resp.Errors, unsupportedError(fr, o))
+			continue
+		}
 		pool := PoolKey{o.Type, o.Zone, fr.capacityType}
 		got := f.take(pool, remaining)
 		if got == 0 {
@@ -272,6 +278,18 @@ func iceError(fr fleetRequest, o override) fleetError {
 		Code:      "InsufficientInstanceCapacity",
 		Message: fmt.Sprintf("We currently do not have sufficient %s capacity in the Availability Zone you requested (%s). "+
 			"Our system will be working on provisioning additional capacity.", o.Type, zone),
+	}
+}
+
+// unsupportedError is EC2's answer to an override of a type the zone does
+// not offer.
+func unsupportedError(fr fleetRequest, o override) fleetError {
+	return fleetError{
+		LT:        ltOf(fr, o),
+		Lifecycle: fr.capacityType,
+		Code:      "Unsupported",
+		Message: fmt.Sprintf("Your requested instance type (%s) is not supported in your requested Availability Zone (%s). "+
+			"Please retry your request by not specifying an Availability Zone or choosing another one.", o.Type, o.Zone),
 	}
 }
 
