@@ -200,6 +200,17 @@ func waitReady(ctx context.Context, p *proc.Process, probe func(context.Context)
 			return fmt.Errorf("%s exited before it was ready (%v); log %s:\n%s", p.Name, err, p.LogPath, proc.Tail(p.LogPath, 20))
 		}
 		if last = probe(ctx); last == nil {
+			// The probe may have reached another process on the port (one
+			// of another local cloud that took it first, while this one
+			// was still starting): ready only if this one still runs a
+			// moment later, past the few milliseconds a bind takes.
+			select {
+			case <-ctx.Done():
+			case <-time.After(100 * time.Millisecond):
+			}
+			if exited, err := p.Exited(); exited {
+				return fmt.Errorf("%s exited before it was ready (%v); log %s:\n%s", p.Name, err, p.LogPath, proc.Tail(p.LogPath, 20))
+			}
 			return nil
 		}
 		select {

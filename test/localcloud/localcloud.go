@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -251,10 +252,22 @@ func (c *Cloud) upControllers(ctx context.Context, t tools, p ports, creds *pki.
 	if err := c.kubeClient(creds); err != nil {
 		return err
 	}
-	comps := []component{kcmComponent(t, p, creds, c.Kubeconfig), schedulerComponent(t, p, c.Kubeconfig), kwokComponent(t, p, c.Kubeconfig)}
-	started := make([]*proc.Process, len(comps))
-	for i, comp := range comps {
-		pr, err := c.start(comp)
+	// Each with its port: a port found free may be taken by another local
+	// cloud's server before this one binds it, and the server is then
+	// started again on another.
+	build := []func(p ports) component{
+		func(p ports) component { return kcmComponent(t, p, creds, c.Kubeconfig) },
+		func(p ports) component { return schedulerComponent(t, p, c.Kubeconfig) },
+		func(p ports) component { return kwokComponent(t, p, c.Kubeconfig) },
+	}
+	port := []func(p *ports) *int{
+		func(p *ports) *int { return &p.kcm }, func(p *ports) *int { return &p.scheduler }, func(p *ports) *int { return &p.kwok },
+	}
+	comps := make([]component, len(build))
+	started := make([]*proc.Process, len(build))
+	for i := range build {
+		comps[i] = build[i](p)
+		pr, err := c.start(comps[i])
 		if err != nil {
 			return err
 		}
@@ -266,7 +279,24 @@ func (c *Cloud) upControllers(ctx context.Context, t tools, p ports, creds *pki.
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = c.waitReady(ctx, started[i], comps[i].ready)
+			pp := p
+			for attempt := 1; ; attempt++ {
+				errs[i] = c.waitReady(ctx, started[i], comps[i].ready)
+				if errs[i] == nil || attempt == 3 || !portTaken(started[i]) {
+					return
+				}
+				n, err := freePort()
+				if err != nil {
+					return
+				}
+				*port[i](&pp) = n
+				c.log.Info("port taken: starting again on another", "process", started[i].Name, "port", n)
+				comps[i] = build[i](pp)
+				if started[i], err = c.start(comps[i]); err != nil {
+					errs[i] = err
+					return
+				}
+			}
 		}()
 	}
 	wg.Wait()
@@ -450,4 +480,10 @@ func minorOf(v string) string {
 		}
 	}
 	return v
+}
+
+// portTaken says whether a server that exited failed to bind its port.
+func portTaken(p *proc.Process) bool {
+	exited, _ := p.Exited()
+	return exited && strings.Contains(proc.Tail(p.LogPath, 20), "address already in use")
 }

@@ -6,8 +6,10 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nodewright/nodewright/shared/names"
+	"github.com/nodewright/nodewright/test/localcloud/proc"
 )
 
 func TestStartWithoutToolsSaysRunMakeTools(t *testing.T) {
@@ -59,5 +61,27 @@ func TestEnvNamesTheResources(t *testing.T) {
 	}
 	if !reflect.DeepEqual(env, want) {
 		t.Errorf("Env() = %v, want %v", env, want)
+	}
+}
+
+// TestWaitReadyRefusesAProbeAnsweredByAnotherProcess: a server that fails
+// to bind its port (another local cloud took it) exits at once, while the
+// probe of that port is answered by the other cloud's server: it is not
+// ready, and the bind failure is what portTaken recognises.
+func TestWaitReadyRefusesAProbeAnsweredByAnotherProcess(t *testing.T) {
+	dir := t.TempDir()
+	p, err := proc.Start(proc.Spec{Name: "kube-scheduler", Path: "/bin/sh",
+		Args: []string{"-c", `echo 'failed to listen on 127.0.0.1:36597: bind: address already in use' >&2; sleep 0.02; exit 1`}}, dir, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Stop(time.Second) })
+	answered := func(context.Context) error { return nil } // the other cloud's server
+	err = waitReady(context.Background(), p, answered, 10*time.Second)
+	if err == nil || !strings.Contains(err.Error(), "exited before it was ready") {
+		t.Fatalf("waitReady: %v, want the exit", err)
+	}
+	if !portTaken(p) {
+		t.Errorf("portTaken: false for a server whose log says its port was taken")
 	}
 }
