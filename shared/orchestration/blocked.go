@@ -4,7 +4,6 @@ import (
 	"context"
 	"maps"
 	"slices"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -31,33 +30,6 @@ const (
 // run every minute would otherwise write one per node per minute.
 const eventDedupe = 15 * time.Minute
 
-// dedupe remembers the events a warm container recorded, by node, reason
-// and message.
-type dedupe struct {
-	mu   sync.Mutex
-	last map[string]time.Time
-}
-
-// fresh says whether the event is due (not recorded within eventDedupe),
-// and marks it recorded at now.
-func (d *dedupe) fresh(key string, now time.Time) bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.last == nil {
-		d.last = map[string]time.Time{}
-	}
-	if at, ok := d.last[key]; ok && now.Sub(at) < eventDedupe {
-		return false
-	}
-	for k, at := range d.last {
-		if now.Sub(at) >= eventDedupe {
-			delete(d.last, k)
-		}
-	}
-	d.last[key] = now
-	return true
-}
-
 // notDisruptedEvents records, on each node the run's report says it could
 // not disrupt and on its NodeClaim (as Karpenter records them on both),
 // Karpenter's event: DisruptionBlocked or Unconsolidatable, with the
@@ -81,7 +53,7 @@ func (r *Run) notDisruptedEvents(ctx context.Context, rep disruption.Report, rec
 func (r *Run) nodeEvents(ctx context.Context, reason EventReason, nodes, claims map[string]string, now time.Time) {
 	for _, node := range slices.Sorted(maps.Keys(nodes)) {
 		msg := nodes[node]
-		if r.Exec.seen.fresh(node+"\x00"+string(reason)+"\x00"+msg, now) {
+		if r.Exec.seen.Fresh(node+"\x00"+string(reason)+"\x00"+msg, now, eventDedupe) {
 			r.Exec.event(ctx, node, corev1.EventTypeNormal, reason, msg)
 			if nc := claims[node]; nc != "" {
 				r.Exec.Events.Event(ctx, provision.NodeClaimRef(nc), corev1.EventTypeNormal, string(reason), msg)

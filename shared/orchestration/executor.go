@@ -135,7 +135,7 @@ type Executor struct {
 	// seen dedupes the events of nodes a run could not disrupt: the
 	// executor lives as long as the container (a Run is copied per
 	// invocation).
-	seen dedupe
+	seen termination.Recent
 }
 
 // WithDefaults fills the executor's optional parts (no events, no

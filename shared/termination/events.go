@@ -65,9 +65,15 @@ type Recent struct {
 	last map[string]time.Time
 }
 
-// fresh says whether key is due (not recorded within nodeEventDedupe) and
-// marks it recorded at now; a nil Recent dedupes nothing.
+// fresh is Fresh within nodeEventDedupe.
 func (r *Recent) fresh(key string, now time.Time) bool {
+	return r.Fresh(key, now, nodeEventDedupe)
+}
+
+// Fresh says whether key is due (not recorded within the window) and marks
+// it recorded at now, forgetting keys older than the window; a nil Recent
+// dedupes nothing.
+func (r *Recent) Fresh(key string, now time.Time, within time.Duration) bool {
 	if r == nil {
 		return true
 	}
@@ -76,11 +82,11 @@ func (r *Recent) fresh(key string, now time.Time) bool {
 	if r.last == nil {
 		r.last = map[string]time.Time{}
 	}
-	if at, ok := r.last[key]; ok && now.Sub(at) < nodeEventDedupe {
+	if at, ok := r.last[key]; ok && now.Sub(at) < within {
 		return false
 	}
 	for k, at := range r.last {
-		if now.Sub(at) >= nodeEventDedupe {
+		if now.Sub(at) >= within {
 			delete(r.last, k)
 		}
 	}
