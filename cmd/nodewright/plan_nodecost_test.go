@@ -13,17 +13,7 @@ import (
 // `plan` shows a node's price in parts: the instance, the class's volumes
 // and its public IPv4 address, and the NodeClaim's price is their sum.
 func TestPlanShowsTheNodesParts(t *testing.T) {
-	pool := `apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {name: default}
-spec:
-  template:
-    spec:
-      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
-      requirements:
-        - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
-        - {key: node.kubernetes.io/instance-type, operator: In, values: [m5.large]}
-`
+	pool := m5LargeOnDemandPool
 	volumes := `  associatePublicIPAddress: true
   blockDeviceMappings:
     - deviceName: /dev/xvda

@@ -12,17 +12,7 @@ import (
 // plan's and its lower bound are the overlaid ones, and a conflict between
 // overlays is a warning.
 func TestPlanUsesNodeOverlayPrices(t *testing.T) {
-	pool := `apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {name: default}
-spec:
-  template:
-    spec:
-      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
-      requirements:
-        - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
-        - {key: node.kubernetes.io/instance-type, operator: In, values: [m5.large]}
-`
+	pool := m5LargeOnDemandPool
 	overlays := `apiVersion: karpenter.sh/v1alpha1
 kind: NodeOverlay
 metadata: {name: savings-plan}
@@ -68,3 +58,17 @@ spec: {priceAdjustment: "+1", weight: 10}
 		})
 	}
 }
+
+// m5LargeOnDemandPool is a NodePool that launches m5.large on-demand only:
+// a plan's one price to check.
+const m5LargeOnDemandPool = `apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: default}
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      requirements:
+        - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
+        - {key: node.kubernetes.io/instance-type, operator: In, values: [m5.large]}
+`
