@@ -42,6 +42,11 @@ type Plan struct {
 	// SecurityGroups are the security groups the launch templates attach
 	// (recorded on the NodeClaims for security group drift).
 	SecurityGroups []string `json:"securityGroups,omitempty"`
+	// Order is the claim's instance types in the order the solve priced
+	// them (NodeOverlays and node costs included): an on-demand fleet
+	// launches by it. Empty in plans stored before it was kept: EC2's
+	// lowest-price.
+	Order []string `json:"order,omitempty"`
 }
 
 // PlannedTemplate is one launch template of a plan.
@@ -101,7 +106,7 @@ func (l *Launcher) Prepare(ctx context.Context, req Request) (*Plan, error) {
 		Token: token, NodeClaim: req.Name, NodePool: req.Claim.NodePool, Count: max(req.Count, 1),
 		CapacityType: capacityTypeOf(req.Claim.CapacityTypes), Subnets: subnets, Exclude: req.Exclude,
 		Tags: instanceTags(l.cfg.Cluster.Name, req.Claim.NodePool, req.Name, req.NodeClass), Context: req.NodeClass.Spec.Context,
-		SecurityGroups: nc.SecurityGroups,
+		SecurityGroups: nc.SecurityGroups, Order: req.Claim.InstanceTypes,
 	}
 	for i, t := range templates {
 		p.Templates = append(p.Templates, PlannedTemplate{Name: t.Name, ImageID: images[i].ID, Types: t.Types})
@@ -135,9 +140,22 @@ func (l *Launcher) LaunchPlan(ctx context.Context, p *Plan) ([]*Instance, error)
 
 // planInput is the CreateFleet request of a plan.
 func planInput(p *Plan) (*ec2.CreateFleetInput, error) {
+	rank := make(map[string]float64, len(p.Order))
+	for i, typ := range p.Order {
+		rank[typ] = float64(i)
+	}
 	ts := make([]templateOverrides, 0, len(p.Templates))
 	for _, t := range p.Templates {
-		ts = append(ts, templateOverrides{Name: t.Name, Types: t.Types})
+		to := templateOverrides{Name: t.Name, Types: t.Types}
+		for _, typ := range t.Types {
+			r, ok := rank[typ]
+			if !ok {
+				to.Priorities = nil
+				break
+			}
+			to.Priorities = append(to.Priorities, r)
+		}
+		ts = append(ts, to)
 	}
 	var skip func(typ, zone string) bool
 	if len(p.Exclude) > 0 {

@@ -24,10 +24,13 @@ const (
 )
 
 // templateOverrides is one launch template of a fleet and the instance
-// types (in the claim's price order) that launch with it.
+// types (in the claim's price order) that launch with it. Priorities, when
+// set, are the types' places in the claim's price order across every
+// template (0: the cheapest), one per type.
 type templateOverrides struct {
-	Name  string
-	Types []string
+	Name       string
+	Types      []string
+	Priorities []float64
 }
 
 // capacityTypeOf is the capacity type a claim launches as: spot when it
@@ -49,6 +52,13 @@ func capacityTypeOf(capacityTypes []string) string {
 // the tags on the instance, its volumes and the fleet, and the EC2NodeClass's
 // spec.context (a reserved-capacity context) when set.
 //
+// On-demand fleets launch by the claim's own price order (the prioritized
+// strategy, as Karpenter does under NodeOverlays) when every template has
+// Priorities: that order holds what EC2's list prices do not, NodeOverlays
+// and the node's other costs, and lowest-price would launch the type with
+// the lowest list price instead. Spot keeps price-capacity-optimized, for
+// the capacity pools' depth.
+//
 // skip (nil: none) leaves out the overrides of (type, zone) offerings that
 // must not launch; a type all of whose zones are skipped takes no room
 // under MaxOverrides.
@@ -63,7 +73,7 @@ func fleetInput(token string, count int, capacityType string, templates []templa
 	var configs []ec2types.FleetLaunchTemplateConfigRequest
 	for _, t := range templates {
 		var ovs []ec2types.FleetLaunchTemplateOverridesRequest
-		for _, typ := range t.Types {
+		for i, typ := range t.Types {
 			if keep == 0 {
 				break
 			}
@@ -73,9 +83,13 @@ func fleetInput(token string, count int, capacityType string, templates []templa
 					continue
 				}
 				added = true
-				ovs = append(ovs, ec2types.FleetLaunchTemplateOverridesRequest{
+				ov := ec2types.FleetLaunchTemplateOverridesRequest{
 					InstanceType: ec2types.InstanceType(typ), SubnetId: aws.String(sn.ID), AvailabilityZone: aws.String(sn.Zone),
-				})
+				}
+				if len(t.Priorities) == len(t.Types) {
+					ov.Priority = aws.Float64(t.Priorities[i])
+				}
+				ovs = append(ovs, ov)
 			}
 			if added {
 				keep--
@@ -111,8 +125,21 @@ func fleetInput(token string, count int, capacityType string, templates []templa
 		in.SpotOptions = &ec2types.SpotOptionsRequest{AllocationStrategy: ec2types.SpotAllocationStrategyPriceCapacityOptimized}
 	} else {
 		in.OnDemandOptions = &ec2types.OnDemandOptionsRequest{AllocationStrategy: ec2types.FleetOnDemandAllocationStrategyLowestPrice}
+		if prioritized(templates) {
+			in.OnDemandOptions.AllocationStrategy = ec2types.FleetOnDemandAllocationStrategyPrioritized
+		}
 	}
 	return in, nil
+}
+
+// prioritized reports whether every template gives its types' priorities.
+func prioritized(templates []templateOverrides) bool {
+	for _, t := range templates {
+		if len(t.Priorities) != len(t.Types) {
+			return false
+		}
+	}
+	return len(templates) > 0
 }
 
 // instanceTags are the tags of a NodeClaim's instance, volumes and fleet:

@@ -39,6 +39,13 @@ func TestFleetInput(t *testing.T) {
 			wantOverrides: [][]string{{"c7g.large@subnet-a"}, {"c5.large@subnet-a"}},
 			wantStrategy:  "lowest-price",
 		},
+		{
+			name: "on-demand in the claim's price order", capacityType: "on-demand",
+			templates:     []templateOverrides{{Name: "lt-x86", Types: []string{"m5.large", "c5.large"}, Priorities: []float64{0, 1}}},
+			subnets:       threeSubnets[:1],
+			wantOverrides: [][]string{{"m5.large@subnet-a", "c5.large@subnet-a"}},
+			wantStrategy:  "prioritized",
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -108,6 +115,36 @@ func TestFleetInput(t *testing.T) {
 			t.Error("no error without subnets")
 		}
 	})
+}
+
+// An on-demand fleet launches the type the solve priced cheapest (here a
+// NodeOverlay made m5.large cheaper than c5.large), across templates, not
+// the type with EC2's lowest list price; a plan stored without the order
+// keeps lowest-price.
+func TestPlanInputLaunchesInTheSolvesOrder(t *testing.T) {
+	p := &Plan{Token: "t", Count: 1, CapacityType: "on-demand", Subnets: threeSubnets[:1],
+		Templates: []PlannedTemplate{{Name: "lt-arm", Types: []string{"m7g.large"}}, {Name: "lt-x86", Types: []string{"m5.large", "c5.large"}}},
+		Order:     []string{"m5.large", "m7g.large", "c5.large"}}
+	in, err := planInput(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := in.OnDemandOptions.AllocationStrategy; got != ec2types.FleetOnDemandAllocationStrategyPrioritized {
+		t.Errorf("strategy %q, want prioritized", got)
+	}
+	got := map[string]float64{}
+	for _, c := range in.LaunchTemplateConfigs {
+		for _, o := range c.Overrides {
+			got[string(o.InstanceType)] = aws.ToFloat64(o.Priority)
+		}
+	}
+	if want := map[string]float64{"m5.large": 0, "m7g.large": 1, "c5.large": 2}; !reflect.DeepEqual(got, want) {
+		t.Errorf("priorities %v, want %v", got, want)
+	}
+	p.Order = nil
+	if in, err = planInput(p); err != nil || in.OnDemandOptions.AllocationStrategy != ec2types.FleetOnDemandAllocationStrategyLowestPrice {
+		t.Errorf("a plan without its order: %v, %v", in.OnDemandOptions, err)
+	}
 }
 
 func TestInstanceTags(t *testing.T) {
