@@ -43,6 +43,10 @@ type InstanceType struct {
 	// Zones are the availability zones EC2 offers the type in, sorted; nil
 	// when not known (the shipped catalog): then every zone.
 	Zones []string
+	// PriceOverlaid says a NodeOverlay set or adjusted one of the type's
+	// prices (on-demand or spot): EC2's own price order no longer says
+	// which type is cheapest, so a fleet launches by the solve's order.
+	PriceOverlaid bool
 }
 
 // GPU describes a type's GPUs; Count is 0 for types without whole GPUs.

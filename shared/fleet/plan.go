@@ -7,6 +7,8 @@ import (
 	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
+
+	"github.com/nodewright/nodewright/shared/apis"
 )
 
 // Plan is a fleet request resolved against the account: everything the
@@ -47,6 +49,10 @@ type Plan struct {
 	// launches by it. Empty in plans stored before it was kept: EC2's
 	// lowest-price.
 	Order []string `json:"order,omitempty"`
+	// PriceOverlaid: a NodeOverlay priced one of the types, so a spot
+	// fleet launches by Order too (capacity-optimized-prioritized, as
+	// Karpenter does).
+	PriceOverlaid bool `json:"priceOverlaid,omitempty"`
 }
 
 // PlannedTemplate is one launch template of a plan.
@@ -107,6 +113,7 @@ func (l *Launcher) Prepare(ctx context.Context, req Request) (*Plan, error) {
 		CapacityType: capacityTypeOf(req.Claim.CapacityTypes), Subnets: subnets, Exclude: req.Exclude,
 		Tags: instanceTags(l.cfg.Cluster.Name, req.Claim.NodePool, req.Name, req.NodeClass), Context: req.NodeClass.Spec.Context,
 		SecurityGroups: nc.SecurityGroups, Order: req.Claim.InstanceTypes,
+		PriceOverlaid: req.Claim.PriceOverlaid,
 	}
 	for i, t := range templates {
 		p.Templates = append(p.Templates, PlannedTemplate{Name: t.Name, ImageID: images[i].ID, Types: t.Types})
@@ -142,7 +149,9 @@ func (l *Launcher) LaunchPlan(ctx context.Context, p *Plan) ([]*Instance, error)
 func planInput(p *Plan) (*ec2.CreateFleetInput, error) {
 	rank := make(map[string]float64, len(p.Order))
 	for i, typ := range p.Order {
-		rank[typ] = float64(i)
+		if p.CapacityType != apis.CapacityTypeSpot || p.PriceOverlaid {
+			rank[typ] = float64(i)
+		}
 	}
 	ts := make([]templateOverrides, 0, len(p.Templates))
 	for _, t := range p.Templates {

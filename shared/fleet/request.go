@@ -57,7 +57,8 @@ func capacityTypeOf(capacityTypes []string) string {
 // Priorities: that order holds what EC2's list prices do not, NodeOverlays
 // and the node's other costs, and lowest-price would launch the type with
 // the lowest list price instead. Spot keeps price-capacity-optimized, for
-// the capacity pools' depth.
+// the capacity pools' depth, unless the templates have Priorities (a
+// NodeOverlay priced the types): then capacity-optimized-prioritized.
 //
 // skip (nil: none) leaves out the overrides of (type, zone) offerings that
 // must not launch; a type all of whose zones are skipped takes no room
@@ -123,6 +124,9 @@ func fleetInput(token string, count int, capacityType string, templates []templa
 	}
 	if capacityType == apis.CapacityTypeSpot {
 		in.SpotOptions = &ec2types.SpotOptionsRequest{AllocationStrategy: ec2types.SpotAllocationStrategyPriceCapacityOptimized}
+		if prioritized(templates) {
+			in.SpotOptions.AllocationStrategy = ec2types.SpotAllocationStrategyCapacityOptimizedPrioritized
+		}
 	} else {
 		in.OnDemandOptions = &ec2types.OnDemandOptionsRequest{AllocationStrategy: ec2types.FleetOnDemandAllocationStrategyLowestPrice}
 		if prioritized(templates) {

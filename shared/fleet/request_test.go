@@ -141,7 +141,15 @@ func TestPlanInputLaunchesInTheSolvesOrder(t *testing.T) {
 	if want := map[string]float64{"m5.large": 0, "m7g.large": 1, "c5.large": 2}; !reflect.DeepEqual(got, want) {
 		t.Errorf("priorities %v, want %v", got, want)
 	}
-	p.Order = nil
+	p.CapacityType = "spot"
+	if in, err = planInput(p); err != nil || in.SpotOptions.AllocationStrategy != ec2types.SpotAllocationStrategyPriceCapacityOptimized || in.LaunchTemplateConfigs[0].Overrides[0].Priority != nil {
+		t.Errorf("spot with no NodeOverlay price: %+v, %v", in.SpotOptions, err)
+	}
+	p.PriceOverlaid = true
+	if in, err = planInput(p); err != nil || in.SpotOptions.AllocationStrategy != ec2types.SpotAllocationStrategyCapacityOptimizedPrioritized || aws.ToFloat64(in.LaunchTemplateConfigs[0].Overrides[0].Priority) != 1 {
+		t.Errorf("spot priced by a NodeOverlay: %+v, %v", in.SpotOptions, err)
+	}
+	p.CapacityType, p.Order = "on-demand", nil
 	if in, err = planInput(p); err != nil || in.OnDemandOptions.AllocationStrategy != ec2types.FleetOnDemandAllocationStrategyLowestPrice {
 		t.Errorf("a plan without its order: %v, %v", in.OnDemandOptions, err)
 	}

@@ -165,12 +165,16 @@ func Apply(types []*catalog.InstanceType, spot catalog.SpotPricer, overlays []*a
 	res.Types = make([]*catalog.InstanceType, len(types))
 	for i, it := range types {
 		c, ok := changes[offering{it.Name, apis.CapacityTypeOnDemand}]
-		if !ok {
+		_, spotChanged := changes[offering{it.Name, apis.CapacityTypeSpot}]
+		if !ok && !spotChanged {
 			res.Types[i] = it
 			continue
 		}
 		cp := *it
-		cp.OnDemandPrice = Adjusted(it.OnDemandPrice, c.value)
+		if ok {
+			cp.OnDemandPrice = Adjusted(it.OnDemandPrice, c.value)
+		}
+		cp.PriceOverlaid = true
 		res.Types[i] = &cp
 	}
 	if spot != nil {

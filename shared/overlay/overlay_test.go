@@ -131,6 +131,18 @@ func TestApply(t *testing.T) {
 			if got := prices(r); !slices.Equal(got, tc.want) {
 				t.Errorf("prices\n got %q\nwant %q", got, tc.want)
 			}
+			types := r.Types
+			if types == nil {
+				types = cat.Types()
+			}
+			for i, it := range types {
+				if tc.want[i] == "m6g.large 0 -" {
+					continue // not sold either way: in no claim
+				}
+				if want := tc.want[i] != unchanged[i]; it.PriceOverlaid != want {
+					t.Errorf("%s: PriceOverlaid %v, want %v (the fleet launches by the solve's order when set)", it.Name, it.PriceOverlaid, want)
+				}
+			}
 			var conflicts []string
 			for _, c := range r.Conflicts {
 				conflicts = append(conflicts, c.String())

@@ -34,10 +34,13 @@ func TestPrepareAppliesNodeOverlays(t *testing.T) {
 		cluster   []*apis.NodeOverlay
 		wantType  string
 		wantPrice float64
+		// wantOverlaid: a type of the claim was priced by an overlay, so
+		// the fleet launches in the solve's order.
+		wantOverlaid bool
 	}{
-		{"published prices", nil, nil, "c5.large", 0.085},
-		{"deployed overlay", []*apis.NodeOverlay{overlayOf("0.05")}, nil, "m5.large", 0.05},
-		{"the cluster's overlay replaces the deployed one", []*apis.NodeOverlay{overlayOf("0.05")}, []*apis.NodeOverlay{overlayOf("0.5")}, "c5.large", 0.085},
+		{"published prices", nil, nil, "c5.large", 0.085, false},
+		{"deployed overlay", []*apis.NodeOverlay{overlayOf("0.05")}, nil, "m5.large", 0.05, true},
+		{"the cluster's overlay replaces the deployed one", []*apis.NodeOverlay{overlayOf("0.05")}, []*apis.NodeOverlay{overlayOf("0.5")}, "c5.large", 0.085, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			view := &View{Pods: []*corev1.Pod{pending("a", "500m")}, NodeOverlays: tc.cluster}
@@ -49,6 +52,9 @@ func TestPrepareAppliesNodeOverlays(t *testing.T) {
 			}
 			if len(res.NodeClaims) != 1 || res.NodeClaims[0].InstanceTypes[0] != tc.wantType || res.PricePerHour != tc.wantPrice {
 				t.Fatalf("plan %+v, want one %s at %v", res.NodeClaims, tc.wantType, tc.wantPrice)
+			}
+			if got := res.NodeClaims[0].PriceOverlaid; got != tc.wantOverlaid {
+				t.Errorf("claim's PriceOverlaid %v, want %v", got, tc.wantOverlaid)
 			}
 			if it, _ := prep.Catalog.Get(tc.wantType); it.OnDemandPrice != tc.wantPrice {
 				t.Errorf("Prepared.Catalog prices %s at %v, want %v (decision records price with it)", tc.wantType, it.OnDemandPrice, tc.wantPrice)

@@ -173,6 +173,10 @@ type NodeClaim struct {
 	// lower than the NodePool asks (Karpenter's min-values-relaxed).
 	MinValues        map[string]int `json:"minValues,omitempty"`
 	MinValuesRelaxed bool           `json:"minValuesRelaxed,omitempty"`
+	// PriceOverlaid says a NodeOverlay priced one of InstanceTypes
+	// (Karpenter's price-overlay-applied annotation): the fleet launches in
+	// the order above, spot included.
+	PriceOverlaid bool `json:"priceOverlaid,omitempty"`
 }
 
 // NodePlacement lists the pending pods that fit on an existing node or a

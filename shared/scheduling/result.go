@@ -183,6 +183,7 @@ func (s *solver) nodeClaim(c *claim, opts []option) NodeClaim {
 	var slots uint64
 	for _, o := range opts {
 		nc.InstanceTypes = append(nc.InstanceTypes, u.types[o.t].Name)
+		nc.PriceOverlaid = nc.PriceOverlaid || u.types[o.t].PriceOverlaid
 		slots |= o.slots
 	}
 	var zones, cts []string
