@@ -70,7 +70,7 @@ var SupportTable = []Support{
 	honoured(pool, "spec.disruption.consolidateAfter", decideTest),
 	honouredValue(pool, "spec.disruption.consolidationPolicy", "WhenEmpty", decideTest),
 	honouredValue(pool, "spec.disruption.consolidationPolicy", "WhenEmptyOrUnderutilized", decideTest),
-	refusedValue(pool, "spec.disruption.consolidationPolicy", "Balanced", "Balanced consolidation is not supported yet; use WhenEmptyOrUnderutilized or WhenEmpty"),
+	honouredValue(pool, "spec.disruption.consolidationPolicy", "Balanced", "shared/disruption.TestBalancedConsolidation"),
 	honoured(pool, "spec.limits", planTest),
 	honoured(pool, "spec.replicas", "shared/provision.TestStaticNodePoolKeepsReplicas"),
 	refused(pool, "spec.template.metadata.annotations", "node annotations are not supported yet: Nodewright does not put them on the nodes it launches; remove them"),
