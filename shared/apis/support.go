@@ -73,7 +73,7 @@ var SupportTable = []Support{
 	honouredValue(pool, "spec.disruption.consolidationPolicy", "Balanced", "shared/disruption.TestBalancedConsolidation"),
 	honoured(pool, "spec.limits", planTest),
 	honoured(pool, "spec.replicas", "shared/provision.TestStaticNodePoolKeepsReplicas"),
-	refused(pool, "spec.template.metadata.annotations", "node annotations are not supported yet: Nodewright does not put them on the nodes it launches; remove them"),
+	honoured(pool, "spec.template.metadata.annotations", "shared/provision.TestRegisteredNodeGetsTemplateAnnotations"),
 	honoured(pool, "spec.template.metadata.labels", planTest),
 	honoured(pool, "spec.template.spec.expireAfter", decideTest),
 	honoured(pool, "spec.template.spec.nodeClassRef.group", referencesTest),
