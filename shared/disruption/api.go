@@ -175,6 +175,9 @@ type Command struct {
 	// Condition is, for a repair, the unhealthy condition it repairs
 	// (apis.ConditionEC2StatusCheck for a failing status check).
 	Condition corev1.NodeConditionType `json:",omitempty"`
+	// Scores are, for a consolidation of nodes of Balanced NodePools, each
+	// such pool's approving score, sorted by NodePool.
+	Scores []Score `json:",omitempty"`
 }
 
 // Savings is what the command saves per hour, as planned.

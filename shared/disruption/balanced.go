@@ -197,7 +197,8 @@ func balanced(n *nodeInfo) bool {
 
 // approve scores a consolidation command of cands under their pools'
 // Balanced policy and says why it is rejected ("" when approved or no pool
-// is Balanced), keeping the rejection for recordRejection.
+// is Balanced), keeping the rejection for recordRejection; an approved
+// command carries its scores.
 func (d *decider) approve(cmd *Command, cands []*nodeInfo) string {
 	parts := make([]MovePart, len(cands))
 	scored := false
@@ -210,6 +211,7 @@ func (d *decider) approve(cmd *Command, cands []*nodeInfo) string {
 	}
 	verdict, scores := ApproveMove(parts, cmd.Savings(), d.v.poolTotals())
 	if verdict == VerdictApproved {
+		cmd.Scores = scores
 		return ""
 	}
 	d.rejected = &rejection{cands: cands, scores: scores}

@@ -177,6 +177,12 @@ func TestBalancedConsolidation(t *testing.T) {
 			if got := summaries(cmds); !slices.Equal(got, tc.want) {
 				t.Errorf("commands %v, want %v", got, tc.want)
 			}
+			for _, c := range cmds {
+				scored := tc.policy == apis.ConsolidationPolicyBalanced && c.Method != MethodEmptiness
+				if scored != (len(c.Scores) == 1) || scored && c.Scores[0].Verdict() != VerdictApproved {
+					t.Errorf("%s: scores %v (Balanced pools' approving scores, only on their consolidations)", summary(c), c.Scores)
+				}
+			}
 			var unbalanced []string
 			for n, s := range rep.Unbalanced {
 				unbalanced = append(unbalanced, n)
