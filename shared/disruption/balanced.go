@@ -261,8 +261,9 @@ func (d *decider) canPass(n *nodeInfo) (bool, string) {
 	return false, "even deleting it: " + sc.String()
 }
 
-// unbalanced records, on each Balanced candidate, the scores of its pool
-// that rejected a move.
+// unbalanced records, on each Balanced candidate whose pool rejected a
+// move, that pool's score (in a move two pools scored, a candidate of the
+// approving one is not recorded).
 func (d *decider) unbalanced(cands []*nodeInfo, scores []Score) {
 	if d.rep.Unbalanced == nil {
 		d.rep.Unbalanced = map[string]Score{}
@@ -271,7 +272,7 @@ func (d *decider) unbalanced(cands []*nodeInfo, scores []Score) {
 		if !balanced(c) {
 			continue
 		}
-		i := slices.IndexFunc(scores, func(s Score) bool { return s.NodePool == c.pool.Name })
+		i := slices.IndexFunc(scores, func(s Score) bool { return s.NodePool == c.pool.Name && s.Verdict() == VerdictRejected })
 		if i >= 0 {
 			d.rep.Unbalanced[c.name()] = scores[i]
 		}
