@@ -168,6 +168,33 @@ func TestBalancedConsolidation(t *testing.T) {
 			want:       []string{},
 			unbalanced: []string{"a", "b"},
 		},
+		{
+			name: "a move across pools: the Balanced pool's share of the saving is not worth its disruption", policy: apis.ConsolidationPolicyBalanced,
+			build: func(w *world) {
+				other := w.pool("other")
+				other.Spec.Template.Spec.Requirements = w.defaultPool().Spec.Template.Spec.Requirements
+				w.pools = append(w.pools, other)
+				w.node("a", "c4", od)
+				w.pods("a", 3, "1")
+				w.node("b", "c4", od, inPool("other"))
+				w.pods("b", 3, "1")
+			},
+			want:       []string{},
+			unbalanced: []string{"a"},
+		},
+		{
+			name: "the same move across pools when neither is Balanced", policy: apis.ConsolidationPolicyWhenEmptyOrUnderutilized,
+			build: func(w *world) {
+				other := w.pool("other")
+				other.Spec.Template.Spec.Requirements = w.defaultPool().Spec.Template.Spec.Requirements
+				w.pools = append(w.pools, other)
+				w.node("a", "c4", od)
+				w.pods("a", 3, "1")
+				w.node("b", "c4", od, inPool("other"))
+				w.pods("b", 3, "1")
+			},
+			want: []string{"multi-node: a,b -> c7/on-demand"},
+		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
