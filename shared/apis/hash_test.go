@@ -38,6 +38,7 @@ func TestNodePoolHash(t *testing.T) {
 	differ := map[string]string{
 		"a taint removed": template() + "    taints: [{key: a, effect: NoSchedule}]\n",
 		"a label":         "template:\n  metadata: {labels: {team: a}}\n" + template()[len("template:\n"):] + "    taints: [{key: a, effect: NoSchedule}, {key: b, effect: NoExecute}]\n",
+		"an annotation":   "template:\n  metadata: {annotations: {team: a}}\n" + template()[len("template:\n"):] + "    taints: [{key: a, effect: NoSchedule}, {key: b, effect: NoExecute}]\n",
 		"expireAfter":     template() + "    expireAfter: 24h\n    taints: [{key: a, effect: NoSchedule}, {key: b, effect: NoExecute}]\n",
 		"grace period":    template() + "    terminationGracePeriod: 1h\n    taints: [{key: a, effect: NoSchedule}, {key: b, effect: NoExecute}]\n",
 		"node class":      strings.Replace(template(), "name: default", "name: other", 1) + "    taints: [{key: a, effect: NoSchedule}, {key: b, effect: NoExecute}]\n",

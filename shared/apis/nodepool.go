@@ -90,11 +90,15 @@ type ConsolidationPolicy string
 const (
 	ConsolidationPolicyWhenEmpty                ConsolidationPolicy = "WhenEmpty"
 	ConsolidationPolicyWhenEmptyOrUnderutilized ConsolidationPolicy = "WhenEmptyOrUnderutilized"
+	// ConsolidationPolicyBalanced consolidates underutilized nodes only
+	// when a move saves enough of the pool's cost for the disruption it
+	// causes (package disruption, balanced.go); empty nodes are deleted.
+	ConsolidationPolicyBalanced ConsolidationPolicy = "Balanced"
 )
 
 // ConsolidationPolicies lists the valid consolidation policies.
 func ConsolidationPolicies() []ConsolidationPolicy {
-	return []ConsolidationPolicy{ConsolidationPolicyWhenEmpty, ConsolidationPolicyWhenEmptyOrUnderutilized}
+	return []ConsolidationPolicy{ConsolidationPolicyWhenEmpty, ConsolidationPolicyWhenEmptyOrUnderutilized, ConsolidationPolicyBalanced}
 }
 
 // DisruptionReason is a reason a budget can be limited to.

@@ -175,6 +175,9 @@ type Command struct {
 	// Condition is, for a repair, the unhealthy condition it repairs
 	// (apis.ConditionEC2StatusCheck for a failing status check).
 	Condition corev1.NodeConditionType `json:",omitempty"`
+	// Scores are, for a consolidation of nodes of Balanced NodePools, each
+	// such pool's approving score, sorted by NodePool.
+	Scores []Score `json:",omitempty"`
 }
 
 // Savings is what the command saves per hour, as planned.
@@ -194,6 +197,12 @@ type Report struct {
 	// could neither delete nor replace by cheaper capacity (Karpenter's
 	// Unconsolidatable), by why.
 	Unconsolidatable map[string]string
+	// Unbalanced are the candidates of Balanced NodePools whose move (a
+	// delete or a replacement consolidation found) their pool's score
+	// rejected, by node, with that score. Karpenter records these in its
+	// consolidation_moves_total and consolidation_score metrics, decision
+	// rejected, and no event: they are not Unconsolidatable.
+	Unbalanced map[string]Score
 	// Method is the method whose commands Decide returned ("" when none
 	// found work).
 	Method Method

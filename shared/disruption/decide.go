@@ -27,6 +27,9 @@ type decider struct {
 	// when nothing blocks), which several methods ask of every node.
 	blocks           map[blockKey]blocking
 	unconsolidatable map[*nodeInfo]string
+	// rejected is the last move Balanced pools rejected (nil: none since
+	// it was recorded; balanced.go).
+	rejected *rejection
 }
 
 type blockKey struct {
@@ -228,7 +231,7 @@ func (d *decider) consolidate(cands []*nodeInfo, multi bool) (*Command, string) 
 	}
 	if out.fail == "" && len(out.res.NodeClaims) == 0 {
 		cmd := d.command(method, ReasonUnderutilized, cands, nil, "its pods fit on the other nodes")
-		return &cmd, ""
+		return d.approved(&cmd, cands)
 	}
 	deleteFail := out.fail
 	if out.res != nil && len(out.res.Unschedulable) > 0 {
@@ -256,7 +259,7 @@ func (d *decider) consolidate(cands []*nodeInfo, multi bool) (*Command, string) 
 	}
 	if len(out.res.NodeClaims) == 0 {
 		cmd := d.command(method, ReasonUnderutilized, cands, nil, "its pods fit on the other nodes")
-		return &cmd, ""
+		return d.approved(&cmd, cands)
 	}
 	rule := replaceRule{before: before, need: need, maxClaims: 2, allSpot: true, spotToSpot: d.v.in.SpotToSpot}
 	if multi {
@@ -282,7 +285,16 @@ func (d *decider) consolidate(cands []*nodeInfo, multi bool) (*Command, string) 
 		note = "the NodePool's minimum saving is " + money(need)
 	}
 	cmd := d.command(method, ReasonUnderutilized, cands, repl, note)
-	return &cmd, ""
+	return d.approved(&cmd, cands)
+}
+
+// approved returns cmd when the candidates' Balanced pools approve it, else
+// no command and why (the move it would have been, and the scores).
+func (d *decider) approved(cmd *Command, cands []*nodeInfo) (*Command, string) {
+	if why := d.approve(cmd, cands); why != "" {
+		return nil, "not worth its disruption: " + why
+	}
+	return cmd, ""
 }
 
 // command builds a command and its one-line explanation.

@@ -22,8 +22,9 @@ func (multiNode) candidate(d *decider, n *nodeInfo) (bool, string) { return d.un
 
 // compute finds the largest prefix of the candidates (at least two, at
 // most 100) whose pods fit on the other nodes plus at most one new,
-// strictly cheaper node, by binary search over the prefix length as
-// Karpenter's firstNConsolidationOption.
+// strictly cheaper node, and that every Balanced pool among them approves,
+// by binary search over the prefix length as Karpenter's
+// firstNConsolidationOption.
 func (multiNode) compute(d *decider, cands []*nodeInfo) []Command {
 	cands = d.underutilized(cands, true)
 	if len(cands) > maxMultiNode {
@@ -48,8 +49,10 @@ func (multiNode) compute(d *decider, cands []*nodeInfo) []Command {
 		}
 	}
 	if best == nil {
+		d.recordRejection(MethodMultiNode) // the last move Balanced pools rejected
 		return nil
 	}
+	d.rejected = nil
 	return []Command{*best}
 }
 

@@ -18,9 +18,15 @@ func (singleNode) candidate(d *decider, n *nodeInfo) (bool, string) { return d.u
 
 // compute takes the candidates one by one, by disruption cost, and returns
 // the first that can be deleted (its pods fit elsewhere) or replaced by
-// cheaper capacity (one node, or two smaller ones).
+// cheaper capacity (one node, or two smaller ones), and that its pool's
+// Balanced policy, if it has it, approves: a Balanced candidate that even
+// a delete would not be worth is skipped before any simulation.
 func (singleNode) compute(d *decider, cands []*nodeInfo) []Command {
 	for _, n := range d.underutilized(cands, false) {
+		if ok, why := d.canPass(n); !ok {
+			d.rep.Rejected[n.name()] = "single-node: not worth its disruption " + why
+			continue
+		}
 		cmd, why := d.consolidate([]*nodeInfo{n}, false)
 		if cmd != nil {
 			return []Command{*cmd}
@@ -29,7 +35,11 @@ func (singleNode) compute(d *decider, cands []*nodeInfo) []Command {
 			return nil // this candidate and the rest are not reached
 		}
 		d.rep.Rejected[n.name()] = "single-node: " + why
-		d.rep.Unconsolidatable[n.name()] = why
+		if d.rejected != nil {
+			d.recordRejection(MethodSingleNode) // Karpenter counts it, with no event
+		} else {
+			d.rep.Unconsolidatable[n.name()] = why
+		}
 	}
 	return nil
 }

@@ -56,7 +56,10 @@ type view struct {
 	hashes map[string]string
 	// health is each NodePool's repair settings and unhealthy share,
 	// computed once (repair.go).
-	health   map[string]*poolHealth
+	health map[string]*poolHealth
+	// totals are each NodePool's price and Balanced disruption cost, over
+	// all its nodes (nil: not summed yet; balanced.go).
+	totals   map[string]PoolTotals
 	warnings []string
 	// work is what the run spent of Inputs.Budget.
 	work work

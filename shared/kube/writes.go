@@ -114,6 +114,15 @@ func (c *Client) Label(ctx context.Context, node string, labels map[string]*stri
 	return c.patchNode(ctx, node, "label", types.MergePatchType, patch)
 }
 
+// Annotate sets annotations on the node (a merge patch: others are kept).
+func (c *Client) Annotate(ctx context.Context, node string, annotations map[string]string) error {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": annotations}})
+	if err != nil {
+		return fmt.Errorf("annotate node %s: %w", node, err)
+	}
+	return c.patchNode(ctx, node, "annotate", types.MergePatchType, patch)
+}
+
 // DeleteNode deletes the node. A node that is already gone is not an error.
 // With a finalizer on it, the node stays (with a deletionTimestamp) until the
 // finalizer is removed.

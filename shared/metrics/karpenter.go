@@ -244,9 +244,9 @@ func Karpenter() []KarpenterMetric {
 		{Name: "karpenter_voluntary_disruption_queue_failures_total", Kind: Counter, Labels: []string{LabelDecision, LabelReason, LabelConsolidationType},
 			Nodewright: "not emitted: ConsolidationAbandoned (by cause)"},
 		{Name: "karpenter_consolidation_score", Kind: Histogram, Labels: []string{LabelDecision, LabelNodePool, "policy"},
-			Nodewright: noController + "Karpenter's Balanced consolidation policy, which Nodewright does not have"},
+			Nodewright: "not emitted: a move a Balanced NodePool rejects is in the consolidation run's log (rejected: not worth its disruption, with its score)"},
 		{Name: "karpenter_consolidation_moves_total", Kind: Counter, Labels: []string{LabelDecision, LabelNodePool, "policy"},
-			Nodewright: noController + "Karpenter's Balanced consolidation policy, which Nodewright does not have"},
+			Nodewright: "not emitted: a move a Balanced NodePool rejects is in the consolidation run's log (rejected: not worth its disruption, with its score)"},
 		// pkg/controllers/provisioning/scheduling
 		{Name: KarpenterSchedulingDuration, Kind: Histogram, Labels: []string{LabelController}, Unit: UnitSeconds, Statistic: Average,
 			Nodewright: "one provisioning solve (beside SolveDurationMillis); controller provisioner"},

@@ -28,8 +28,8 @@ type Input struct {
 
 // Desired is the NodeClaim object the record stands for. The spec is the
 // claim the node was launched from; the status what the record and the
-// Node say; the labels, finalizer and owner reference those Karpenter
-// sets. Pure.
+// Node say; the labels, annotations (the NodePool template's), finalizer
+// and owner reference those Karpenter sets. Pure.
 func Desired(in Input) *NodeClaim {
 	rec := in.Record
 	nc := &NodeClaim{
@@ -41,6 +41,10 @@ func Desired(in Input) *NodeClaim {
 		},
 		Spec:   spec(rec, in.Pool),
 		Status: status(in),
+	}
+	if p := in.Pool; p != nil && len(p.Spec.Template.ObjectMeta.Annotations) > 0 {
+		// The template's annotations, as Karpenter's NodeClaims carry them.
+		nc.Annotations = maps.Clone(p.Spec.Template.ObjectMeta.Annotations)
 	}
 	if p := in.Pool; p != nil && p.UID != "" {
 		// Only a NodePool read from the cluster has a UID: an owner

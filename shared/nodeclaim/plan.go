@@ -86,8 +86,8 @@ func PlanSync(desired, current []*NodeClaim) Plan {
 	return p
 }
 
-// metaChange is the metadata to write (the desired labels over the
-// current ones, the finalizer added, the owner reference) or nil.
+// metaChange is the metadata to write (the desired labels and annotations
+// over the current ones, the finalizer added, the owner reference) or nil.
 func metaChange(d, c *NodeClaim) *metav1.ObjectMeta {
 	changed := false
 	labels := map[string]string{}
@@ -96,7 +96,16 @@ func metaChange(d, c *NodeClaim) *metav1.ObjectMeta {
 			labels[k], changed = v, true
 		}
 	}
-	m := &metav1.ObjectMeta{Labels: labels}
+	var annotations map[string]string
+	for k, v := range d.Annotations {
+		if c.Annotations[k] != v {
+			if annotations == nil {
+				annotations = map[string]string{}
+			}
+			annotations[k], changed = v, true
+		}
+	}
+	m := &metav1.ObjectMeta{Labels: labels, Annotations: annotations}
 	if !c.HasFinalizer() {
 		m.Finalizers, changed = append(slices.Clone(c.Finalizers), apis.FinalizerTermination), true
 	}

@@ -218,6 +218,7 @@ func (e *Executor) Start(ctx context.Context, cmd disruption.Command, records []
 	for _, n := range cmd.Nodes {
 		e.event(ctx, n, corev1.EventTypeNormal, EventDisruptionPlanned, cmd.Explanation)
 	}
+	e.approvedEvents(ctx, cmd)
 	return a, nil
 }
 

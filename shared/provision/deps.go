@@ -41,9 +41,10 @@ type Fleet interface {
 
 // Nodes writes the Nodes Nodewright manages.
 type Nodes interface {
-	// MarkNode adds labels and Nodewright's termination finalizer
-	// (apis.FinalizerTermination) to a Node.
-	MarkNode(ctx context.Context, name string, labels map[string]string) error
+	// MarkNode adds annotations, labels and Nodewright's termination
+	// finalizer (apis.FinalizerTermination) to a Node: the labels last, so
+	// that the registered label is on a Node only once the rest is.
+	MarkNode(ctx context.Context, name string, labels, annotations map[string]string) error
 	// RemoveFinalizer takes the termination finalizer off a Node (the API
 	// server then deletes a Node being deleted).
 	RemoveFinalizer(ctx context.Context, name string) error

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -118,8 +119,21 @@ func needsMark(n *corev1.Node, phase state.Phase) bool {
 	return phase == state.Initialized && n.Labels[apis.LabelInitialized] != "true"
 }
 
+// nodeAnnotations are the annotations of the NodePool's template, which a
+// registering Node gets as Karpenter's does (from its NodeClaim, which has
+// them from the template): nil when there are none or the pool is gone.
+func nodeAnnotations(pools []*apis.NodePool, pool string) map[string]string {
+	for _, p := range pools {
+		if p.Name == pool && len(p.Spec.Template.ObjectMeta.Annotations) > 0 {
+			return maps.Clone(p.Spec.Template.ObjectMeta.Annotations)
+		}
+	}
+	return nil
+}
+
 // register carries out the round's registrations: records move on, Nodes
-// get the finalizer and labels, and an event says the Node registered.
+// get the finalizer, labels and the template's annotations, and an event
+// says the Node registered.
 func (r *Reconciler) register(ctx context.Context, w *world, rep *Report) {
 	now := r.Now()
 	for _, reg := range Registrations(w.records, w.view.Nodes, w.pools, r.Catalog) {
@@ -143,7 +157,7 @@ func (r *Reconciler) register(ctx context.Context, w *world, rep *Report) {
 			if reg.Phase == state.Initialized || (reg.Phase == "" && rec.Phase == state.Initialized) {
 				labels[apis.LabelInitialized] = "true"
 			}
-			if err := r.Nodes.MarkNode(ctx, n.Name, labels); err != nil {
+			if err := r.Nodes.MarkNode(ctx, n.Name, labels, nodeAnnotations(w.pools, rec.NodePool)); err != nil {
 				r.Log.Warn("mark node", "node", n.Name, "error", err)
 				continue // the record moves on once the Node carries the finalizer
 			}

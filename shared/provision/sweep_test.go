@@ -45,9 +45,11 @@ type sweepNodes struct {
 	tainted, deleted []string
 }
 
-func (n *sweepNodes) MarkNode(context.Context, string, map[string]string) error { return nil }
-func (n *sweepNodes) RemoveFinalizer(context.Context, string) error             { return nil }
-func (n *sweepNodes) Untaint(context.Context, string, string) error             { return nil }
+func (n *sweepNodes) MarkNode(context.Context, string, map[string]string, map[string]string) error {
+	return nil
+}
+func (n *sweepNodes) RemoveFinalizer(context.Context, string) error { return nil }
+func (n *sweepNodes) Untaint(context.Context, string, string) error { return nil }
 
 func (n *sweepNodes) Taint(_ context.Context, name string, _ corev1.Taint, _ bool) error {
 	n.mu.Lock()

@@ -45,9 +45,14 @@ func (s cacheSource) Pods(ctx context.Context) ([]*corev1.Pod, error) {
 // nodeWriter writes Nodes through the lean client.
 type nodeWriter struct{ c *kube.Client }
 
-func (w nodeWriter) MarkNode(ctx context.Context, name string, labels map[string]string) error {
+func (w nodeWriter) MarkNode(ctx context.Context, name string, labels, annotations map[string]string) error {
 	if _, err := w.c.AddFinalizer(ctx, name, apis.FinalizerTermination); err != nil {
 		return err
+	}
+	if len(annotations) > 0 {
+		if err := w.c.Annotate(ctx, name, annotations); err != nil {
+			return err
+		}
 	}
 	if len(labels) == 0 {
 		return nil

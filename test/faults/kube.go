@@ -90,7 +90,7 @@ func (k *Kube) node(name string) (*corev1.Node, error) {
 	return n, nil
 }
 
-func (k *Kube) MarkNode(ctx context.Context, name string, lbls map[string]string) error {
+func (k *Kube) MarkNode(ctx context.Context, name string, lbls, annotations map[string]string) error {
 	return k.w.call(ctx, "Kube", "MarkNode", []fault{kubeConflict}, func() error {
 		n, err := k.node(name)
 		if err != nil {
@@ -101,6 +101,12 @@ func (k *Kube) MarkNode(ctx context.Context, name string, lbls map[string]string
 		}
 		if !slices.Contains(n.Finalizers, apis.FinalizerTermination) {
 			n.Finalizers = append(n.Finalizers, apis.FinalizerTermination)
+		}
+		if len(annotations) > 0 && n.Annotations == nil {
+			n.Annotations = map[string]string{}
+		}
+		for key, v := range annotations {
+			n.Annotations[key] = v
 		}
 		for key, v := range lbls {
 			n.Labels[key] = v

@@ -35,14 +35,17 @@ func getNodeClaim(ctx context.Context, name string) (*nodeclaim.NodeClaim, error
 
 // TestDeleteNodeClaimDrainsAndTerminates: each record has a NodeClaim
 // object that the sweep keeps in step (Ready once the node initialized,
-// owned by its NodePool); one deleted without its finalizer, as a CRD
+// owned by its NodePool, with the template's annotations, which the Node
+// also has); one deleted without its finalizer, as a CRD
 // reinstall would, is made again from the record; `kubectl delete
 // nodeclaim` drains the node, terminates the instance, and the object goes
 // once the record has.
 func TestDeleteNodeClaimDrainsAndTerminates(t *testing.T) {
 	t.Parallel()
 	c := ctx(t)
-	testPool(t, "ncdel", nil)
+	testPool(t, "ncdel", func(np *apis.NodePool) {
+		np.Spec.Template.ObjectMeta.Annotations = map[string]string{"example.com/team": "ncdel"}
+	})
 	h := newHarness(t, harness.Options{})
 	if err := harness.Deploy(c, lc, onPool("ncdel", "ncdelapp", 2, "1", "1Gi")); err != nil {
 		t.Fatal(err)
@@ -104,9 +107,15 @@ func TestDeleteNodeClaimDrainsAndTerminates(t *testing.T) {
 		}
 		first = nc.UID
 		ready := nc.Condition(nodeclaim.ConditionReady)
+		node, err := lc.Kube.CoreV1().Nodes().Get(c, victim.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, "no node", err
+		}
+		// The template's annotation is on the NodeClaim and on the Node.
 		ok := ready != nil && ready.Status == metav1.ConditionTrue && nc.Status.NodeName == victim.Name && nc.HasFinalizer() &&
-			len(nc.OwnerReferences) == 1 && nc.OwnerReferences[0].Name == "ncdel" && nc.Labels[apis.LabelNodePool] == "ncdel"
-		return ok, fmt.Sprintf("ready %+v node %q owners %v", ready, nc.Status.NodeName, nc.OwnerReferences), nil
+			len(nc.OwnerReferences) == 1 && nc.OwnerReferences[0].Name == "ncdel" && nc.Labels[apis.LabelNodePool] == "ncdel" &&
+			nc.Annotations["example.com/team"] == "ncdel" && node.Annotations["example.com/team"] == "ncdel"
+		return ok, fmt.Sprintf("ready %+v node %q owners %v annotations %v, node's %v", ready, nc.Status.NodeName, nc.OwnerReferences, nc.Annotations, node.Annotations), nil
 	})
 	// The NodePool's status: `kubectl get nodepools` shows NODES and READY.
 	if err := harness.Poll(c, time.Minute, "the NodePool's status", func() (bool, string, error) {
