@@ -247,15 +247,18 @@ func (l *Launcher) groupByAMI(nc *NodeClass, types []string) ([][]string, []AMI,
 
 // makeTemplates makes (or finds) one launch template per AMI.
 func (l *Launcher) makeTemplates(ctx context.Context, req Request, nc *NodeClass, groups [][]string, images []AMI) ([]templateOverrides, error) {
-	userData, err := l.userData(req)
+	partition := claimPartition(nc.PlacementGroup, req.Claim.Requirements)
+	userData, err := l.userData(withLabels(req, placementLabels(nc.PlacementGroup, partition)))
 	if err != nil {
 		return nil, err
 	}
+	efa := efaOf(req, l.catalog())
 	out := make([]templateOverrides, 0, len(groups))
 	for i, types := range groups {
 		in, err := launchTemplateInput(templateSpec{
 			Cluster: l.cfg.Cluster, NodePool: req.Claim.NodePool, NodeClass: req.NodeClass, AMI: images[i],
 			SecurityGroups: nc.SecurityGroups, InstanceProfile: l.cfg.InstanceProfile, UserData: userData,
+			Networking: templateNetworking{EFA: efa(types[0]), PlacementGroup: nc.PlacementGroup, Partition: partition},
 		})
 		if err != nil {
 			return nil, err

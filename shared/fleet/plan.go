@@ -85,10 +85,11 @@ func (l *Launcher) Prepare(ctx context.Context, req Request) (*Plan, error) {
 	if len(subnets) == 0 {
 		return nil, fmt.Errorf("EC2NodeClass %s has no subnet in the claim's zones %v (it has %v)", nc.Name, req.Claim.Zones, nc.Zones())
 	}
-	groups, images, err := l.groupByAMI(nc, req.Claim.InstanceTypes)
+	groups, images, err := l.groupByAMI(nc, l.placeable(nc, req.Claim.InstanceTypes))
 	if err != nil {
 		return nil, err
 	}
+	groups, images = splitByEFA(groups, images, efaOf(req, l.catalog()))
 	templates, err := l.makeTemplates(ctx, req, nc, groups, images)
 	if err != nil {
 		return nil, err

@@ -97,6 +97,8 @@ type NodeClass struct {
 	SubnetIDs []string
 	// AMIs are sorted by architecture, variant and ID.
 	AMIs []AMI
+	// PlacementGroup is the group placementGroupSelector names (nil: none).
+	PlacementGroup *PlacementGroup `json:",omitempty"`
 }
 
 // Zones returns the zones of the node class's subnets, sorted.
