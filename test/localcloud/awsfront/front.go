@@ -77,16 +77,17 @@ type Front struct {
 	ddb sync.RWMutex
 
 	mu        sync.Mutex
-	pools     map[PoolKey]int        // remaining capacity; absent = unlimited
-	throttles map[string]int         // action -> requests still to throttle
-	throttled map[string]int         // action -> requests throttled so far
-	params    map[string]string      // public SSM parameters
-	tokens    map[string]fleetCall   // CreateFleet ClientToken -> request and response
-	zoneOf    map[string]string      // subnet id -> zone
-	timers    map[*time.Timer]string // pending interruption actions
-	eks       *EKSCluster            // DescribeCluster's answer
-	secrets   map[string]string      // access key -> secret of credentials AssumeRole handed out
-	removed   map[[2]string]bool     // (type, zone) not offered (RemoveOffering)
+	pools     map[PoolKey]int           // remaining capacity; absent = unlimited
+	throttles map[string]int            // action -> requests still to throttle
+	throttled map[string]int            // action -> requests throttled so far
+	params    map[string]string         // public SSM parameters
+	tokens    map[string]fleetCall      // CreateFleet ClientToken -> request and response
+	zoneOf    map[string]string         // subnet id -> zone
+	timers    map[*time.Timer]string    // pending interruption actions
+	eks       *EKSCluster               // DescribeCluster's answer
+	secrets   map[string]string         // access key -> secret of credentials AssumeRole handed out
+	removed   map[[2]string]bool        // (type, zone) not offered (RemoveOffering)
+	placement map[string]placementGroup // placement groups by name (placement.go)
 	closed    bool
 	wg        sync.WaitGroup
 }
@@ -257,6 +258,8 @@ func (f *Front) handle(w http.ResponseWriter, r *http.Request, req request) bool
 		f.assumeRole(w, r, req)
 	case req.form != nil && req.action == "CreateFleet" && req.form.Get("Type") == "instant":
 		f.createFleet(w, r, req)
+	case req.form != nil && (req.action == "DescribePlacementGroups" || req.action == "CreatePlacementGroup" || req.action == "DeletePlacementGroup"):
+		f.placementGroups(w, req)
 	case req.form != nil && req.action == "DescribeSpotPriceHistory":
 		f.describeSpotPriceHistory(w, req)
 	case req.target == "AmazonSSM.GetParameter" || req.target == "AmazonSSM.GetParameters":
