@@ -342,7 +342,7 @@ func (l *Launcher) createFleet(ctx context.Context, p *Plan, in *ec2.CreateFleet
 	for _, g := range got {
 		inst := &Instance{
 			NodeClaim: p.NodeClaim, NodePool: p.NodePool, InstanceID: g.InstanceID, InstanceType: g.InstanceType,
-			Zone: g.Zone, SubnetID: g.SubnetID, SecurityGroups: p.SecurityGroups, CapacityType: g.CapacityType, ImageID: imageOf[g.TemplateName],
+			Zone: g.Zone, SubnetID: g.SubnetID, SecurityGroups: p.SecurityGroups, PlacementGroupID: p.PlacementGroup, CapacityType: g.CapacityType, ImageID: imageOf[g.TemplateName],
 			FleetID: aws.ToString(out.FleetId), PricePerHour: l.price(g.InstanceType, g.Zone, g.CapacityType),
 			Unavailable: refused,
 		}

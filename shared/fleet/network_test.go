@@ -194,3 +194,27 @@ func TestPlacementGroupResolution(t *testing.T) {
 		t.Errorf("a cluster placement group's fleet: want c5.large without t3.large, got %s", fleet)
 	}
 }
+
+// A node launched into a placement group records the group (for placement
+// group drift), in the plan and on the instance.
+func TestLaunchRecordsThePlacementGroup(t *testing.T) {
+	f := newFixture(t)
+	f.ec2.placementGroups = []ec2types.PlacementGroup{{GroupId: aws.String("pg-0train"), GroupName: aws.String("training"), Strategy: ec2types.PlacementStrategyCluster}}
+	nc := defaultNodeClass()
+	nc.Spec.PlacementGroupSelector = &apis.PlacementGroupSelector{Name: aws.String("training")}
+	req := Request{Name: "default-abcde", NodeClass: nc, Claim: claim([]string{"c5.large"}, []string{"us-east-1a"}, "on-demand")}
+	p, err := f.l.Prepare(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.PlacementGroup != "pg-0train" {
+		t.Errorf("plan's placement group %q, want pg-0train", p.PlacementGroup)
+	}
+	inst, err := f.l.Launch(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inst.PlacementGroupID != "pg-0train" {
+		t.Errorf("instance's placement group %q, want pg-0train", inst.PlacementGroupID)
+	}
+}

@@ -42,6 +42,9 @@ type Plan struct {
 	// SecurityGroups are the security groups the launch templates attach
 	// (recorded on the NodeClaims for security group drift).
 	SecurityGroups []string `json:"securityGroups,omitempty"`
+	// PlacementGroup is the ID of the placement group the templates launch
+	// into ("": none; recorded for placement group drift).
+	PlacementGroup string `json:"placementGroup,omitempty"`
 }
 
 // PlannedTemplate is one launch template of a plan.
@@ -103,6 +106,9 @@ func (l *Launcher) Prepare(ctx context.Context, req Request) (*Plan, error) {
 		CapacityType: capacityTypeOf(req.Claim.CapacityTypes), Subnets: subnets, Exclude: req.Exclude,
 		Tags: instanceTags(l.cfg.Cluster.Name, req.Claim.NodePool, req.Name, req.NodeClass), Context: req.NodeClass.Spec.Context,
 		SecurityGroups: nc.SecurityGroups,
+	}
+	if nc.PlacementGroup != nil {
+		p.PlacementGroup = nc.PlacementGroup.ID
 	}
 	for i, t := range templates {
 		p.Templates = append(p.Templates, PlannedTemplate{Name: t.Name, ImageID: images[i].ID, Types: t.Types})

@@ -61,6 +61,8 @@ type Instance struct {
 	// Unavailable are offerings the fleet reported without capacity before
 	// it launched this instance: worth caching like those of a failed launch.
 	Unavailable []UnavailableOffering `json:"unavailable,omitempty"`
+	// PlacementGroupID is the placement group it launched into ("": none).
+	PlacementGroupID string `json:"placementGroupID,omitempty"`
 }
 
 // Subnet is a subnet an EC2NodeClass selects.
