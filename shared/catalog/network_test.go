@@ -40,3 +40,44 @@ func TestNetworkSettingsChangeCapacity(t *testing.T) {
 		t.Error("p4d.24xlarge cannot launch one EFA-only interface")
 	}
 }
+
+// Karpenter's network interface cases, on the catalog's figures.
+func TestNetworkInterfacesParity(t *testing.T) {
+	m6idn, _ := Default().Get("m6idn.32xlarge")
+	// Karpenter's EFA cases use dl1.24xlarge (4 EFA), which the catalog
+	// does not hold; p4d.24xlarge has 4 EFA too.
+	dl1, _ := Default().Get("p4d.24xlarge")
+	if m6idn == nil || dl1 == nil || dl1.EFA != 4 {
+		t.Fatal("the catalog lacks m6idn.32xlarge or p4d.24xlarge with 4 EFA")
+	}
+	iface := func(card, device int32, typ apis.InterfaceType) *apis.NetworkInterface {
+		return &apis.NetworkInterface{NetworkCardIndex: card, DeviceIndex: device, InterfaceType: typ}
+	}
+	with := func(nis ...*apis.NetworkInterface) NodeSettings {
+		return SettingsFor(&apis.EC2NodeClass{Spec: apis.EC2NodeClassSpec{NetworkInterfaces: nis}})
+	}
+	primary := iface(0, 0, apis.InterfaceTypeInterface)
+	cases := []struct {
+		ref  string
+		got  int64
+		want int64
+	}{
+		// 8 ENIs on card 0, 50 addresses each: 8 x 49 + 2.
+		{"aws/instancetype:3231", func() int64 { c, _ := m6idn.Compute(with(primary, iface(1, 0, apis.InterfaceTypeEFAOnly))); return c.Pods }(), 394},
+		// An EFA-only interface on card 0 takes one: 7 x 49 + 2.
+		{"aws/instancetype:3249", func() int64 { c, _ := m6idn.Compute(with(primary, iface(0, 1, apis.InterfaceTypeEFAOnly))); return c.Pods }(), 345},
+	}
+	for _, c := range cases {
+		if c.got != c.want {
+			t.Errorf("%s: %d pods, want %d", c.ref, c.got, c.want)
+		}
+	}
+	four := []*apis.NetworkInterface{primary, iface(0, 1, apis.InterfaceTypeEFAOnly), iface(1, 0, apis.InterfaceTypeEFAOnly),
+		iface(2, 0, apis.InterfaceTypeEFAOnly), iface(3, 0, apis.InterfaceTypeEFAOnly)}
+	if !dl1.Launchable(with(four...)) { // "aws/instancetype:3179"
+		t.Error("aws/instancetype:3179: p4d.24xlarge cannot launch four EFA-only interfaces")
+	}
+	if dl1.Launchable(with(append(four, iface(4, 0, apis.InterfaceTypeEFAOnly))...)) { // "aws/instancetype:3205"
+		t.Error("aws/instancetype:3205: p4d.24xlarge (4 EFA) launches five EFA-only interfaces")
+	}
+}
