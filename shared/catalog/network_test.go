@@ -63,9 +63,15 @@ func TestNetworkInterfacesParity(t *testing.T) {
 		want int64
 	}{
 		// 8 ENIs on card 0, 50 addresses each: 8 x 49 + 2.
-		{"aws/instancetype:3231", func() int64 { c, _ := m6idn.Compute(with(primary, iface(1, 0, apis.InterfaceTypeEFAOnly))); return c.Pods }(), 394},
+		{"aws/instancetype:3231", func() int64 {
+			c, _ := m6idn.Compute(with(primary, iface(1, 0, apis.InterfaceTypeEFAOnly)))
+			return c.Pods
+		}(), 394},
 		// An EFA-only interface on card 0 takes one: 7 x 49 + 2.
-		{"aws/instancetype:3249", func() int64 { c, _ := m6idn.Compute(with(primary, iface(0, 1, apis.InterfaceTypeEFAOnly))); return c.Pods }(), 345},
+		{"aws/instancetype:3249", func() int64 {
+			c, _ := m6idn.Compute(with(primary, iface(0, 1, apis.InterfaceTypeEFAOnly)))
+			return c.Pods
+		}(), 345},
 	}
 	for _, c := range cases {
 		if c.got != c.want {
