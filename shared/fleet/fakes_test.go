@@ -37,15 +37,16 @@ type fakeEC2 struct {
 	fleet    func(*ec2.CreateFleetInput) (*ec2.CreateFleetOutput, error)
 	fleetErr error
 
-	subnetCalls []*ec2.DescribeSubnetsInput
-	groupCalls  []*ec2.DescribeSecurityGroupsInput
+	subnetCalls   []*ec2.DescribeSubnetsInput
+	groupCalls    []*ec2.DescribeSecurityGroupsInput
+	imageCalls    []*ec2.DescribeImagesInput
+	describeCalls int
+	createLT      []*ec2.CreateLaunchTemplateInput
+	fleets        []*ec2.CreateFleetInput
+
 	// placementGroups answer DescribePlacementGroups.
 	placementGroups []ec2types.PlacementGroup
 	placementCalls  []*ec2.DescribePlacementGroupsInput
-	imageCalls      []*ec2.DescribeImagesInput
-	describeCalls   int
-	createLT        []*ec2.CreateLaunchTemplateInput
-	fleets          []*ec2.CreateFleetInput
 
 	// reservations answers DescribeInstances, one page per element.
 	reservations [][]ec2types.Reservation

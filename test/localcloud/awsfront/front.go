@@ -77,19 +77,21 @@ type Front struct {
 	ddb sync.RWMutex
 
 	mu        sync.Mutex
-	pools     map[PoolKey]int           // remaining capacity; absent = unlimited
-	throttles map[string]int            // action -> requests still to throttle
-	throttled map[string]int            // action -> requests throttled so far
-	params    map[string]string         // public SSM parameters
-	tokens    map[string]fleetCall      // CreateFleet ClientToken -> request and response
-	zoneOf    map[string]string         // subnet id -> zone
-	timers    map[*time.Timer]string    // pending interruption actions
-	eks       *EKSCluster               // DescribeCluster's answer
-	secrets   map[string]string         // access key -> secret of credentials AssumeRole handed out
-	removed   map[[2]string]bool        // (type, zone) not offered (RemoveOffering)
-	placement map[string]placementGroup // placement groups by name (placement.go)
+	pools     map[PoolKey]int        // remaining capacity; absent = unlimited
+	throttles map[string]int         // action -> requests still to throttle
+	throttled map[string]int         // action -> requests throttled so far
+	params    map[string]string      // public SSM parameters
+	tokens    map[string]fleetCall   // CreateFleet ClientToken -> request and response
+	zoneOf    map[string]string      // subnet id -> zone
+	timers    map[*time.Timer]string // pending interruption actions
+	eks       *EKSCluster            // DescribeCluster's answer
+	secrets   map[string]string      // access key -> secret of credentials AssumeRole handed out
+	removed   map[[2]string]bool     // (type, zone) not offered (RemoveOffering)
 	closed    bool
 	wg        sync.WaitGroup
+
+	// placement are the placement groups by name (placement.go; under mu).
+	placement map[string]placementGroup
 }
 
 // New makes a Front; Start begins serving.
