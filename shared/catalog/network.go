@@ -1,9 +1,6 @@
 package catalog
 
 import (
-	"slices"
-	"strings"
-
 	"github.com/nodewright/nodewright/shared/apis"
 )
 
@@ -66,26 +63,23 @@ func (it *InstanceType) Launchable(s NodeSettings) bool {
 }
 
 // NestedVirtualization reports whether the type's processor lists
-// nested-virtualization among DescribeInstanceTypes' supported features:
-// the c8i, m8i and r8i families and their flex variants, not their bare
-// metal sizes (moto 5.2.1's copy of the data).
-func (it *InstanceType) NestedVirtualization() bool {
-	family := strings.TrimSuffix(it.Family, "-flex")
-	return slices.Contains([]string{"c8i", "m8i", "r8i"}, family) && !it.BareMetal && !strings.HasPrefix(it.Size, "metal")
-}
+// nested-virtualization among DescribeInstanceTypes' supported features.
+func (it *InstanceType) NestedVirtualization() bool { return nestedVirtualizationTypes[it.Name] }
 
 // SupportsPlacement reports whether the type launches into placement groups
 // of the strategy (cluster, partition, spread): DescribeInstanceTypes lists
-// every type for partition and spread, and not burstable, flex, Mac, the
-// first generations nor vt1 for cluster.
+// every type for partition and spread, and not burstable, flex, Mac or the
+// first generations for cluster.
 func (it *InstanceType) SupportsPlacement(strategy string) bool {
-	if strategy != "cluster" {
-		return true
-	}
-	return !slices.Contains(noClusterPlacement, it.Family)
+	return strategy != "cluster" || !noClusterPlacementTypes[it.Name]
 }
 
-// noClusterPlacement are the families DescribeInstanceTypes does not list
-// cluster for in PlacementGroupInfo.SupportedStrategies.
-var noClusterPlacement = []string{"c1", "c7i-flex", "c8i-flex", "m1", "m2", "m3", "m7i-flex", "m8i-flex", "mac-m4", "mac-m4max",
-	"mac-m4pro", "mac1", "mac2", "mac2-m1ultra", "mac2-m2", "mac2-m2pro", "r8i-flex", "t1", "t2", "t3", "t3a", "t4g", "vt1"}
+//go:generate go run ./internal/gen/catalog-gen -features -out zz_generated_features.go
+
+func setOf(names ...string) map[string]bool {
+	out := make(map[string]bool, len(names))
+	for _, n := range names {
+		out[n] = true
+	}
+	return out
+}

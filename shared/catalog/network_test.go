@@ -1,11 +1,14 @@
 package catalog
 
 import (
+	"bytes"
+	"os"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/nodewright/nodewright/shared/apis"
+	"github.com/nodewright/nodewright/shared/catalog/internal/gen"
 )
 
 // A class's network interfaces decide the EFA devices and the pods a node
@@ -85,5 +88,28 @@ func TestNetworkInterfacesParity(t *testing.T) {
 	}
 	if dl1.Launchable(with(append(four, iface(4, 0, apis.InterfaceTypeEFAOnly))...)) { // "aws/instancetype:3205"
 		t.Error("aws/instancetype:3205: p4d.24xlarge (4 EFA) launches five EFA-only interfaces")
+	}
+}
+
+func TestGeneratedFeaturesAreUpToDate(t *testing.T) {
+	describe, err := gen.MotoDescribePath()
+	if err != nil {
+		t.Fatalf("the generator's input (moto's DescribeInstanceTypes data) is missing: %v", err)
+	}
+	want, err := gen.Features(describe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile("zz_generated_features.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatal("zz_generated_features.go is stale: run `make generate` and commit the result")
+	}
+	t3, _ := Default().Get("t3.large")
+	m8i, _ := Default().Get("m8i.large")
+	if t3.SupportsPlacement("cluster") || !t3.SupportsPlacement("spread") || !m8i.NestedVirtualization() || t3.NestedVirtualization() {
+		t.Error("t3.large: not in cluster groups, in spread ones, no nested virtualization; m8i.large: nested virtualization")
 	}
 }
