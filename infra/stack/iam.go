@@ -109,7 +109,9 @@ func (s *Stack) addControllerPolicy() {
 	}
 	statements := []awsiam.PolicyStatement{
 		stmt("AllowScopedEC2InstanceAccessActions", []string{"ec2:RunInstances", "ec2:CreateFleet"},
-			[]*string{s.ec2("image/*"), s.ec2("snapshot/*"), s.ec2("security-group/*"), s.ec2("subnet/*"), s.ec2("capacity-reservation/*")}, nil),
+			[]*string{s.ec2("image/*"), s.ec2("snapshot/*"), s.ec2("security-group/*"), s.ec2("subnet/*"), s.ec2("capacity-reservation/*"),
+				s.ec2("placement-group/*")}, nil), // a class's placementGroupSelector: RunInstances authorizes the group
+
 		stmt("AllowScopedEC2LaunchTemplateAccessActions", []string{"ec2:RunInstances", "ec2:CreateFleet"},
 			[]*string{s.ec2("launch-template/*")}, resourceTags),
 		stmt("AllowScopedEC2InstanceActionsWithTags", []string{"ec2:RunInstances", "ec2:CreateFleet", "ec2:CreateLaunchTemplate"},
@@ -128,7 +130,7 @@ func (s *Stack) addControllerPolicy() {
 		stmt("AllowRegionalReadActions", []string{
 			"ec2:DescribeAvailabilityZones", "ec2:DescribeCapacityReservations", "ec2:DescribeImages",
 			"ec2:DescribeInstances", "ec2:DescribeInstanceStatus", "ec2:DescribeInstanceTypeOfferings", "ec2:DescribeInstanceTypes",
-			"ec2:DescribeLaunchTemplates", "ec2:DescribeSecurityGroups", "ec2:DescribeSpotPriceHistory",
+			"ec2:DescribeLaunchTemplates", "ec2:DescribePlacementGroups", "ec2:DescribeSecurityGroups", "ec2:DescribeSpotPriceHistory",
 			"ec2:DescribeSubnets",
 		}, []*string{jsii.String("*")}, map[string]any{
 			"StringEquals": map[string]any{"aws:RequestedRegion": s.Region()},

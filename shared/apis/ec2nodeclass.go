@@ -21,6 +21,7 @@ type EC2NodeClassSpec struct {
 	SubnetSelectorTerms              []SubnetSelectorTerm              `json:"subnetSelectorTerms"`
 	SecurityGroupSelectorTerms       []SecurityGroupSelectorTerm       `json:"securityGroupSelectorTerms"`
 	CapacityReservationSelectorTerms []CapacityReservationSelectorTerm `json:"capacityReservationSelectorTerms,omitempty"`
+	PlacementGroupSelector           *PlacementGroupSelector           `json:"placementGroupSelector,omitempty"`
 	AssociatePublicIPAddress         *bool                             `json:"associatePublicIPAddress,omitempty"`
 	IPPrefixCount                    *int32                            `json:"ipPrefixCount,omitempty"`
 	AMISelectorTerms                 []AMISelectorTerm                 `json:"amiSelectorTerms"`
@@ -32,8 +33,11 @@ type EC2NodeClassSpec struct {
 	Kubelet                          *KubeletConfiguration             `json:"kubelet,omitempty"`
 	BlockDeviceMappings              []*BlockDeviceMapping             `json:"blockDeviceMappings,omitempty"`
 	InstanceStorePolicy              *InstanceStorePolicy              `json:"instanceStorePolicy,omitempty"`
+	NetworkInterfaces                []*NetworkInterface               `json:"networkInterfaces,omitempty"`
 	DetailedMonitoring               *bool                             `json:"detailedMonitoring,omitempty"`
 	MetadataOptions                  *MetadataOptions                  `json:"metadataOptions,omitempty"`
+	ConnectionTracking               *ConnectionTracking               `json:"connectionTracking,omitempty"`
+	CPUOptions                       *CPUOptions                       `json:"cpuOptions,omitempty"`
 	EnclaveOptions                   *EnclaveOptions                   `json:"enclaveOptions,omitempty"`
 	Context                          *string                           `json:"context,omitempty"`
 }

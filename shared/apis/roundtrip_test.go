@@ -88,10 +88,10 @@ func TestFullExampleSetsEveryField(t *testing.T) {
 		"Spec.Replicas":                                 true,
 		"Spec.InstanceProfile":                          true,
 		"Spec.CapacityReservationSelectorTerms":         true,
-		"Spec.IPPrefixCount":                            true,
 		"Spec.Template.ObjectMeta.Annotations":          true,
 		"Spec.AMISelectorTerms[*].Alias":                true, // an alias must be the only term
 		"Spec.EnclaveOptions":                           true,
+		"Spec.PlacementGroupSelector.ID":                true, // name and id are exclusive; full.yaml names it
 		"Spec.Template.Spec.Taints[*].TimeAdded":        true,
 		"Spec.Template.Spec.StartupTaints[*].TimeAdded": true,
 	}

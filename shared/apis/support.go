@@ -52,6 +52,7 @@ const (
 	launchTest     = "shared/fleet.TestNodeClassFieldsShapeTheLaunch"
 	resolveTest    = "shared/fleet.TestResolveSelectorTerms"
 	referencesTest = "shared/apis.TestConfigValidateReferences"
+	networkTest    = "shared/fleet.TestNetworkFieldsShapeTheLaunch"
 
 	overlayTest = "shared/overlay.TestApply"
 	notAL2023   = "is not supported yet: Nodewright writes user data for AL2023 and Bottlerocket only; use alias al2023@latest or bottlerocket@latest (or amiFamily Custom with your own userData)"
@@ -133,13 +134,15 @@ var SupportTable = []Support{
 	honoured(class, "spec.blockDeviceMappings[].ebs.volumeType", launchTest),
 	honoured(class, "spec.blockDeviceMappings[].rootVolume", "shared/catalog.TestSettingsForNodeClass"),
 	refused(class, "spec.capacityReservationSelectorTerms", "capacity reservations are not supported yet: Nodewright launches spot and on-demand only; remove the terms"),
-	refused(class, "spec.connectionTracking", "connection tracking timeouts are not supported yet; remove connectionTracking"),
+	honoured(class, "spec.connectionTracking.tcpEstablishedTimeout", networkTest),
+	honoured(class, "spec.connectionTracking.udpStreamTimeout", networkTest),
+	honoured(class, "spec.connectionTracking.udpTimeout", networkTest),
 	honoured(class, "spec.context", launchTest),
-	refused(class, "spec.cpuOptions", "CPU options are not supported yet; remove cpuOptions"),
+	honoured(class, "spec.cpuOptions.nestedVirtualization", networkTest),
 	honoured(class, "spec.detailedMonitoring", launchTest),
 	refused(class, "spec.instanceProfile", "Nodewright launches nodes with its stack's instance profile; remove instanceProfile and set role to the stack's node role"),
 	honoured(class, "spec.instanceStorePolicy", launchTest),
-	refused(class, "spec.ipPrefixCount", "IP prefix delegation is not supported yet; remove ipPrefixCount"),
+	honoured(class, "spec.ipPrefixCount", networkTest),
 	honoured(class, "spec.kubelet.clusterDNS", launchTest),
 	honoured(class, "spec.kubelet.cpuCFSQuota", launchTest),
 	honoured(class, "spec.kubelet.evictionHard", launchTest),
@@ -156,8 +159,11 @@ var SupportTable = []Support{
 	honoured(class, "spec.metadataOptions.httpProtocolIPv6", launchTest),
 	honoured(class, "spec.metadataOptions.httpPutResponseHopLimit", launchTest),
 	honoured(class, "spec.metadataOptions.httpTokens", launchTest),
-	refused(class, "spec.networkInterfaces", "custom network interfaces are not supported yet; remove networkInterfaces"),
-	refused(class, "spec.placementGroupSelector", "placement groups are not supported yet; remove placementGroupSelector"),
+	honoured(class, "spec.networkInterfaces[].deviceIndex", networkTest),
+	honoured(class, "spec.networkInterfaces[].interfaceType", networkTest),
+	honoured(class, "spec.networkInterfaces[].networkCardIndex", networkTest),
+	honoured(class, "spec.placementGroupSelector.id", networkTest),
+	honoured(class, "spec.placementGroupSelector.name", networkTest),
 	honoured(class, "spec.role", "infra/stack.TestCheckNodeRoles"),
 	honoured(class, "spec.securityGroupSelectorTerms[].id", resolveTest),
 	honoured(class, "spec.securityGroupSelectorTerms[].name", resolveTest),

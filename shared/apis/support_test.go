@@ -183,7 +183,7 @@ func TestSupportTableCoversKarpentersSchemas(t *testing.T) {
 			}
 		}
 	}
-	if covered < 100 {
+	if covered < 90 {
 		t.Errorf("only %d fields covered: the schema walk is broken", covered)
 	}
 }

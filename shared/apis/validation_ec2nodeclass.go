@@ -90,6 +90,7 @@ func (nc *EC2NodeClass) Validate() error {
 	if s.IPPrefixCount != nil {
 		v.nonNegative(spec.Child("ipPrefixCount"), int64(*s.IPPrefixCount))
 	}
+	validateNetworking(v, spec, s)
 	return withRefusals(refusalsOf(EC2NodeClassKind, nc), v.errs).asError()
 }
 

@@ -78,6 +78,8 @@ type NodeSettings struct {
 	// containerd live on a RAID-0 of the type's instance store, which is then
 	// the node's ephemeral storage on types that have one.
 	InstanceStoreRAID0 bool
+	// Network is the class's networking fields (network.go).
+	Network NetworkSettings
 }
 
 // SettingsFor reads the settings of an EC2NodeClass (nil gives defaults).
@@ -87,6 +89,7 @@ func SettingsFor(nc *apis.EC2NodeClass) NodeSettings {
 	}
 	s := NodeSettings{Kubelet: nc.Spec.Kubelet, AMIFamily: nc.AMIFamily(),
 		InstanceStoreRAID0: nc.Spec.InstanceStorePolicy != nil && *nc.Spec.InstanceStorePolicy == apis.InstanceStorePolicyRAID0}
+	s.Network = networkSettingsFor(nc)
 	if bdm := rootVolume(nc.Spec.BlockDeviceMappings, s.AMIFamily); bdm != nil && bdm.EBS != nil && bdm.EBS.VolumeSize != nil {
 		s.RootVolumeBytes = bdm.EBS.VolumeSize.Value()
 	}
@@ -142,7 +145,7 @@ func (it *InstanceType) Compute(s NodeSettings) (capacity, allocatable Amounts) 
 		AMDGPU:         it.gpus("amd"),
 		Neuron:         it.neuronDevices(),
 		NeuronCore:     it.neuronDevices() * neuronCoresPerDevice[it.Accelerator.Name],
-		EFA:            int64(it.EFA),
+		EFA:            it.efa(s),
 	}
 	if capacity.EphemeralBytes == 0 {
 		capacity.EphemeralBytes = DefaultRootVolumeGiB * gi
@@ -193,7 +196,7 @@ func (it *InstanceType) maxPods(s NodeSettings) int64 {
 	case strings.HasPrefix(family, "windows"):
 		n = DefaultMaxPods
 	case it.ENIs > 0 && it.IPv4PerENI > 0:
-		enis := max(it.ENIs-s.ReservedENIs, 0)
+		enis := max(it.ENIs-s.ReservedENIs-s.Network.efaOnly(true), 0) // an EFA-only interface takes an ENI and no IP
 		n = int64(enis*(it.IPv4PerENI-1) + 2)
 	}
 	if s.Kubelet != nil && s.Kubelet.PodsPerCore != nil && *s.Kubelet.PodsPerCore > 0 && family != "bottlerocket" {

@@ -20,6 +20,7 @@ const (
 	ConditionAMIsReady                 = "AMIsReady"
 	ConditionInstanceProfileReady      = "InstanceProfileReady"
 	ConditionCapacityReservationsReady = "CapacityReservationsReady"
+	ConditionPlacementGroupReady       = "PlacementGroupReady"
 )
 
 // NodeClassInput is what an EC2NodeClass's status is derived from: the
@@ -64,7 +65,8 @@ func NodeClass(in NodeClassInput) apis.EC2NodeClassStatus {
 			}})
 		}
 	}
-	if res != nil && res.Err != nil && !errors.Is(res.Err, fleet.ErrNoSubnet) && !errors.Is(res.Err, fleet.ErrNoSecurityGroup) && !errors.Is(res.Err, fleet.ErrNoAMI) {
+	if res != nil && res.Err != nil && !errors.Is(res.Err, fleet.ErrNoSubnet) && !errors.Is(res.Err, fleet.ErrNoSecurityGroup) && !errors.Is(res.Err, fleet.ErrNoAMI) &&
+		!errors.Is(res.Err, fleet.ErrNoPlacementGroup) {
 		lookup = res.Err
 	}
 	selects := func(none error, n int) bool {
@@ -76,6 +78,7 @@ func NodeClass(in NodeClassInput) apis.EC2NodeClassStatus {
 		cond(ConditionAMIsReady, selects(fleet.ErrNoAMI, len(st.AMIs)), "AMINotFound", "AMISelector did not match any AMIs"),
 		cond(ConditionInstanceProfileReady, true, "", ""),
 		cond(ConditionCapacityReservationsReady, true, "", ""),
+		cond(ConditionPlacementGroupReady, selects(fleet.ErrNoPlacementGroup, 1), "PlacementGroupNotFound", "PlacementGroupSelector did not match an available placement group"),
 		cond(ConditionValidationSucceeded, true, "", ""),
 	}
 	var bad []string

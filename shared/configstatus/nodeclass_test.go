@@ -2,6 +2,7 @@ package configstatus
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/nodewright/nodewright/shared/apis"
@@ -21,7 +22,10 @@ func TestNodeClass(t *testing.T) {
 	}{
 		{"resolved", whole, map[string]string{"Ready": "True/Ready", "SubnetsReady": "True/SubnetsReady", "AMIsReady": "True/AMIsReady",
 			"SecurityGroupsReady": "True/SecurityGroupsReady", "InstanceProfileReady": "True/InstanceProfileReady",
-			"CapacityReservationsReady": "True/CapacityReservationsReady", "ValidationSucceeded": "True/ValidationSucceeded"}},
+			"CapacityReservationsReady": "True/CapacityReservationsReady", "ValidationSucceeded": "True/ValidationSucceeded",
+			"PlacementGroupReady": "True/PlacementGroupReady"}},
+		{"no placement group", &fleet.Resolution{Name: "default", Err: fmt.Errorf("EC2NodeClass default: %w", fleet.ErrNoPlacementGroup)}, map[string]string{
+			"Ready": "False/UnhealthyDependents", "PlacementGroupReady": "False/PlacementGroupNotFound"}},
 		{"no subnet", &fleet.Resolution{Name: "default", Err: fleet.ErrNoSubnet}, map[string]string{
 			"Ready": "False/UnhealthyDependents", "SubnetsReady": "False/SubnetsNotFound", "AMIsReady": "True/AMIsReady"}},
 		{"lookup failed", &fleet.Resolution{Name: "default", Err: errors.New("throttled")}, map[string]string{"Ready": "Unknown/ReconcilingDependents"}},

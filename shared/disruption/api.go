@@ -100,6 +100,11 @@ type Inputs struct {
 	// without them: not checked).
 	CurrentSubnets        map[string]map[string]bool
 	CurrentSecurityGroups map[string]map[string]bool
+	// CurrentPlacementGroups are, per EC2NodeClass, the ID of the placement
+	// group its placementGroupSelector resolves to now ("": it names none):
+	// a node whose record's group differs has drifted (a class not listed:
+	// not checked).
+	CurrentPlacementGroups map[string]string
 	// NotReady are the NodePools no replacement may be planned into: their
 	// EC2NodeClass is missing or resolves no subnet, security group or AMI,
 	// so provision leaves them out of its solves too. Their nodes are still

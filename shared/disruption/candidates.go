@@ -179,6 +179,9 @@ func (v *view) drifted(n *nodeInfo) (DriftReason, string) {
 	if why := v.requirementsDrift(n); why != "" {
 		return DriftRequirements, why
 	}
+	if why := v.typeNotFound(n); why != "" {
+		return DriftInstanceTypeNotFound, why
+	}
 	class := v.classes[r.NodeClass]
 	if class == nil && r.NodeClass != "" {
 		return DriftNodeClass, fmt.Sprintf("EC2NodeClass %s no longer exists", r.NodeClass)
@@ -198,7 +201,7 @@ func (v *view) drifted(n *nodeInfo) (DriftReason, string) {
 	if subnets, ok := v.in.CurrentSubnets[r.NodeClass]; ok && len(subnets) > 0 && r.SubnetID != "" && !subnets[r.SubnetID] {
 		return DriftSubnet, fmt.Sprintf("subnet %s is no longer selected by EC2NodeClass %s (now %s)", r.SubnetID, r.NodeClass, sortedKeys(subnets))
 	}
-	return "", ""
+	return v.placementDrifted(n)
 }
 
 // sortedKeys lists a set's members, sorted, comma-separated.

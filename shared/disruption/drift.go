@@ -33,6 +33,12 @@ const (
 	// DriftSubnet: the node's subnet is no longer among those its class
 	// selects.
 	DriftSubnet DriftReason = "SubnetDrift"
+	// DriftPlacementGroup: the node's placement group is not the one its
+	// class's placementGroupSelector resolves to now.
+	DriftPlacementGroup DriftReason = "PlacementGroupDrift"
+	// DriftInstanceTypeNotFound: the node's instance type is no longer
+	// offered in the region (Karpenter's core drift reason).
+	DriftInstanceTypeNotFound DriftReason = "InstanceTypeNotFound"
 )
 
 // drift replaces drifted nodes within their pools' Drifted budgets

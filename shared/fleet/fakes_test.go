@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -42,6 +43,10 @@ type fakeEC2 struct {
 	describeCalls int
 	createLT      []*ec2.CreateLaunchTemplateInput
 	fleets        []*ec2.CreateFleetInput
+
+	// placementGroups answer DescribePlacementGroups.
+	placementGroups []ec2types.PlacementGroup
+	placementCalls  []*ec2.DescribePlacementGroupsInput
 
 	// reservations answers DescribeInstances, one page per element.
 	reservations [][]ec2types.Reservation
@@ -121,6 +126,24 @@ func (f *fakeEC2) DescribeSecurityGroups(_ context.Context, in *ec2.DescribeSecu
 	defer f.mu.Unlock()
 	f.groupCalls = append(f.groupCalls, in)
 	return &ec2.DescribeSecurityGroupsOutput{SecurityGroups: f.groups}, nil
+}
+
+// DescribePlacementGroups answers from placementGroups by ID or name, as
+// EC2 does: an unknown name or ID is an error.
+func (f *fakeEC2) DescribePlacementGroups(_ context.Context, in *ec2.DescribePlacementGroupsInput, _ ...func(*ec2.Options)) (*ec2.DescribePlacementGroupsOutput, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.placementCalls = append(f.placementCalls, in)
+	out := &ec2.DescribePlacementGroupsOutput{}
+	for _, g := range f.placementGroups {
+		if slices.Contains(in.GroupIds, aws.ToString(g.GroupId)) || slices.Contains(in.GroupNames, aws.ToString(g.GroupName)) {
+			out.PlacementGroups = append(out.PlacementGroups, g)
+		}
+	}
+	if len(out.PlacementGroups) == 0 {
+		return nil, &smithy.GenericAPIError{Code: "InvalidPlacementGroup.Unknown", Message: "The Placement Group is unknown"}
+	}
+	return out, nil
 }
 
 func (f *fakeEC2) DescribeImages(_ context.Context, in *ec2.DescribeImagesInput, _ ...func(*ec2.Options)) (*ec2.DescribeImagesOutput, error) {

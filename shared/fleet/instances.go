@@ -38,6 +38,8 @@ type Running struct {
 	// (subnet and security group drift).
 	SubnetID       string
 	SecurityGroups []string
+	// PlacementGroupID is the instance's placement group ("": none).
+	PlacementGroupID string
 }
 
 // Instances lists the instances tagged kubernetes.io/cluster/<cluster>:
@@ -69,6 +71,7 @@ func (l *Launcher) Instances(ctx context.Context) ([]Running, error) {
 				}
 				if i.Placement != nil {
 					run.Zone = aws.ToString(i.Placement.AvailabilityZone)
+					run.PlacementGroupID = aws.ToString(i.Placement.GroupId)
 				}
 				if i.State != nil {
 					run.State = string(i.State.Name)

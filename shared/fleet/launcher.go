@@ -247,15 +247,18 @@ func (l *Launcher) groupByAMI(nc *NodeClass, types []string) ([][]string, []AMI,
 
 // makeTemplates makes (or finds) one launch template per AMI.
 func (l *Launcher) makeTemplates(ctx context.Context, req Request, nc *NodeClass, groups [][]string, images []AMI) ([]templateOverrides, error) {
-	userData, err := l.userData(req)
+	partition := claimPartition(nc.PlacementGroup, req.Claim.Requirements)
+	userData, err := l.userData(withLabels(req, placementLabels(nc.PlacementGroup, partition)))
 	if err != nil {
 		return nil, err
 	}
+	efa := efaOf(req, l.catalog())
 	out := make([]templateOverrides, 0, len(groups))
 	for i, types := range groups {
 		in, err := launchTemplateInput(templateSpec{
 			Cluster: l.cfg.Cluster, NodePool: req.Claim.NodePool, NodeClass: req.NodeClass, AMI: images[i],
 			SecurityGroups: nc.SecurityGroups, InstanceProfile: l.cfg.InstanceProfile, UserData: userData,
+			Networking: templateNetworking{EFA: efa(types[0]), PlacementGroup: nc.PlacementGroup, Partition: partition},
 		})
 		if err != nil {
 			return nil, err
@@ -339,7 +342,7 @@ func (l *Launcher) createFleet(ctx context.Context, p *Plan, in *ec2.CreateFleet
 	for _, g := range got {
 		inst := &Instance{
 			NodeClaim: p.NodeClaim, NodePool: p.NodePool, InstanceID: g.InstanceID, InstanceType: g.InstanceType,
-			Zone: g.Zone, SubnetID: g.SubnetID, SecurityGroups: p.SecurityGroups, CapacityType: g.CapacityType, ImageID: imageOf[g.TemplateName],
+			Zone: g.Zone, SubnetID: g.SubnetID, SecurityGroups: p.SecurityGroups, PlacementGroupID: p.PlacementGroup, CapacityType: g.CapacityType, ImageID: imageOf[g.TemplateName],
 			FleetID: aws.ToString(out.FleetId), PricePerHour: l.price(g.InstanceType, g.Zone, g.CapacityType),
 			Unavailable: refused,
 		}

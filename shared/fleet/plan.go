@@ -53,6 +53,9 @@ type Plan struct {
 	// fleet launches by Order too (capacity-optimized-prioritized, as
 	// Karpenter does).
 	PriceOverlaid bool `json:"priceOverlaid,omitempty"`
+	// PlacementGroup is the ID of the placement group the templates launch
+	// into ("": none; recorded for placement group drift).
+	PlacementGroup string `json:"placementGroup,omitempty"`
 }
 
 // PlannedTemplate is one launch template of a plan.
@@ -96,10 +99,11 @@ func (l *Launcher) Prepare(ctx context.Context, req Request) (*Plan, error) {
 	if len(subnets) == 0 {
 		return nil, fmt.Errorf("EC2NodeClass %s has no subnet in the claim's zones %v (it has %v)", nc.Name, req.Claim.Zones, nc.Zones())
 	}
-	groups, images, err := l.groupByAMI(nc, req.Claim.InstanceTypes)
+	groups, images, err := l.groupByAMI(nc, l.placeable(nc, req.Claim.InstanceTypes))
 	if err != nil {
 		return nil, err
 	}
+	groups, images = splitByEFA(groups, images, efaOf(req, l.catalog()))
 	templates, err := l.makeTemplates(ctx, req, nc, groups, images)
 	if err != nil {
 		return nil, err
@@ -114,6 +118,9 @@ func (l *Launcher) Prepare(ctx context.Context, req Request) (*Plan, error) {
 		Tags: instanceTags(l.cfg.Cluster.Name, req.Claim.NodePool, req.Name, req.NodeClass), Context: req.NodeClass.Spec.Context,
 		SecurityGroups: nc.SecurityGroups, Order: req.Claim.InstanceTypes,
 		PriceOverlaid: req.Claim.PriceOverlaid,
+	}
+	if nc.PlacementGroup != nil {
+		p.PlacementGroup = nc.PlacementGroup.ID
 	}
 	for i, t := range templates {
 		p.Templates = append(p.Templates, PlannedTemplate{Name: t.Name, ImageID: images[i].ID, Types: t.Types})

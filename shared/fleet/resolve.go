@@ -41,7 +41,11 @@ func (l *Launcher) resolve(ctx context.Context, nc *apis.EC2NodeClass) (*NodeCla
 	if len(amis) == 0 {
 		return nil, ErrNoAMI
 	}
-	return &NodeClass{Name: nc.Name, Subnets: subnets, SubnetIDs: subnetIDs, SecurityGroups: sgs, AMIs: amis}, nil
+	pg, err := l.placementGroup(ctx, nc.Spec.PlacementGroupSelector)
+	if err != nil {
+		return nil, err
+	}
+	return &NodeClass{Name: nc.Name, Subnets: subnets, SubnetIDs: subnetIDs, SecurityGroups: sgs, AMIs: amis, PlacementGroup: pg}, nil
 }
 
 // tagFilters turns selector tags into EC2 filters: tag:<key>=<value>, or

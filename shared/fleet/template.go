@@ -36,6 +36,7 @@ type templateSpec struct {
 	SecurityGroups  []string
 	InstanceProfile string
 	UserData        string // base64
+	Networking      templateNetworking
 }
 
 // nodeLabels are the labels a node passes to its kubelet: the claim's
@@ -132,13 +133,7 @@ func launchTemplateInput(s templateSpec) (*ec2.CreateLaunchTemplateInput, error)
 			{ResourceType: ec2types.ResourceTypeNetworkInterface, Tags: tags},
 		},
 	}
-	if nc.Spec.AssociatePublicIPAddress != nil {
-		data.NetworkInterfaces = []ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest{{
-			DeviceIndex: aws.Int32(0), AssociatePublicIpAddress: nc.Spec.AssociatePublicIPAddress, Groups: s.SecurityGroups,
-		}}
-	} else {
-		data.SecurityGroupIds = s.SecurityGroups
-	}
+	applyNetworking(data, nc, s.SecurityGroups, s.Networking)
 	if nc.Spec.EnclaveOptions != nil && nc.Spec.EnclaveOptions.Enabled != nil {
 		data.EnclaveOptions = &ec2types.LaunchTemplateEnclaveOptionsRequest{Enabled: nc.Spec.EnclaveOptions.Enabled}
 	}

@@ -61,6 +61,8 @@ type Instance struct {
 	// Unavailable are offerings the fleet reported without capacity before
 	// it launched this instance: worth caching like those of a failed launch.
 	Unavailable []UnavailableOffering `json:"unavailable,omitempty"`
+	// PlacementGroupID is the placement group it launched into ("": none).
+	PlacementGroupID string `json:"placementGroupID,omitempty"`
 }
 
 // Subnet is a subnet an EC2NodeClass selects.
@@ -97,6 +99,8 @@ type NodeClass struct {
 	SubnetIDs []string
 	// AMIs are sorted by architecture, variant and ID.
 	AMIs []AMI
+	// PlacementGroup is the group placementGroupSelector names (nil: none).
+	PlacementGroup *PlacementGroup `json:",omitempty"`
 }
 
 // Zones returns the zones of the node class's subnets, sorted.

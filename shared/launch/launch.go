@@ -432,7 +432,7 @@ func (l *Launcher) adopt(ctx context.Context, rec *state.NodeClaim, in *fleet.In
 	rec.Phase = state.Launched
 	rec.InstanceID, rec.InstanceType, rec.Zone, rec.CapacityType = in.InstanceID, in.InstanceType, in.Zone, in.CapacityType
 	rec.ImageID, rec.PricePerHour, rec.LaunchedAt = in.ImageID, in.PricePerHour, now
-	rec.SubnetID, rec.SecurityGroups = in.SubnetID, in.SecurityGroups
+	rec.SubnetID, rec.SecurityGroups, rec.PlacementGroupID = in.SubnetID, in.SecurityGroups, in.PlacementGroupID
 	rec.ProviderID = state.ProviderIDFor(in.Zone, in.InstanceID)
 	if c := TypeCapacity(in.InstanceType, l.Catalog, class); c != nil {
 		rec.Capacity = c

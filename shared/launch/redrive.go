@@ -261,6 +261,7 @@ func (t *taggedInstances) of(ctx context.Context, members []*state.NodeClaim) ([
 		out = append(out, &fleet.Instance{
 			NodeClaim: in.NodeClaim, NodePool: in.NodePool, InstanceID: in.InstanceID, InstanceType: in.InstanceType,
 			Zone: in.Zone, CapacityType: in.CapacityType, ImageID: in.ImageID, SubnetID: in.SubnetID, SecurityGroups: in.SecurityGroups,
+			PlacementGroupID: in.PlacementGroupID,
 		})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].InstanceID < out[j].InstanceID })

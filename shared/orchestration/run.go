@@ -360,6 +360,7 @@ func (r *Run) inputs(ctx context.Context) (disruption.Inputs, *provision.View, e
 		Volumes: view.Volumes,
 	}
 	in.CurrentSubnets, in.CurrentSecurityGroups = placements(resolved)
+	in.CurrentPlacementGroups = placementGroups(resolved)
 	if r.Spot != nil {
 		if err := r.Spot.Ensure(ctx); err == nil {
 			in.Spot = r.Spot
@@ -400,6 +401,22 @@ func placements(resolved []fleet.Resolution) (subnets, sgs map[string]map[string
 		subnets[r.Name], sgs[r.Name] = setOf(r.Class.SubnetIDs), setOf(r.Class.SecurityGroups)
 	}
 	return subnets, sgs
+}
+
+// placementGroups are, per resolved class, the ID of the placement group it
+// selects ("": none).
+func placementGroups(resolved []fleet.Resolution) map[string]string {
+	out := map[string]string{}
+	for _, r := range resolved {
+		if r.Err != nil || r.Class == nil {
+			continue
+		}
+		out[r.Name] = ""
+		if pg := r.Class.PlacementGroup; pg != nil {
+			out[r.Name] = pg.ID
+		}
+	}
+	return out
 }
 
 func setOf(ids []string) map[string]bool {

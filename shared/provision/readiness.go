@@ -32,6 +32,9 @@ const (
 	SecurityGroupsNotFound PoolReason = "SecurityGroupsNotFound"
 	// AMINotFound: its amiSelectorTerms select no image.
 	AMINotFound PoolReason = "AMINotFound"
+	// PlacementGroupNotFound: its placementGroupSelector names no available
+	// placement group.
+	PlacementGroupNotFound PoolReason = "PlacementGroupNotFound"
 	// NodeClassNotResolved: looking the class up failed (throttled, denied,
 	// unreachable); the next read looks again.
 	NodeClassNotResolved PoolReason = "NodeClassNotResolved"
@@ -92,6 +95,8 @@ func classReason(name string, known bool, r fleet.Resolution) (PoolReason, strin
 			msg = r.Err.Error()
 		}
 		return AMINotFound, msg
+	case errors.Is(r.Err, fleet.ErrNoPlacementGroup):
+		return PlacementGroupNotFound, fmt.Sprintf("EC2NodeClass %s: %s", name, fleet.ErrNoPlacementGroup)
 	case r.Err != nil:
 		return NodeClassNotResolved, r.Err.Error()
 	case r.Class == nil:
@@ -107,7 +112,8 @@ func classReason(name string, known bool, r fleet.Resolution) (PoolReason, strin
 func ReadyZones(resolved []fleet.Resolution) (zones []string, err error) {
 	var lookups []error
 	for _, r := range resolved {
-		if r.Err != nil && !errors.Is(r.Err, fleet.ErrNoSubnet) && !errors.Is(r.Err, fleet.ErrNoSecurityGroup) && !errors.Is(r.Err, fleet.ErrNoAMI) {
+		if r.Err != nil && !errors.Is(r.Err, fleet.ErrNoSubnet) && !errors.Is(r.Err, fleet.ErrNoSecurityGroup) && !errors.Is(r.Err, fleet.ErrNoAMI) &&
+			!errors.Is(r.Err, fleet.ErrNoPlacementGroup) {
 			lookups = append(lookups, r.Err)
 		}
 		if r.Err != nil || r.Class == nil || len(r.Class.SecurityGroups) == 0 || len(r.Class.AMIs) == 0 {

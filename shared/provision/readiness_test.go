@@ -116,6 +116,7 @@ func TestReadiness(t *testing.T) {
 			want: map[string]PoolReason{"noref": NodeClassNotFound}},
 		{name: "no subnet", pools: pools, resolved: failed(fleet.ErrNoSubnet), want: map[string]PoolReason{"default": SubnetsNotFound}},
 		{name: "no security group", pools: pools, resolved: failed(fleet.ErrNoSecurityGroup), want: map[string]PoolReason{"default": SecurityGroupsNotFound}},
+		{name: "no placement group", pools: pools, resolved: failed(fleet.ErrNoPlacementGroup), want: map[string]PoolReason{"default": PlacementGroupNotFound}},
 		{name: "no AMI", pools: pools, resolved: failed(fmt.Errorf("%w: none of the AMI parameters exists", fleet.ErrNoAMI)),
 			want: map[string]PoolReason{"default": AMINotFound}},
 		{name: "resolved empty", pools: pools, resolved: []fleet.Resolution{{Name: "default", Class: &fleet.NodeClass{Name: "default",

@@ -95,11 +95,26 @@ func (s *solver) newPool(np *apis.NodePool, classes map[string]*apis.EC2NodeClas
 	p.exotic.and(u.exotic)
 	p.types = allowed
 	p.types.andNot(u.exotic)
+	p.dropUnlaunchable(u)
 	p.computeResources(s)
 	p.buildFitIndex(u.n)
 	p.setLimits(s.reg)
 	p.buildCapIndex(u.n)
 	return p
+}
+
+// dropUnlaunchable leaves out the types the pool's EC2NodeClass cannot
+// launch (catalog.InstanceType.Launchable: nested virtualization,
+// connection tracking, EFA-only interfaces).
+func (p *pool) dropUnlaunchable(u *universe) {
+	for _, set := range []bitset{p.types, p.exotic} {
+		set.each(func(t int) bool {
+			if !u.types[t].Launchable(p.settings) {
+				set[t>>6] &^= 1 << (uint(t) & 63)
+			}
+			return true
+		})
+	}
 }
 
 // computeResources fills capacity, daemonset overhead and allocatable for

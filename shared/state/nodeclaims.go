@@ -94,6 +94,10 @@ type NodeClaim struct {
 	ProviderID     string   `json:"providerId,omitempty"`
 	NodeName       string   `json:"nodeName,omitempty"`
 
+	// PlacementGroupID is the placement group it launched into ("": none;
+	// placement group drift).
+	PlacementGroupID string `json:"placementGroupId,omitempty"`
+
 	CreatedAt     time.Time `json:"createdAt"`
 	LaunchedAt    time.Time `json:"launchedAt,omitzero"`
 	RegisteredAt  time.Time `json:"registeredAt,omitzero"`
@@ -122,7 +126,8 @@ type Disruption struct {
 	Since  time.Time `json:"since"`
 	// Drift is, for a drift, how the node drifted: Karpenter's Drifted
 	// condition reason (NodePoolDrifted, RequirementsDrifted, AMIDrift,
-	// SubnetDrift, SecurityGroupDrift, NodeClassDrift).
+	// SubnetDrift, SecurityGroupDrift, NodeClassDrift, PlacementGroupDrift,
+	// InstanceTypeNotFound).
 	Drift string `json:"drift,omitempty"`
 	// Cause and Urgency type the intent (empty in records written before
 	// they existed: Normalize infers them from Action).

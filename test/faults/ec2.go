@@ -171,6 +171,17 @@ func (e *EC2) DescribeSecurityGroups(ctx context.Context, in *ec2.DescribeSecuri
 	return out, err
 }
 
+// DescribePlacementGroups knows no placement group (the suite's classes
+// select none); it can be throttled like the other lookups.
+func (e *EC2) DescribePlacementGroups(ctx context.Context, in *ec2.DescribePlacementGroupsInput, _ ...func(*ec2.Options)) (*ec2.DescribePlacementGroupsOutput, error) {
+	var out *ec2.DescribePlacementGroupsOutput
+	err := e.w.call(ctx, "EC2", "DescribePlacementGroups", []fault{ec2Throttled}, func() error {
+		out = &ec2.DescribePlacementGroupsOutput{}
+		return nil
+	})
+	return out, err
+}
+
 func (e *EC2) DescribeImages(ctx context.Context, in *ec2.DescribeImagesInput, _ ...func(*ec2.Options)) (*ec2.DescribeImagesOutput, error) {
 	var out *ec2.DescribeImagesOutput
 	err := e.w.call(ctx, "EC2", "DescribeImages", []fault{ec2Throttled}, func() error {

@@ -89,6 +89,9 @@ type Front struct {
 	removed   map[[2]string]bool     // (type, zone) not offered (RemoveOffering)
 	closed    bool
 	wg        sync.WaitGroup
+
+	// placement are the placement groups by name (placement.go; under mu).
+	placement map[string]placementGroup
 }
 
 // New makes a Front; Start begins serving.
@@ -257,6 +260,8 @@ func (f *Front) handle(w http.ResponseWriter, r *http.Request, req request) bool
 		f.assumeRole(w, r, req)
 	case req.form != nil && req.action == "CreateFleet" && req.form.Get("Type") == "instant":
 		f.createFleet(w, r, req)
+	case req.form != nil && (req.action == "DescribePlacementGroups" || req.action == "CreatePlacementGroup" || req.action == "DeletePlacementGroup"):
+		f.placementGroups(w, req)
 	case req.form != nil && req.action == "DescribeSpotPriceHistory":
 		f.describeSpotPriceHistory(w, req)
 	case req.target == "AmazonSSM.GetParameter" || req.target == "AmazonSSM.GetParameters":

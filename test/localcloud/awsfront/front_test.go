@@ -257,3 +257,37 @@ func FuzzParseFleetRequest(f *testing.F) {
 		}
 	})
 }
+
+// moto has no placement groups: the front keeps them, and answers as EC2
+// does (by name or ID, unknown ones refused, the state filter honoured).
+func TestPlacementGroups(t *testing.T) {
+	f, stub := newTestFront(t)
+	c := f.ec2Client()
+	ctx := context.Background()
+	id := f.AddPlacementGroup("training", "cluster", 0)
+	if _, err := c.CreatePlacementGroup(ctx, &ec2.CreatePlacementGroupInput{GroupName: aws.String("shards"), Strategy: ec2types.PlacementStrategyPartition, PartitionCount: aws.Int32(3)}); err != nil {
+		t.Fatal(err)
+	}
+	available := []ec2types.Filter{{Name: aws.String("state"), Values: []string{"available"}}}
+	out, err := c.DescribePlacementGroups(ctx, &ec2.DescribePlacementGroupsInput{GroupIds: []string{id}, Filters: available})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.PlacementGroups) != 1 || aws.ToString(out.PlacementGroups[0].GroupName) != "training" || out.PlacementGroups[0].Strategy != ec2types.PlacementStrategyCluster {
+		t.Errorf("by ID: %+v", out.PlacementGroups)
+	}
+	out, err = c.DescribePlacementGroups(ctx, &ec2.DescribePlacementGroupsInput{GroupNames: []string{"shards"}, Filters: available})
+	if err != nil || len(out.PlacementGroups) != 1 || aws.ToInt32(out.PlacementGroups[0].PartitionCount) != 3 {
+		t.Errorf("by name: %+v, %v", out, err)
+	}
+	if _, err := c.DeletePlacementGroup(ctx, &ec2.DeletePlacementGroupInput{GroupName: aws.String("shards")}); err != nil {
+		t.Fatal(err)
+	}
+	var ae smithy.APIError
+	if _, err := c.DescribePlacementGroups(ctx, &ec2.DescribePlacementGroupsInput{GroupNames: []string{"shards"}}); !errors.As(err, &ae) || ae.ErrorCode() != "InvalidPlacementGroup.Unknown" {
+		t.Errorf("a deleted group: %v, want InvalidPlacementGroup.Unknown", err)
+	}
+	if len(stub.forms) != 0 {
+		t.Errorf("placement group calls reached moto: %v", stub.forms)
+	}
+}
