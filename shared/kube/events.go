@@ -242,7 +242,7 @@ func (r *Recorder) nodeClaimUID(ctx context.Context, ref ObjectRef, now time.Tim
 	if ok && now.Sub(k.at) < uidTTL {
 		return k.uid
 	}
-	raw, err := rawResult(r.c.core.Get().AbsPath(nodeClaimsPath + "/" + ref.Name).SetHeader("Accept", "application/json").Do(ctx))
+	raw, err := rawResult(r.c.core.Get().AbsPath(nodeClaimsPath+"/"+ref.Name).SetHeader("Accept", "application/json").Do(ctx))
 	if err != nil {
 		r.opts.Log.Debug("event names its NodeClaim without a UID", "nodeClaim", ref.Name, "error", err)
 		return ""
