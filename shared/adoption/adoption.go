@@ -77,9 +77,11 @@ const (
 
 // Skip is one of Karpenter's instances left alone, with why.
 type Skip struct {
-	Instance, NodeClaim, NodePool string
-	Reason                        Reason
-	Message                       string
+	Instance  string `json:"instance"`
+	NodeClaim string `json:"nodeClaim"`
+	NodePool  string `json:"nodePool"`
+	Reason    Reason `json:"reason"`
+	Message   string `json:"message"`
 }
 
 // Plan is what adoption decides: the records to write, sorted by name,

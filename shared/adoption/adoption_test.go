@@ -103,7 +103,9 @@ func TestDecide(t *testing.T) {
 			name:      "an initialized node with its NodeClaim becomes an initialized record",
 			instances: []fleet.Running{karpenterInstance("i-k1", "web-abcde", "web")},
 			nodes:     []*corev1.Node{readyNode("ip-10-0-1-1", "i-k1", false)},
-			objects:   func(t *testing.T) []*nodeclaim.NodeClaim { return []*nodeclaim.NodeClaim{karpenterNodeClaim(t, "web-abcde", "web", initCond)} },
+			objects: func(t *testing.T) []*nodeclaim.NodeClaim {
+				return []*nodeclaim.NodeClaim{karpenterNodeClaim(t, "web-abcde", "web", initCond)}
+			},
 			check: func(t *testing.T, p Plan) {
 				if len(p.Adopt) != 1 || len(p.Skip) != 0 {
 					t.Fatalf("plan %+v", p)
@@ -169,9 +171,13 @@ func TestDecide(t *testing.T) {
 			},
 		},
 		{
-			name:      "stopped, name taken, NodeClaim being deleted",
-			instances: func() []fleet.Running { s := karpenterInstance("i-s", "web-s", "web"); s.State = "stopped"; return []fleet.Running{s, karpenterInstance("i-t", "web-t", "web"), karpenterInstance("i-d", "web-d", "web")} }(),
-			records:   []*state.NodeClaim{{Name: "web-t", InstanceID: "i-elsewhere"}},
+			name: "stopped, name taken, NodeClaim being deleted",
+			instances: func() []fleet.Running {
+				s := karpenterInstance("i-s", "web-s", "web")
+				s.State = "stopped"
+				return []fleet.Running{s, karpenterInstance("i-t", "web-t", "web"), karpenterInstance("i-d", "web-d", "web")}
+			}(),
+			records: []*state.NodeClaim{{Name: "web-t", InstanceID: "i-elsewhere"}},
 			objects: func(t *testing.T) []*nodeclaim.NodeClaim {
 				d := karpenterNodeClaim(t, "web-d", "web")
 				d.DeletionTimestamp = &metav1.Time{Time: now}
