@@ -96,8 +96,8 @@ type Plan struct {
 // hash, so Nodewright's drift sees it too.
 const DriftedBeforeAdoption = "drifted-before-adoption"
 
-// ReasonPrefix starts the Reason of every adopted record (`nodewright
-// status` and the reports show it).
+// ReasonPrefix starts the Reason of every adopted record, for people
+// (code reads the record's AdoptedAt).
 const ReasonPrefix = "adopted from Karpenter"
 
 // Karpenters reports whether an instance is one Karpenter launched: its
@@ -166,7 +166,7 @@ func record(in Input, inst fleet.Running, n *corev1.Node, obj *nodeclaim.NodeCla
 		InstanceID: inst.InstanceID, InstanceType: inst.InstanceType, Zone: inst.Zone, CapacityType: inst.CapacityType,
 		ImageID: inst.ImageID, SubnetID: inst.SubnetID, SecurityGroups: inst.SecurityGroups,
 		ProviderID: state.ProviderIDFor(inst.Zone, inst.InstanceID),
-		CreatedAt:  inst.LaunchTime, LaunchedAt: inst.LaunchTime,
+		CreatedAt:  inst.LaunchTime, LaunchedAt: inst.LaunchTime, AdoptedAt: in.Now,
 	}
 	rec.NodeClass = nodeClass(pool, n, obj)
 	rec.Claim = claim(rec, pool, obj)

@@ -114,7 +114,7 @@ func TestDecide(t *testing.T) {
 				if r.Name != "web-abcde" || r.NodePool != "web" || r.NodeClass != "web-class" || r.Phase != state.Initialized ||
 					r.InstanceID != "i-k1" || r.InstanceType != "m5.large" || r.Zone != "us-east-1a" || r.CapacityType != apis.CapacityTypeSpot ||
 					r.NodeName != "ip-10-0-1-1" || r.ProviderID != "aws:///us-east-1a/i-k1" || !r.LaunchedAt.Equal(launched) ||
-					!r.InitializedAt.Equal(initializedAt) || r.ImageID != "ami-1" || r.SubnetID != "subnet-a" {
+					!r.InitializedAt.Equal(initializedAt) || !r.AdoptedAt.Equal(now) || r.ImageID != "ami-1" || r.SubnetID != "subnet-a" {
 					t.Fatalf("record %+v", r)
 				}
 				if r.NodePoolHash != pools()["web"].Hash() || r.NodeClassHash != class.Hash() {
