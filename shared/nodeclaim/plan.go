@@ -40,7 +40,9 @@ func (p Plan) Empty() bool {
 // object without a record really has none). The spec is never changed (it
 // is immutable, as in Karpenter); a condition whose status and reason are
 // unchanged keeps its transition time. Objects that are not Nodewright's
-// (Karpenter's, during a migration) are left alone. Pure; sorted by name.
+// (Karpenter's, during a migration) are left alone unless a record has
+// their name (an adopted node's): then they become Nodewright's. Pure;
+// sorted by name.
 func PlanSync(desired, current []*NodeClaim) Plan {
 	var p Plan
 	cur := map[string]*NodeClaim{}

@@ -24,9 +24,8 @@ package faults
 // Defect 5's race window is a few calls wide: the corpus
 // (faults_test.go) keeps seeds 136 and 271, which found it, in the bounded
 // set; now that the fixes changed the flows' calls they are two more
-// random schedules. The repair scenario (issue 21) made the scenarios six,
-// and the adoption scenario (issue 21) seven, so a seed's scenario (seed
-// mod seven) changed for every corpus seed too.
+// random schedules. The repair and adoption scenarios (issue 21) made them
+// seven, so a seed's scenario (seed mod seven) changed for every corpus seed.
 
 import (
 	"context"
@@ -522,13 +521,7 @@ var scenarios = []scenario{
 			return f.interruption(msg)(ctx)
 		})}
 	}},
-	{"adoption-with-sweep-and-consolidation", func(f *flows) []*invocation {
-		// Karpenter is gone, leaving two nodes of the configured pool: two
-		// sweeps race to adopt them while consolidation ticks.
-		f.karpenterNodes(2)
-		f.w.tick()
-		return []*invocation{f.inv("sweep", f.provision(true)), f.inv("sweep", f.provision(true)), f.inv("consolidation", f.consolidation())}
-	}},
+	{"adoption-with-sweep-and-consolidation", (*flows).adoptionRace},
 	{"sweep-with-provision", func(f *flows) []*invocation {
 		f.foreignNode()
 		f.workload("late-", 3, 0)

@@ -105,3 +105,12 @@ func (f *flows) karpenterNodes(n int) {
 		w.adoptable[id] = true
 	}
 }
+
+// adoptionRace is the adoption scenario: Karpenter is gone, leaving two
+// nodes of the configured pool; two sweeps race to adopt them while
+// consolidation ticks.
+func (f *flows) adoptionRace() []*invocation {
+	f.karpenterNodes(2)
+	f.w.tick()
+	return []*invocation{f.inv("sweep", f.provision(true)), f.inv("sweep", f.provision(true)), f.inv("consolidation", f.consolidation())}
+}
