@@ -70,9 +70,6 @@ const (
 	NameTaken Reason = "NameTaken"
 	// NotRunning: the instance is stopping, stopped or shutting down.
 	NotRunning Reason = "NotRunning"
-	// NodeClaimDeleting: its NodeClaim object is being deleted (Karpenter
-	// was terminating it); left for whoever deleted it.
-	NodeClaimDeleting Reason = "NodeClaimDeleting"
 )
 
 // Skip is one of Karpenter's instances left alone, with why.
@@ -107,7 +104,10 @@ func Karpenters(in fleet.Running) bool {
 }
 
 // Decide returns the plan. Instances already claimed by a record are not
-// candidates.
+// candidates. A node whose NodeClaim object is being deleted (Karpenter
+// was to terminate it) is adopted too: the sweep then carries the
+// deletion out through the termination path, as for `kubectl delete
+// nodeclaim`.
 func Decide(in Input) Plan {
 	claimed := map[string]bool{}
 	named := map[string]string{}
@@ -144,8 +144,6 @@ func Decide(in Input) Plan {
 				inst.NodePool, inst.NodeClaim, inst.InstanceID)
 		case taken:
 			skip(NameTaken, "a record of instance %s is named %s", named[inst.NodeClaim], inst.NodeClaim)
-		case obj != nil && obj.DeletionTimestamp != nil:
-			skip(NodeClaimDeleting, "NodeClaim %s is being deleted", inst.NodeClaim)
 		default:
 			p.Adopt = append(p.Adopt, record(in, inst, nodeOf[inst.InstanceID], obj))
 		}

@@ -188,7 +188,7 @@ func TestDecide(t *testing.T) {
 				for _, s := range p.Skip {
 					got[s.Instance] = s.Reason
 				}
-				if len(p.Adopt) != 0 || got["i-s"] != NotRunning || got["i-t"] != NameTaken || got["i-d"] != NodeClaimDeleting {
+				if len(p.Adopt) != 1 || p.Adopt[0].InstanceID != "i-d" || got["i-s"] != NotRunning || got["i-t"] != NameTaken || len(got) != 2 {
 					t.Fatalf("plan %+v", p)
 				}
 			},

@@ -58,8 +58,14 @@ func PlanSync(desired, current []*NodeClaim) Plan {
 			continue
 		}
 		u := Update{Name: d.Name}
-		if c.DeletionTimestamp == nil {
+		switch {
+		case c.DeletionTimestamp == nil:
 			u.Meta = metaChange(d, c)
+		case !c.Managed():
+			// An adopted node's object Karpenter was deleting: labelled
+			// Nodewright's, its deletion is carried out (Deleted) and its
+			// finalizer released.
+			u.Meta = &metav1.ObjectMeta{Labels: map[string]string{LabelManagedBy: d.Labels[LabelManagedBy]}}
 		}
 		st := d.Status
 		st.Conditions = keepTransitions(st.Conditions, c.Status.Conditions)

@@ -146,7 +146,7 @@ func (spotPrices) Ensure(context.Context) error { return nil }
 // newWorld builds AWS and the cluster for a seed.
 func newWorld(sim *Sim, cfg config) *World {
 	w := &World{clock: sim.clock, began: sim.clock.Now(), sim: sim, catalog: cfg.cat, settings: catalog.SettingsFor(cfg.classes[0]),
-		warned: map[string]time.Time{}, unhealthy: map[string]time.Time{}, foreign: map[string]bool{}, adoptable: map[string]bool{}, static: map[string]int{}, limits: map[string]int64{"batch": 8000}, seen: map[string]bool{}}
+		warned: map[string]time.Time{}, unhealthy: map[string]time.Time{}, foreign: map[string]bool{}, adoptable: map[string]bool{}, karpenterDeleting: map[string]bool{}, static: map[string]int{}, limits: map[string]int64{"batch": 8000}, seen: map[string]bool{}}
 	sim.world = w
 	w.dynamo = newDynamo(w)
 	w.ec2 = newEC2(w, st.Zones())

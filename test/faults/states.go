@@ -62,7 +62,8 @@ func (f *flows) unhealthy(instanceID string, ago time.Duration) {
 // karpenterNodes are n nodes Karpenter launched into the configured
 // NodePool "default" before the switch (no managed-by tag; its tags, its
 // Node labels and finalizer, its NodeClaim objects), each running one pod;
-// Karpenter's controller is gone, so the sweeps adopt them.
+// Karpenter's controller is gone, so the sweeps adopt them. The last one's
+// NodeClaim was being deleted: its deletion is Nodewright's to carry out.
 func (f *flows) karpenterNodes(n int) {
 	w := f.w
 	for i := range n {
@@ -101,6 +102,10 @@ func (f *flows) karpenterNodes(n int) {
 		w.kube.gen++
 		meta := obj["metadata"].(map[string]any)
 		meta["uid"], meta["resourceVersion"] = fmt.Sprintf("uid-%d", w.kube.gen), fmt.Sprint(w.kube.gen)
+		if i == n-1 {
+			meta["deletionTimestamp"] = w.clock.Now().UTC().Format(time.RFC3339)
+			w.karpenterDeleting[id] = true
+		}
 		w.kube.claims[name] = obj
 		w.adoptable[id] = true
 	}

@@ -50,6 +50,9 @@ type World struct {
 	// adoptable are instances Karpenter launched into a configured
 	// NodePool before the switch: Nodewright adopts them (invariant 13).
 	adoptable map[string]bool
+	// karpenterDeleting are those of them whose NodeClaim Karpenter was
+	// deleting: they are to go through the termination path.
+	karpenterDeleting map[string]bool
 	// limits are the NodePools' CPU limits (millicores).
 	limits map[string]int64
 	// static are the static NodePools' replicas (their limits.nodes too).
@@ -423,8 +426,13 @@ func (w *World) settled(registration, redrive time.Duration) {
 		}
 	}
 	for _, id := range slices.Sorted(maps.Keys(w.adoptable)) {
-		if w.ec2.instances[id].live() && !claimed[id] {
+		switch live := w.ec2.instances[id].live(); {
+		case live && w.karpenterDeleting[id]:
+			w.violate("13.deletion", "instance %s, whose NodeClaim Karpenter was deleting, still runs", id)
+		case live && !claimed[id]:
 			w.violate("13.leak", "instance %s, launched by Karpenter into a configured NodePool, still runs with no record", id)
+		case !live && objs[w.ec2.instances[id].Tags[names.TagKeyNodeClaim]] != nil:
+			w.violate("13.released", "instance %s is gone, its NodeClaim object %s is still held", id, w.ec2.instances[id].Tags[names.TagKeyNodeClaim])
 		}
 	}
 	w.checkFigures()
