@@ -144,6 +144,8 @@ type statusRow struct {
 	// Drift is, for a drifted node, how it drifted (Karpenter's Drifted
 	// condition reason: SubnetDrift, AMIDrift...).
 	Drift string `json:"drift,omitempty"`
+	// Adopted: the node was Karpenter's, adopted by a sweep.
+	Adopted bool `json:"adoptedFromKarpenter,omitempty"`
 }
 
 type poolTotals struct {
@@ -201,6 +203,7 @@ func rowOf(r *state.NodeClaim, now time.Time) statusRow {
 	if !r.CreatedAt.IsZero() && now.After(r.CreatedAt) {
 		row.AgeSeconds = int64(now.Sub(r.CreatedAt) / time.Second)
 	}
+	row.Adopted = !r.AdoptedAt.IsZero()
 	if d := r.Disruption; d != nil {
 		row.Disruption = d.Action
 		if d.Reason != "" {
@@ -233,6 +236,9 @@ func (r *statusReport) write(w io.Writer) error {
 	fmt.Fprintln(tw, "NODECLAIM\tNODEPOOL\tINSTANCE TYPE\tZONE\tCAPACITY\tPRICE/H\tAGE\tNODE\tPHASE")
 	for _, n := range r.NodeClaims {
 		phase := string(n.Phase)
+		if n.Adopted {
+			phase += ", adopted from Karpenter"
+		}
 		if n.Disruption != "" {
 			phase += " (" + n.Disruption + ")"
 		}

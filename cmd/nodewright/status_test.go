@@ -327,3 +327,18 @@ func TestStatusShowsDriftReason(t *testing.T) {
 		t.Errorf("exit %d, %v, report %+v %s", code, err, rep, stderr)
 	}
 }
+
+// A node adopted from Karpenter says so, in the table and the JSON.
+func TestStatusShowsAdoptedNodes(t *testing.T) {
+	recs := []*state.NodeClaim{{Name: "default-k1", NodePool: "default", Phase: state.Initialized, InstanceType: "m5.large", Zone: "us-east-1a",
+		CapacityType: "spot", NodeName: "ip-10-0-0-5", InstanceID: "i-5", CreatedAt: t0.Add(-time.Hour), AdoptedAt: t0.Add(-time.Minute)}}
+	code, stdout, stderr, _ := runState(t, &fakeState{records: recs}, "status", "-table", "tbl", "-cluster", "demo")
+	if code != exitOK || !strings.Contains(stdout, "initialized, adopted from Karpenter") {
+		t.Errorf("exit %d, stdout:\n%s%s", code, stdout, stderr)
+	}
+	code, stdout, stderr, _ = runState(t, &fakeState{records: recs}, "status", "-table", "tbl", "-cluster", "demo", "-o", "json")
+	var rep statusReport
+	if err := json.Unmarshal([]byte(stdout), &rep); code != exitOK || err != nil || len(rep.NodeClaims) != 1 || !rep.NodeClaims[0].Adopted {
+		t.Errorf("exit %d, %v, report %+v %s", code, err, rep, stderr)
+	}
+}

@@ -735,3 +735,43 @@ func btoi(b bool) int {
 	}
 	return 0
 }
+
+// TestControllerPolicyReachesAdoptedInstances: the nodes adopted from
+// Karpenter are not tagged (package adoption), so the statement that
+// terminates instances must match the tags Karpenter puts on its own:
+// every condition on the resource's tags is met by them, none asks for
+// Nodewright's managed-by tag.
+func TestControllerPolicyReachesAdoptedInstances(t *testing.T) {
+	s := defaultStack(t)
+	st := statements(t, s.one(t, "AWS::IAM::ManagedPolicy", "ControllerPolicy")["PolicyDocument"])
+	karpenters := map[string]string{ // as Karpenter v1 tags an instance of cluster demo-cluster
+		"kubernetes.io/cluster/demo-cluster": "owned", "eks:eks-cluster-name": "demo-cluster",
+		"karpenter.sh/nodepool": "default", "karpenter.sh/nodeclaim": "default-abcde", "karpenter.k8s.aws/ec2nodeclass": "default",
+	}
+	del := st["AllowScopedDeletion"]
+	if !strings.Contains(js(del["Action"]), "ec2:TerminateInstances") {
+		t.Fatalf("AllowScopedDeletion: actions %s", js(del["Action"]))
+	}
+	conds, _ := del["Condition"].(map[string]any)
+	if len(conds) == 0 {
+		t.Fatal("AllowScopedDeletion has no condition: the test would prove nothing")
+	}
+	for op, kv := range conds {
+		for key, want := range kv.(map[string]any) {
+			tag, ok := strings.CutPrefix(key, "aws:ResourceTag/")
+			if !ok {
+				t.Errorf("%s %s: not a resource tag condition", op, key)
+				continue
+			}
+			got, has := karpenters[tag]
+			switch {
+			case op == "StringEquals" && (!has || got != want):
+				t.Errorf("%s %s=%v: Karpenter's instance has %q", op, key, want, got)
+			case op == "StringLike" && want == "*" && !has:
+				t.Errorf("%s %s: Karpenter's instance lacks the tag", op, key)
+			case op != "StringEquals" && !(op == "StringLike" && want == "*"):
+				t.Errorf("condition %s %s=%v: not understood by this test", op, key, want)
+			}
+		}
+	}
+}

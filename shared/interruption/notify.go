@@ -61,7 +61,7 @@ func (h *Handler) notify(ctx context.Context, in trigger.Interruption, rec *stat
 }
 
 // onBoth records one event on the Node (when there is one) and on the
-// record's NodeClaim (named without a UID: an interruption reads no
+// record's NodeClaim (named by its record: an interruption reads no
 // NodeClaim object).
 func (h *Handler) onBoth(ctx context.Context, rec *state.NodeClaim, node *corev1.Node, eventType string, reason EventReason, msg string) {
 	if node != nil {

@@ -14,6 +14,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nodewright/nodewright/shared/nodeclaim"
 )
 
 // ObjectRef names the object an Event is about.
@@ -64,7 +66,18 @@ type Recorder struct {
 	counts  map[string]int32 // event name -> last count written
 	buckets map[string]*rate.Limiter
 	dropped int
+	uids    map[string]knownUID // NodeClaim name -> its object's UID
 }
+
+// knownUID is a NodeClaim's UID as read at a time.
+type knownUID struct {
+	uid types.UID
+	at  time.Time
+}
+
+// uidTTL is how long a NodeClaim's UID is taken as read: a NodeClaim
+// deleted and created again under its name has another.
+const uidTTL = 10 * time.Minute
 
 // NewRecorder returns a Recorder writing through c.
 func NewRecorder(c *Client, opts RecorderOptions) *Recorder {
@@ -83,7 +96,7 @@ func NewRecorder(c *Client, opts RecorderOptions) *Recorder {
 	if opts.Log == nil {
 		opts.Log = slog.Default()
 	}
-	return &Recorder{c: c, opts: opts, counts: map[string]int32{}, buckets: map[string]*rate.Limiter{}}
+	return &Recorder{c: c, opts: opts, counts: map[string]int32{}, buckets: map[string]*rate.Limiter{}, uids: map[string]knownUID{}}
 }
 
 // Dropped is how many events the rate limit has dropped.
@@ -115,9 +128,10 @@ func (r *Recorder) Event(ctx context.Context, ref ObjectRef, eventType, reason, 
 	if ns == "" {
 		ns = metav1.NamespaceDefault // where cluster-scoped objects' events go
 	}
-	name := eventName(ref, eventType, reason, message)
 	ctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
 	defer cancel()
+	ref.UID = r.nodeClaimUID(ctx, ref, now)
+	name := eventName(ref, eventType, reason, message)
 
 	r.mu.Lock()
 	count, known := r.counts[name]
@@ -211,4 +225,34 @@ func eventName(ref ObjectRef, eventType, reason, message string) string {
 		name = name[:200]
 	}
 	return fmt.Sprintf("%s.%016x", name, h.Sum64())
+}
+
+// nodeClaimUID is ref's UID, read from the API server when ref names a
+// NodeClaim without one (the flows that read no NodeClaim object name it
+// by its record): an event without the UID is not listed by `kubectl
+// describe nodeclaim`. Each name is read once per uidTTL; a NodeClaim that
+// cannot be read is named as it was.
+func (r *Recorder) nodeClaimUID(ctx context.Context, ref ObjectRef, now time.Time) types.UID {
+	if ref.UID != "" || ref.Kind != nodeclaim.Kind || ref.APIVersion != nodeclaim.APIVersion || ref.Name == "" {
+		return ref.UID
+	}
+	r.mu.Lock()
+	k, ok := r.uids[ref.Name]
+	r.mu.Unlock()
+	if ok && now.Sub(k.at) < uidTTL {
+		return k.uid
+	}
+	raw, err := rawResult(r.c.core.Get().AbsPath(nodeClaimsPath+"/"+ref.Name).SetHeader("Accept", "application/json").Do(ctx))
+	if err != nil {
+		r.opts.Log.Debug("event names its NodeClaim without a UID", "nodeClaim", ref.Name, "error", err)
+		return ""
+	}
+	var meta metav1.PartialObjectMetadata
+	if err := json.Unmarshal(raw, &meta); err != nil || meta.UID == "" {
+		return ""
+	}
+	r.mu.Lock()
+	r.uids[ref.Name] = knownUID{uid: meta.UID, at: now}
+	r.mu.Unlock()
+	return meta.UID
 }

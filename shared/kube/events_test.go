@@ -102,3 +102,49 @@ func TestRecorderRateLimit(t *testing.T) {
 		t.Fatalf("a's bucket did not refill: %d writes", len(f.calls))
 	}
 }
+
+// An event about a NodeClaim named without its UID (the interruption,
+// termination and consolidation flows read no NodeClaim object) gets the
+// object's UID, read once per name, so that `kubectl describe nodeclaim`
+// lists it; a NodeClaim that does not exist is named as it was.
+func TestRecorderNodeClaimEventsNameTheUID(t *testing.T) {
+	f := &recorder{}
+	f.handle = func(w http.ResponseWriter, r *http.Request, n int) {
+		switch {
+		case r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/nodeclaims/default-abc"):
+			_, _ = w.Write([]byte(`{"kind":"NodeClaim","apiVersion":"karpenter.sh/v1","metadata":{"name":"default-abc","uid":"nc-uid-1"}}`))
+		case r.Method == http.MethodGet:
+			writeStatus(w, 404, metav1.StatusReasonNotFound, "not found")
+		default:
+			w.WriteHeader(201)
+			_, _ = w.Write([]byte(`{"kind":"Event","apiVersion":"v1","metadata":{"name":"e"}}`))
+		}
+	}
+	rec := NewRecorder(newClient(t, f), RecorderOptions{})
+	ctx := context.Background()
+	claim := ObjectRef{APIVersion: "karpenter.sh/v1", Kind: "NodeClaim", Name: "default-abc"}
+	for _, msg := range []string{"one", "two"} {
+		if err := rec.Event(ctx, claim, corev1.EventTypeWarning, "SpotInterrupted", msg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := rec.Event(ctx, ObjectRef{APIVersion: "karpenter.sh/v1", Kind: "NodeClaim", Name: "gone"}, corev1.EventTypeNormal, "R", "m"); err != nil {
+		t.Fatal(err)
+	}
+	var uids []string
+	gets := 0
+	for i, c := range f.calls {
+		if strings.HasPrefix(c, "GET ") {
+			gets++
+			continue
+		}
+		var ev corev1.Event
+		if err := decodeBody(f.bodies[i], &ev); err != nil {
+			t.Fatal(err)
+		}
+		uids = append(uids, string(ev.InvolvedObject.UID))
+	}
+	if want := []string{"nc-uid-1", "nc-uid-1", ""}; strings.Join(uids, ",") != strings.Join(want, ",") || gets != 2 {
+		t.Fatalf("involved UIDs %q with %d reads (calls %v); want %q with 2 (one per name)", uids, gets, f.calls, want)
+	}
+}

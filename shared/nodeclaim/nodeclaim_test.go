@@ -254,3 +254,49 @@ func TestEnsureWithoutCRD(t *testing.T) {
 		t.Errorf("Ensure without the CRD: %v, want ErrNotInstalled", err)
 	}
 }
+
+// A record adopted from Karpenter takes its NodeClaim object over: the
+// object keeps its spec and Karpenter's finalizer, and gets Nodewright's
+// label and the record's status.
+func TestPlanSyncTakesOverAdoptedObject(t *testing.T) {
+	rec := record(state.Initialized)
+	now := t0.Add(3 * time.Minute)
+	theirs := roundTrip(t, Desired(Input{Record: rec, Pool: pool(), Now: now}))
+	delete(theirs.Labels, LabelManagedBy)
+	theirs.Status.Conditions = nil
+	if theirs.Managed() {
+		t.Fatal("Karpenter's object reads as Nodewright's")
+	}
+	p := PlanSync([]*NodeClaim{Desired(Input{Record: rec, Pool: pool(), Now: now})}, []*NodeClaim{theirs})
+	if len(p.Create)+len(p.Delete)+len(p.Release) != 0 || len(p.Update) != 1 {
+		t.Fatalf("plan %+v: want one update of Karpenter's object", p)
+	}
+	u := p.Update[0]
+	if u.Meta == nil || u.Meta.Labels[LabelManagedBy] == "" || u.Meta.Finalizers != nil || u.Status == nil || len(u.Status.Conditions) == 0 {
+		t.Errorf("update %+v: want Nodewright's label (the finalizer kept as it is) and the record's status", u)
+	}
+}
+
+// An adopted node's object that Karpenter was deleting is labelled
+// Nodewright's (only the label: no finalizer is added to an object being
+// deleted), so that its deletion is carried out and its finalizer
+// released.
+func TestPlanSyncLabelsAnAdoptedObjectBeingDeleted(t *testing.T) {
+	rec := record(state.Initialized)
+	now := t0.Add(3 * time.Minute)
+	theirs := roundTrip(t, Desired(Input{Record: rec, Pool: pool(), Now: now}))
+	delete(theirs.Labels, LabelManagedBy)
+	theirs.DeletionTimestamp = &metav1.Time{Time: now}
+	if got := Deleted([]*NodeClaim{theirs}); len(got) != 0 {
+		t.Fatalf("Karpenter's object being deleted is taken as Nodewright's: %v", got)
+	}
+	p := PlanSync([]*NodeClaim{Desired(Input{Record: rec, Pool: pool(), Now: now})}, []*NodeClaim{theirs})
+	if len(p.Update) != 1 || p.Update[0].Meta == nil || p.Update[0].Meta.Labels[LabelManagedBy] == "" ||
+		p.Update[0].Meta.Finalizers != nil || p.Update[0].Meta.OwnerReferences != nil {
+		t.Fatalf("plan %+v: want the label alone written", p)
+	}
+	theirs.Labels[LabelManagedBy] = p.Update[0].Meta.Labels[LabelManagedBy]
+	if got := Deleted([]*NodeClaim{theirs}); len(got) != 1 {
+		t.Errorf("labelled, its deletion is not carried out: %v", got)
+	}
+}

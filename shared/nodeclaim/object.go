@@ -19,7 +19,8 @@ const (
 const (
 	// LabelManagedBy (value names.TagValueManagedBy) marks the NodeClaims
 	// Nodewright keeps: Karpenter's own, during a migration, are left
-	// alone.
+	// alone until their node is adopted (package adoption), when the
+	// record's object takes the label.
 	LabelManagedBy = "nodewright.io/managed-by"
 )
 

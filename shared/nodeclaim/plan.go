@@ -40,7 +40,9 @@ func (p Plan) Empty() bool {
 // object without a record really has none). The spec is never changed (it
 // is immutable, as in Karpenter); a condition whose status and reason are
 // unchanged keeps its transition time. Objects that are not Nodewright's
-// (Karpenter's, during a migration) are left alone. Pure; sorted by name.
+// (Karpenter's, during a migration) are left alone unless a record has
+// their name (an adopted node's): then they become Nodewright's. Pure;
+// sorted by name.
 func PlanSync(desired, current []*NodeClaim) Plan {
 	var p Plan
 	cur := map[string]*NodeClaim{}
@@ -56,8 +58,14 @@ func PlanSync(desired, current []*NodeClaim) Plan {
 			continue
 		}
 		u := Update{Name: d.Name}
-		if c.DeletionTimestamp == nil {
+		switch {
+		case c.DeletionTimestamp == nil:
 			u.Meta = metaChange(d, c)
+		case !c.Managed():
+			// An adopted node's object Karpenter was deleting: labelled
+			// Nodewright's, its deletion is carried out (Deleted) and its
+			// finalizer released.
+			u.Meta = &metav1.ObjectMeta{Labels: map[string]string{LabelManagedBy: d.Labels[LabelManagedBy]}}
 		}
 		st := d.Status
 		st.Conditions = keepTransitions(st.Conditions, c.Status.Conditions)

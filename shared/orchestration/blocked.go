@@ -48,8 +48,8 @@ func (r *Run) notDisruptedEvents(ctx context.Context, rep disruption.Report, rec
 
 // nodeEvents records reason on each node of nodes, and on its NodeClaim,
 // with its message, sorted by node, unless recorded within eventDedupe.
-// The NodeClaim's event names it without a UID: looking each object up
-// would cost a call per node every 15 minutes (see docs/reference/events.md).
+// The NodeClaim is named by its record; the event recorder reads its UID
+// (once per NodeClaim, cached) so that `kubectl describe nodeclaim` lists it.
 func (r *Run) nodeEvents(ctx context.Context, reason EventReason, nodes, claims map[string]string, now time.Time) {
 	for _, node := range slices.Sorted(maps.Keys(nodes)) {
 		msg := nodes[node]

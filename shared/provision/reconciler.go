@@ -173,8 +173,9 @@ type Reconciler struct {
 	placed placements
 	// readinessNote is the pool readiness last written for status.
 	readinessNote readinessNote
-	// drainEvents dedupes the terminators' repeated drain events.
-	drainEvents termination.Recent
+	// drainEvents dedupes the terminators' repeated drain events;
+	// adoptEvents adoption's NotAdopted events.
+	drainEvents, adoptEvents termination.Recent
 }
 
 func (r *Reconciler) init() error {

@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/nodewright/nodewright/shared/adoption"
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/fleet"
 	"github.com/nodewright/nodewright/shared/launch"
@@ -113,6 +114,11 @@ type SweepReport struct {
 	// Adopted are records written for orphans that run pods (drained
 	// before they go).
 	Adopted []string `json:"adopted,omitempty"`
+	// AdoptedFromKarpenter are the records written for nodes Karpenter
+	// launched (package adoption); NotAdopted those of its nodes left
+	// alone, with why.
+	AdoptedFromKarpenter []string        `json:"adoptedFromKarpenter,omitempty"`
+	NotAdopted           []adoption.Skip `json:"notAdopted,omitempty"`
 	// NodeClaims is what the sweep wrote of the NodeClaim objects (nil:
 	// nothing).
 	NodeClaims *nodeclaim.Report `json:"nodeClaims,omitempty"`
@@ -187,6 +193,7 @@ func (r *Reconciler) Sweep(ctx context.Context) (*SweepReport, error) {
 	for _, p := range view.NodePools {
 		pools[p.Name] = p
 	}
+	records = r.adoptKarpenters(ctx, view, objs, records, instances, pools, rep)
 	if keepObjects {
 		records = r.deletionRequested(ctx, objs, records, pools)
 	}

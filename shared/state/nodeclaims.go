@@ -102,6 +102,9 @@ type NodeClaim struct {
 	LaunchedAt    time.Time `json:"launchedAt,omitzero"`
 	RegisteredAt  time.Time `json:"registeredAt,omitzero"`
 	InitializedAt time.Time `json:"initializedAt,omitzero"`
+	// AdoptedAt is when a sweep adopted the node from Karpenter (package
+	// adoption); zero for the nodes Nodewright launched.
+	AdoptedAt time.Time `json:"adoptedAt,omitzero"`
 	// Disruption is set while an action disrupts the node.
 	Disruption *Disruption `json:"disruption,omitempty"`
 	// PodsHash fingerprints the node's reschedulable pods (their UIDs) and

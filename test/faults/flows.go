@@ -24,8 +24,8 @@ package faults
 // Defect 5's race window is a few calls wide: the corpus
 // (faults_test.go) keeps seeds 136 and 271, which found it, in the bounded
 // set; now that the fixes changed the flows' calls they are two more
-// random schedules. The repair scenario (issue 21) made the scenarios six,
-// so a seed's scenario (seed mod six) changed for every corpus seed too.
+// random schedules. The repair and adoption scenarios (issue 21) made them
+// seven, so a seed's scenario (seed mod seven) changed for every corpus seed.
 
 import (
 	"context"
@@ -146,7 +146,7 @@ func (spotPrices) Ensure(context.Context) error { return nil }
 // newWorld builds AWS and the cluster for a seed.
 func newWorld(sim *Sim, cfg config) *World {
 	w := &World{clock: sim.clock, began: sim.clock.Now(), sim: sim, catalog: cfg.cat, settings: catalog.SettingsFor(cfg.classes[0]),
-		warned: map[string]time.Time{}, unhealthy: map[string]time.Time{}, foreign: map[string]bool{}, static: map[string]int{}, limits: map[string]int64{"batch": 8000}, seen: map[string]bool{}}
+		warned: map[string]time.Time{}, unhealthy: map[string]time.Time{}, foreign: map[string]bool{}, adoptable: map[string]bool{}, karpenterDeleting: map[string]bool{}, static: map[string]int{}, limits: map[string]int64{"batch": 8000}, seen: map[string]bool{}}
 	sim.world = w
 	w.dynamo = newDynamo(w)
 	w.ec2 = newEC2(w, st.Zones())
@@ -521,6 +521,7 @@ var scenarios = []scenario{
 			return f.interruption(msg)(ctx)
 		})}
 	}},
+	{"adoption-with-sweep-and-consolidation", (*flows).adoptionRace},
 	{"sweep-with-provision", func(f *flows) []*invocation {
 		f.foreignNode()
 		f.workload("late-", 3, 0)

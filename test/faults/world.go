@@ -47,6 +47,12 @@ type World struct {
 	unhealthy map[string]time.Time
 	// foreign are Nodes and instances Nodewright did not launch.
 	foreign map[string]bool
+	// adoptable are instances Karpenter launched into a configured
+	// NodePool before the switch: Nodewright adopts them (invariant 13).
+	adoptable map[string]bool
+	// karpenterDeleting are those of them whose NodeClaim Karpenter was
+	// deleting: they are to go through the termination path.
+	karpenterDeleting map[string]bool
 	// limits are the NodePools' CPU limits (millicores).
 	limits map[string]int64
 	// static are the static NodePools' replicas (their limits.nodes too).
@@ -148,6 +154,13 @@ func (w *World) end(in *instance, by string) {
 	for _, key := range slices.Sorted(maps.Keys(w.kube.pods)) {
 		if p := w.kube.pods[key]; p.Spec.NodeName == in.DNS && in.DNS != "" {
 			w.kube.remove(key)
+		}
+	}
+	if by == "nodewright" && w.adoptable[in.ID] {
+		// Invariant 13: the switch terminates nothing; an adopted node
+		// goes only through the termination path, for a reason of its own.
+		if r := w.recordOf(in.ID); r == nil || r.Disruption == nil {
+			w.violate("13.terminated", "instance %s, launched by Karpenter before the switch, was terminated with no termination intent on a record (record %v)", in.ID, r != nil)
 		}
 	}
 	if by != "nodewright" || len(killed) == 0 {
@@ -364,7 +377,7 @@ func (w *World) liveIn(pool string) int {
 }
 
 // settled checks what must hold once nothing changes: invariants 1, 2,
-// 11 and 12.
+// 11, 12 and 13.
 func (w *World) settled(registration, redrive time.Duration) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -397,6 +410,29 @@ func (w *World) settled(registration, redrive time.Duration) {
 		in := w.ec2.instances[id]
 		if in.live() && in.Tags[names.TagKeyManagedBy] == names.TagValueManagedBy && !claimed[id] && now.Sub(in.Launched) > registration+time.Minute {
 			w.violate("1.leak", "instance %s (nodeclaim tag %s) has had no record for %s and is still running", id, in.Tags[names.TagKeyNodeClaim], now.Sub(in.Launched).Round(time.Second))
+		}
+	}
+	// Invariant 13: each instance adopted from Karpenter that still runs
+	// has a record, and no instance has two.
+	byInstance := map[string][]string{}
+	for _, r := range w.records() {
+		if r.InstanceID != "" {
+			byInstance[r.InstanceID] = append(byInstance[r.InstanceID], r.Name)
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(byInstance)) {
+		if len(byInstance[id]) > 1 {
+			w.violate("13.double", "instance %s has %d records: %v", id, len(byInstance[id]), byInstance[id])
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(w.adoptable)) {
+		switch live := w.ec2.instances[id].live(); {
+		case live && w.karpenterDeleting[id]:
+			w.violate("13.deletion", "instance %s, whose NodeClaim Karpenter was deleting, still runs", id)
+		case live && !claimed[id]:
+			w.violate("13.leak", "instance %s, launched by Karpenter into a configured NodePool, still runs with no record", id)
+		case !live && objs[w.ec2.instances[id].Tags[names.TagKeyNodeClaim]] != nil:
+			w.violate("13.released", "instance %s is gone, its NodeClaim object %s is still held", id, w.ec2.instances[id].Tags[names.TagKeyNodeClaim])
 		}
 	}
 	w.checkFigures()

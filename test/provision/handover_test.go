@@ -23,9 +23,9 @@ import (
 // Lease held in the cluster, a pending pod gets no instance: the provision
 // function says why (an event on the pool, the metric, the state item
 // status reads), and an instance Karpenter launched (its tags, no
-// Nodewright tag) survives the sweeps. Once the Lease is gone (Karpenter
-// uninstalled), the next round launches, and Karpenter's instance still
-// runs. Not parallel: the Lease stops every launch in the shared cluster
+// Nodewright tag) survives the sweeps, not adopted. Once the Lease is gone
+// (Karpenter uninstalled), the next round launches, and Karpenter's
+// instance still runs, adopted by the sweep. Not parallel: the Lease stops every launch in the shared cluster
 // while it is held, and the package's parallel tests wait for the
 // sequential ones.
 func TestNothingLaunchesWhileKarpenterRuns(t *testing.T) {
@@ -130,6 +130,9 @@ func TestNothingLaunchesWhileKarpenterRuns(t *testing.T) {
 	if pr, err := st.PoolReadiness(c); err != nil || pr.Karpenter != "kube-system/"+holder {
 		t.Errorf("state item %+v (%v): want kube-system/%s", pr, err, holder)
 	}
+	if rec, err := st.NodeClaimByInstance(c, karpenters); err == nil {
+		t.Errorf("Karpenter's instance adopted (record %s) while Karpenter runs", rec.Name)
+	}
 
 	// Karpenter is uninstalled: its Lease goes, and the next round launches.
 	deleteLease()
@@ -150,6 +153,9 @@ func TestNothingLaunchesWhileKarpenterRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	if s := out.Reservations[0].Instances[0].State.Name; s != ec2types.InstanceStateNameRunning {
-		t.Errorf("Karpenter's instance %s is %s: Nodewright must leave it alone", karpenters, s)
+		t.Errorf("Karpenter's instance %s is %s: the switch must not terminate it", karpenters, s)
+	}
+	if rec, err := st.NodeClaimByInstance(c, karpenters); err != nil || rec.Name != "default-karp1" || rec.AdoptedAt.IsZero() {
+		t.Errorf("Karpenter's instance once Karpenter is gone: record %+v (%v), want it adopted as default-karp1", rec, err)
 	}
 }
