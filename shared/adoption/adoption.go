@@ -56,6 +56,9 @@ type Input struct {
 	Pools     map[string]*apis.NodePool
 	Classes   map[string]*apis.EC2NodeClass
 	Now       time.Time
+	// Price is an offering's price per hour, as launches record theirs
+	// (nil: 0, shown as unknown).
+	Price func(instanceType, zone, capacityType string) float64
 }
 
 // Reason says why one of Karpenter's instances is not adopted.
@@ -163,8 +166,9 @@ func record(in Input, inst fleet.Running, n *corev1.Node, obj *nodeclaim.NodeCla
 		Reason:     fmt.Sprintf("%s (instance %s)", ReasonPrefix, inst.InstanceID),
 		InstanceID: inst.InstanceID, InstanceType: inst.InstanceType, Zone: inst.Zone, CapacityType: inst.CapacityType,
 		ImageID: inst.ImageID, SubnetID: inst.SubnetID, SecurityGroups: inst.SecurityGroups,
-		ProviderID: state.ProviderIDFor(inst.Zone, inst.InstanceID),
-		CreatedAt:  inst.LaunchTime, LaunchedAt: inst.LaunchTime, AdoptedAt: in.Now,
+		ProviderID:   state.ProviderIDFor(inst.Zone, inst.InstanceID),
+		PricePerHour: price(in, inst),
+		CreatedAt:    inst.LaunchTime, LaunchedAt: inst.LaunchTime, AdoptedAt: in.Now,
 	}
 	rec.NodeClass = nodeClass(pool, n, obj)
 	rec.Claim = claim(rec, pool, obj)
@@ -278,4 +282,12 @@ func first(ts ...time.Time) time.Time {
 		}
 	}
 	return time.Time{}
+}
+
+// price is inst's offering's price per hour (0: unknown).
+func price(in Input, inst fleet.Running) float64 {
+	if in.Price == nil {
+		return 0
+	}
+	return in.Price(inst.InstanceType, inst.Zone, inst.CapacityType)
 }

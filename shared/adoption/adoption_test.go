@@ -114,7 +114,8 @@ func TestDecide(t *testing.T) {
 				if r.Name != "web-abcde" || r.NodePool != "web" || r.NodeClass != "web-class" || r.Phase != state.Initialized ||
 					r.InstanceID != "i-k1" || r.InstanceType != "m5.large" || r.Zone != "us-east-1a" || r.CapacityType != apis.CapacityTypeSpot ||
 					r.NodeName != "ip-10-0-1-1" || r.ProviderID != "aws:///us-east-1a/i-k1" || !r.LaunchedAt.Equal(launched) ||
-					!r.InitializedAt.Equal(initializedAt) || !r.AdoptedAt.Equal(now) || r.ImageID != "ami-1" || r.SubnetID != "subnet-a" {
+					!r.InitializedAt.Equal(initializedAt) || !r.AdoptedAt.Equal(now) || r.ImageID != "ami-1" || r.SubnetID != "subnet-a" ||
+					r.PricePerHour != 0.04 {
 					t.Fatalf("record %+v", r)
 				}
 				if r.NodePoolHash != pools()["web"].Hash() || r.NodeClassHash != class.Hash() {
@@ -211,7 +212,13 @@ func TestDecide(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			in := Input{Records: c.records, Instances: c.instances, Nodes: c.nodes, Pools: pools(),
-				Classes: map[string]*apis.EC2NodeClass{"web-class": class}, Now: now}
+				Classes: map[string]*apis.EC2NodeClass{"web-class": class}, Now: now,
+				Price: func(typ, zone, ct string) float64 {
+					if typ == "m5.large" && zone == "us-east-1a" && ct == apis.CapacityTypeSpot {
+						return 0.04
+					}
+					return 0
+				}}
 			if c.objects != nil {
 				in.Objects = c.objects(t)
 			}

@@ -49,7 +49,7 @@ func (r *Reconciler) adoptKarpenters(ctx context.Context, view *View, objs []*no
 		classes[c.Name] = c
 	}
 	plan := adoption.Decide(adoption.Input{Records: records, Instances: instances, Nodes: view.Nodes, Objects: objs,
-		Pools: pools, Classes: classes, Now: r.Now()})
+		Pools: pools, Classes: classes, Now: r.Now(), Price: r.offeringPrice})
 	if len(plan.Adopt)+len(plan.Skip) == 0 {
 		return records
 	}
@@ -94,4 +94,20 @@ func (r *Reconciler) adoptKarpenters(ctx context.Context, view *View, objs []*no
 		r.Events.Event(ctx, ref, corev1.EventTypeWarning, string(EventNotAdopted), string(s.Reason)+": "+s.Message)
 	}
 	return records
+}
+
+// offeringPrice is an offering's price per hour from the round's catalog
+// and spot prices, as a launch records it (0: unknown).
+func (r *Reconciler) offeringPrice(instanceType, zone, capacityType string) float64 {
+	if capacityType == apis.CapacityTypeSpot {
+		if r.Spot == nil {
+			return 0
+		}
+		p, _ := r.Spot.SpotPrice(instanceType, zone)
+		return p
+	}
+	if it, ok := r.Catalog.Get(instanceType); ok {
+		return it.OnDemandPrice
+	}
+	return 0
 }
