@@ -256,6 +256,7 @@ func (l *Launcher) makeTemplates(ctx context.Context, req Request, nc *NodeClass
 		in, err := launchTemplateInput(templateSpec{
 			Cluster: l.cfg.Cluster, NodePool: req.Claim.NodePool, NodeClass: req.NodeClass, AMI: images[i],
 			SecurityGroups: nc.SecurityGroups, InstanceProfile: l.cfg.InstanceProfile, UserData: userData,
+			CPUCredits: catalog.CreditMode(types),
 		})
 		if err != nil {
 			return nil, err

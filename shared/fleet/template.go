@@ -36,6 +36,9 @@ type templateSpec struct {
 	SecurityGroups  []string
 	InstanceProfile string
 	UserData        string // base64
+	// CPUCredits is the credit mode of the template's burstable types, as
+	// priced (catalog.CreditMode); "" when none is burstable.
+	CPUCredits string
 }
 
 // nodeLabels are the labels a node passes to its kubelet: the claim's
@@ -138,6 +141,11 @@ func launchTemplateInput(s templateSpec) (*ec2.CreateLaunchTemplateInput, error)
 		}}
 	} else {
 		data.SecurityGroupIds = s.SecurityGroups
+	}
+	if s.CPUCredits != "" {
+		// Pinned, so that the account's default credit mode cannot differ
+		// from the one the plan priced.
+		data.CreditSpecification = &ec2types.CreditSpecificationRequest{CpuCredits: aws.String(s.CPUCredits)}
 	}
 	if nc.Spec.EnclaveOptions != nil && nc.Spec.EnclaveOptions.Enabled != nil {
 		data.EnclaveOptions = &ec2types.LaunchTemplateEnclaveOptionsRequest{Enabled: nc.Spec.EnclaveOptions.Enabled}
