@@ -28,13 +28,17 @@ type ShapeType struct {
 	// burstable); DaemonCPU the shape's DaemonSets' CPU on the node.
 	Burst     catalog.Burst
 	DaemonCPU int64
+	// NodeCost is what a node of the pool costs beyond its instance
+	// (Shape.NodeCosts).
+	NodeCost float64
 }
 
-// Surplus is what a node of the type bills above its offering's price
-// when its pods request cpu millicores (catalog.Burst.SurplusPerHour, with
-// the DaemonSets' requests).
-func (t ShapeType) Surplus(cpu int64) float64 {
-	return t.Burst.SurplusPerHour(cpu + t.DaemonCPU)
+// NodePrice is a node's whole price at an offering of price when its pods
+// request cpu millicores: the offering, the pool's node cost and a
+// burstable type's surplus (catalog.Burst.SurplusPerHour, with the
+// DaemonSets' requests).
+func (t ShapeType) NodePrice(price float64, cpu int64) float64 {
+	return price + t.NodeCost + t.Burst.SurplusPerHour(cpu+t.DaemonCPU)
 }
 
 // ShapeTypes lists the ordinary (not GPU, accelerator or bare-metal) types
@@ -52,6 +56,7 @@ func ShapeTypes(s Shape) ([]ShapeType, error) {
 		}
 	}
 	settings := catalog.SettingsFor(nc)
+	nodeCost := s.NodeCosts()[np.Name]
 	var out []ShapeType
 	for _, it := range s.Types {
 		if it.Exotic() {
@@ -62,7 +67,7 @@ func ShapeTypes(s Shape) ([]ShapeType, error) {
 			labels[k] = v
 		}
 		labels[apis.LabelNodePool] = np.Name
-		st := ShapeType{Name: it.Name, ZonePrice: make([]float64, len(s.Zones)), Price: math.Inf(1)}
+		st := ShapeType{Name: it.Name, ZonePrice: make([]float64, len(s.Zones)), Price: math.Inf(1), NodeCost: nodeCost}
 		for i := range st.ZonePrice {
 			st.ZonePrice[i] = math.Inf(1)
 		}
@@ -150,7 +155,8 @@ func fitsIn(used, req, alloc [3]int64) bool {
 // nodes of that type (those of a zonally spread Deployment balanced over
 // the zones, the extra ones in the type's cheapest zones; the others in its
 // cheapest zone), each node at the type's cheapest allowed offering in its
-// zone. It returns the cheapest type's total and name.
+// zone with its whole-node extras (ShapeType.NodePrice). It returns the
+// cheapest type's total and name.
 func NodeGroupBaseline(s Shape) (float64, string, error) {
 	types, err := ShapeTypes(s)
 	if err != nil {
@@ -188,7 +194,7 @@ func NodeGroupBaseline(s Shape) (float64, string, error) {
 				break
 			}
 			for _, cpu := range nodes {
-				total += t.ZonePrice[z] + t.Surplus(cpu)
+				total += t.NodePrice(t.ZonePrice[z], cpu)
 			}
 		}
 		if total < best {
@@ -250,8 +256,8 @@ const MaxOptimumStates = 5000
 // Optimum is the cheapest any plan can be for a shape whose pods have no
 // topology constraint: every way to cover the Deployments' replicas with
 // nodes, each node a mix of replicas that fits some allowed type and costs
-// the cheapest such type's cheapest offering in any zone (with a burstable
-// type's surplus for the mix's CPU). It searches
+// the cheapest such type's cheapest offering in any zone, with the pool's
+// node cost and a burstable type's surplus for the mix's CPU. It searches
 // exhaustively, by dynamic programming over the replicas still to place, so
 // it answers only small shapes (ok false when the shape has a topology
 // spread or more than MaxOptimumStates states).
@@ -300,7 +306,7 @@ func Optimum(s Shape) (price float64, ok bool, err error) {
 		cost[c] = math.Inf(1)
 		for _, t := range types {
 			if fitsIn([3]int64{}, need, t.Alloc) {
-				cost[c] = min(cost[c], t.Price+t.Surplus(need[0]))
+				cost[c] = min(cost[c], t.NodePrice(t.Price, need[0]))
 			}
 		}
 		if !math.IsInf(cost[c], 1) {
