@@ -227,9 +227,9 @@ func Of(class *apis.EC2NodeClass, subnetsMapPublic bool, r Rates) (Parts, error)
 }
 
 // PerPool is each NodePool's extras per node, by NodePool name, from its
-// EC2NodeClass and its own per-node cost (apis.AnnotationNodeCostPerHour) (a pool whose class is missing gets the default volume);
-// mapsPublic says whether a class's subnets map public IPv4 addresses (nil:
-// none do).
+// EC2NodeClass (a pool whose class is missing gets the default volume) and
+// its own per-node cost (apis.AnnotationNodeCostPerHour); mapsPublic says
+// whether a class's subnets map public IPv4 addresses (nil: none do).
 func PerPool(pools []*apis.NodePool, classes []*apis.EC2NodeClass, mapsPublic func(class string) bool, r Rates) (map[string]Parts, error) {
 	byName := make(map[string]*apis.EC2NodeClass, len(classes))
 	for _, c := range classes {
