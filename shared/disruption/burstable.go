@@ -2,6 +2,9 @@ package disruption
 
 import (
 	resourcehelper "k8s.io/component-helpers/resource"
+
+	"github.com/nodewright/nodewright/shared/catalog"
+	"github.com/nodewright/nodewright/shared/scheduling"
 )
 
 // surplus is what a node of a burstable type bills above its instance's
@@ -26,4 +29,15 @@ func (v *view) surplus(ni *nodeInfo) float64 {
 		cpu += req.Cpu().MilliValue()
 	}
 	return b.SurplusPerHour(cpu)
+}
+
+// claimSurplus is what a planned replacement of type it bills above its
+// instance's price for the CPU its pods and DaemonSets request
+// (NodeClaim.Requests), as the solve priced it.
+func claimSurplus(it *catalog.InstanceType, nc scheduling.NodeClaim) float64 {
+	b, ok := it.Burstable()
+	if !ok {
+		return 0
+	}
+	return b.SurplusPerHour(nc.Requests.Cpu().MilliValue())
 }

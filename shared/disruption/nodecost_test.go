@@ -5,9 +5,11 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/catalog"
+	"github.com/nodewright/nodewright/shared/scheduling"
 	st "github.com/nodewright/nodewright/shared/scheduling/schedtest"
 )
 
@@ -89,5 +91,25 @@ func TestConsolidationCountsBurstableSurplus(t *testing.T) {
 	}
 	if before := t3a.OnDemandPrice + 1.4*0.05; math.Abs(cmds[0].PriceBefore-before) > 1e-9 {
 		t.Errorf("price before %v, want the instance's and its surplus, %v", cmds[0].PriceBefore, before)
+	}
+}
+
+// A planned replacement on a burstable type is priced with the surplus its
+// requests bill, when consolidation lists its types and when it validates
+// what the replacement may cost.
+func TestReplacementPricesCountBurstableSurplus(t *testing.T) {
+	w := newWorld()
+	t3a, _ := catalog.Default().Get("t3a.medium")
+	w.types = append(w.types, *t3a)
+	in := w.inputs()
+	v := newView(&in)
+	nc := scheduling.NodeClaim{NodePool: "default", InstanceTypes: []string{"t3a.medium"}, CapacityTypes: []string{apis.CapacityTypeOnDemand},
+		Zones: []string{zoneA}, Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1800m")}}
+	want := t3a.OnDemandPrice + 1.4*0.05
+	if _, opts := v.priced(nc); len(opts) != 1 || math.Abs(opts[0].price-want) > 1e-9 {
+		t.Errorf("priced %+v, want t3a.medium at %v (instance and surplus)", opts, want)
+	}
+	if got, err := v.dearest(nc); err != nil || math.Abs(got-want) > 1e-9 {
+		t.Errorf("dearest %v, %v; want %v", got, err, want)
 	}
 }
