@@ -49,6 +49,18 @@ func TestBurstableSurplusIsPriced(t *testing.T) {
 	if res.LowerBoundPricePerHour > res.PricePerHour+1e-9 {
 		t.Errorf("lower bound %v above the plan's %v", res.LowerBoundPricePerHour, res.PricePerHour)
 	}
+	// The old plan, priced whole: 15 t3a.medium at their cheapest spot
+	// offering, each billing 1.4 vCPU of surplus. The new plan costs less.
+	t3a, _ := catalog.Default().Get("t3a.medium")
+	spotMin := math.Inf(1)
+	for _, z := range in.Zones {
+		if p, ok := in.Spot.SpotPrice(t3a.Name, z); ok {
+			spotMin = min(spotMin, p)
+		}
+	}
+	if old := 15 * (spotMin + 1.4*0.05); !(res.PricePerHour < old) {
+		t.Errorf("plan %v/h, not below 15 t3a.medium priced whole, %v/h", res.PricePerHour, old)
+	}
 }
 
 // TestBurstableTypes: a burstable type wins where its pods stay near its
