@@ -53,6 +53,7 @@ func (np *NodePool) Validate() error {
 	v := &validator{}
 	v.objectName(field.NewPath("metadata", "name"), np.Name)
 	validateNodeRepair(v, field.NewPath("metadata", "annotations"), np.Annotations)
+	nodeCostPerHour(v, field.NewPath("metadata", "annotations"), np.Annotations)
 	spec := field.NewPath("spec")
 	validateTemplate(v, spec.Child("template"), &np.Spec.Template)
 	validateDisruption(v, spec.Child("disruption"), &np.Spec.Disruption)

@@ -98,7 +98,7 @@ func (v *view) priced(nc scheduling.NodeClaim) (capacityType string, opts []opti
 			best = min(best, v.price(it, z, capacityType))
 		}
 		if !math.IsInf(best, 1) {
-			opts = append(opts, option{it: it, price: best + v.in.NodeCosts[nc.NodePool]})
+			opts = append(opts, option{it: it, price: best + v.in.NodeCosts[nc.NodePool] + claimSurplus(it, nc)})
 		}
 	}
 	sortOptions(opts)

@@ -161,7 +161,7 @@ func (v *view) dearest(r scheduling.NodeClaim) (float64, error) {
 			gone = append(gone, t)
 			continue
 		}
-		worst = max(worst, best)
+		worst = max(worst, best+claimSurplus(it, r))
 	}
 	if len(gone) == len(r.InstanceTypes) {
 		return 0, fmt.Errorf("none of its types is offered now (%s)", strings.Join(slices.Compact(gone), ", "))

@@ -182,6 +182,9 @@ func newView(in *Inputs) *view {
 	v.bindPods()
 	for _, ni := range v.nodes {
 		ni.cost = v.disruptionCost(ni)
+		if ni.priced {
+			ni.price += v.surplus(ni)
+		}
 	}
 	for _, r := range in.Records {
 		if r == nil || !r.Phase.InFlight() || registered[r.Name] {

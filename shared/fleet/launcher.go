@@ -259,6 +259,7 @@ func (l *Launcher) makeTemplates(ctx context.Context, req Request, nc *NodeClass
 			Cluster: l.cfg.Cluster, NodePool: req.Claim.NodePool, NodeClass: req.NodeClass, AMI: images[i],
 			SecurityGroups: nc.SecurityGroups, InstanceProfile: l.cfg.InstanceProfile, UserData: userData,
 			Networking: templateNetworking{EFA: efa(types[0]), PlacementGroup: nc.PlacementGroup, Partition: partition},
+			CPUCredits: catalog.CreditMode(types),
 		})
 		if err != nil {
 			return nil, err

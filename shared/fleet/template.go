@@ -37,6 +37,9 @@ type templateSpec struct {
 	InstanceProfile string
 	UserData        string // base64
 	Networking      templateNetworking
+	// CPUCredits is the credit mode of the template's burstable types, as
+	// priced (catalog.CreditMode); "" when none is burstable.
+	CPUCredits string
 }
 
 // nodeLabels are the labels a node passes to its kubelet: the claim's
@@ -134,6 +137,11 @@ func launchTemplateInput(s templateSpec) (*ec2.CreateLaunchTemplateInput, error)
 		},
 	}
 	applyNetworking(data, nc, s.SecurityGroups, s.Networking)
+	if s.CPUCredits != "" {
+		// Pinned, so that the account's default credit mode cannot differ
+		// from the one the plan priced.
+		data.CreditSpecification = &ec2types.CreditSpecificationRequest{CpuCredits: aws.String(s.CPUCredits)}
+	}
 	if nc.Spec.EnclaveOptions != nil && nc.Spec.EnclaveOptions.Enabled != nil {
 		data.EnclaveOptions = &ec2types.LaunchTemplateEnclaveOptionsRequest{Enabled: nc.Spec.EnclaveOptions.Enabled}
 	}

@@ -9,6 +9,7 @@ import (
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
 	"github.com/nodewright/nodewright/shared/apis"
+	"github.com/nodewright/nodewright/shared/catalog"
 )
 
 func spec(nc *apis.EC2NodeClass) templateSpec {
@@ -135,5 +136,36 @@ func TestTemplateNameFitsEC2Limit(t *testing.T) {
 	}
 	if n := len(aws.ToString(in.LaunchTemplateName)); n > maxTemplateName {
 		t.Errorf("name of %d characters, EC2 allows %d", n, maxTemplateName)
+	}
+}
+
+// The launch template pins the credit mode the plan priced burstable types
+// in (unlimited for t3, t3a and t4g; standard for t2), so that an account
+// whose default differs cannot change what a node costs; templates of other
+// types set none.
+func TestLaunchTemplateCreditSpecification(t *testing.T) {
+	for _, tc := range []struct {
+		types []string
+		want  string
+	}{
+		{[]string{"m5.large"}, ""},
+		{[]string{"t3a.medium", "m5.large"}, "unlimited"},
+		{[]string{"t2.medium"}, "standard"},
+	} {
+		s := spec(defaultNodeClass())
+		s.CPUCredits = catalog.CreditMode(tc.types)
+		in, err := launchTemplateInput(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs := in.LaunchTemplateData.CreditSpecification
+		if got := ""; cs != nil {
+			got = aws.ToString(cs.CpuCredits)
+			if got != tc.want {
+				t.Errorf("%v: credit specification %q, want %q", tc.types, got, tc.want)
+			}
+		} else if tc.want != "" {
+			t.Errorf("%v: no credit specification, want %q", tc.types, tc.want)
+		}
 	}
 }

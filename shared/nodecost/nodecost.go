@@ -1,9 +1,10 @@
 // Package nodecost prices what a node costs beyond its instance: the EBS
-// volumes its EC2NodeClass gives every node, and the public IPv4 address
-// every node carries when its subnets map one on launch. On small pods these
-// extras are a large share of a node's price, and they are per node: a plan
-// of many small nodes pays them many times, so the solver, consolidation and
-// `plan` must count them to tell which plan is really cheaper.
+// volumes its EC2NodeClass gives every node, the public IPv4 address every
+// node carries when its subnets map one on launch, and a NodePool's own
+// per-node cost (licences, agents). On small pods these extras are a large
+// share of a node's price, and they are per node: a plan of many small
+// nodes pays them many times, so the solver, consolidation and `plan` must
+// count them to tell which plan is really cheaper.
 //
 // Pricing is pure: an EC2NodeClass and a shipped table of rates in, dollars
 // per hour out.
@@ -11,6 +12,7 @@ package nodecost
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/nodewright/nodewright/shared/apis"
@@ -111,15 +113,27 @@ type Parts struct {
 	VolumesPerHour float64 `json:"volumesPerHour"`
 	// PublicIPv4PerHour is the node's public IPv4 address (0: none).
 	PublicIPv4PerHour float64 `json:"publicIPv4PerHour"`
+	// FixedPerHour is the NodePool's own per-node cost (licences, per-node
+	// agents: apis.AnnotationNodeCostPerHour).
+	FixedPerHour float64 `json:"fixedPerHour,omitempty"`
 }
 
 // PerHour is the extras' total.
-func (p Parts) PerHour() float64 { return p.VolumesPerHour + p.PublicIPv4PerHour }
+func (p Parts) PerHour() float64 { return p.VolumesPerHour + p.PublicIPv4PerHour + p.FixedPerHour }
+
+// BottlerocketVolumes are the volumes a Bottlerocket node gets when its
+// class names none (Karpenter's layout, and Nodewright's launch template):
+// a 4 GiB gp3 OS volume and a 20 GiB gp3 data volume.
+var BottlerocketVolumes = []Volume{{Type: GP3, GiB: 4}, {Type: GP3, GiB: 20}}
 
 // Volumes are the EBS volumes every node of class gets: its block device
-// mappings, or DefaultVolume when it names none.
+// mappings, or its AMI family's default layout when it names none
+// (BottlerocketVolumes, else DefaultVolume).
 func Volumes(class *apis.EC2NodeClass) []Volume {
 	if class == nil || len(class.Spec.BlockDeviceMappings) == 0 {
+		if class != nil && class.AMIFamily() == apis.AMIFamilyBottlerocket {
+			return slices.Clone(BottlerocketVolumes)
+		}
 		return []Volume{DefaultVolume}
 	}
 	var out []Volume
@@ -213,9 +227,9 @@ func Of(class *apis.EC2NodeClass, subnetsMapPublic bool, r Rates) (Parts, error)
 }
 
 // PerPool is each NodePool's extras per node, by NodePool name, from its
-// EC2NodeClass (a pool whose class is missing gets the default volume);
-// mapsPublic says whether a class's subnets map public IPv4 addresses (nil:
-// none do).
+// EC2NodeClass (a pool whose class is missing gets the default volume) and
+// its own per-node cost (apis.AnnotationNodeCostPerHour); mapsPublic says
+// whether a class's subnets map public IPv4 addresses (nil: none do).
 func PerPool(pools []*apis.NodePool, classes []*apis.EC2NodeClass, mapsPublic func(class string) bool, r Rates) (map[string]Parts, error) {
 	byName := make(map[string]*apis.EC2NodeClass, len(classes))
 	for _, c := range classes {
@@ -236,6 +250,9 @@ func PerPool(pools []*apis.NodePool, classes []*apis.EC2NodeClass, mapsPublic fu
 		p, err := Of(class, mapsPublic != nil && name != "" && mapsPublic(name), r)
 		if err != nil {
 			return nil, fmt.Errorf("NodePool %s: %w", np.Name, err)
+		}
+		if p.FixedPerHour, err = np.NodeCostPerHour(); err != nil {
+			return nil, err
 		}
 		out[np.Name] = p
 	}

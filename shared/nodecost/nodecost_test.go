@@ -18,6 +18,12 @@ func class(public *bool, bdms ...*apis.BlockDeviceMapping) *apis.EC2NodeClass {
 		Spec: apis.EC2NodeClassSpec{AssociatePublicIPAddress: public, BlockDeviceMappings: bdms}}
 }
 
+func bottlerocket() *apis.EC2NodeClass {
+	c := class(nil)
+	c.Spec.AMISelectorTerms = []apis.AMISelectorTerm{{Alias: "bottlerocket@latest"}}
+	return c
+}
+
 func ebs(typ, size string, iops, mibps int64) *apis.BlockDeviceMapping {
 	b := &apis.BlockDevice{VolumeSize: ptr(resource.MustParse(size))}
 	if typ != "" {
@@ -55,6 +61,7 @@ func TestOf(t *testing.T) {
 		{"io1", class(nil, ebs("io1", "10Gi", 100, 0)), false, Parts{VolumesPerHour: month(1.25 + 6.5)}},
 		{"st1 and sc1 add up", class(nil, ebs("st1", "1000Gi", 0, 0), ebs("sc1", "1000Gi", 0, 0)), false, Parts{VolumesPerHour: month(45 + 15)}},
 		{"size rounds up to a GiB", class(nil, ebs("gp2", "10G", 0, 0)), false, Parts{VolumesPerHour: month(1.0)}},
+		{"Bottlerocket's defaults: 4 GiB OS and 20 GiB data, gp3", bottlerocket(), false, Parts{VolumesPerHour: month(24 * 0.08)}},
 		{"subnets map public IPv4", class(nil), true, Parts{VolumesPerHour: month(1.6), PublicIPv4PerHour: 0.005}},
 		{"the class turns it on", class(ptr(true)), false, Parts{VolumesPerHour: month(1.6), PublicIPv4PerHour: 0.005}},
 		{"the class turns it off over the subnets", class(ptr(false)), true, Parts{VolumesPerHour: month(1.6)}},
@@ -121,5 +128,26 @@ func TestPerPool(t *testing.T) {
 	}
 	if len(got) != len(want) {
 		t.Errorf("PerPool has %d pools, want %d", len(got), len(want))
+	}
+}
+
+// A NodePool's own per-node cost (licences, agents) is a part of its own,
+// added to every node of the pool; a bad value is refused with its path.
+func TestPerPoolFixedCost(t *testing.T) {
+	r, _ := For("us-east-1")
+	np := &apis.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "licensed",
+		Annotations: map[string]string{apis.AnnotationNodeCostPerHour: "0.03"}}}
+	got, err := PerPool([]*apis.NodePool{np}, nil, nil, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := got["licensed"]
+	if p.FixedPerHour != 0.03 || math.Abs(p.PerHour()-(0.03+1.6/HoursPerMonth)) > 1e-12 {
+		t.Errorf("parts %+v (total %v), want a fixed 0.03 beside the default volume", p, p.PerHour())
+	}
+	np.Annotations[apis.AnnotationNodeCostPerHour] = "3 USD"
+	if _, err := PerPool([]*apis.NodePool{np}, nil, nil, r); err == nil ||
+		!strings.Contains(err.Error(), "metadata.annotations[nodewright.io/node-cost-per-hour]") {
+		t.Errorf("PerPool with %q: error %v, want one naming the annotation's path", "3 USD", err)
 	}
 }

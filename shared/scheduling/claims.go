@@ -112,7 +112,7 @@ func (s *solver) cheapest(c *claim, st *reqState, need vec) (int, float64) {
 	f := s.fitSet(c, st, need)
 	best, price := -1, math.Inf(1)
 	f.each(func(t int) bool {
-		if p := st.prices[t]; p < price {
+		if p := st.prices[t] + c.pool.surplus(t, need[rCPU]); p < price {
 			best, price = t, p
 		}
 		return true
@@ -189,11 +189,11 @@ func (s *solver) bestStep(c *claim, st *reqState, g *group, limit int, base, max
 			continue
 		}
 		seen++
-		k := int(min(int64(limit), g.req.howMany(p.alloc[t].sub(c.total))))
-		added := st.prices[t] - base
-		if added > float64(limit)*maxPerPod {
-			break
+		if st.prices[t]-base > float64(limit)*maxPerPod {
+			break // by price: every later type adds more
 		}
+		k := int(min(int64(limit), g.req.howMany(p.alloc[t].sub(c.total))))
+		added := st.prices[t] + p.surplus(t, c.total[rCPU]+int64(k)*g.req[rCPU]) - base
 		rate := added / float64(k)
 		if rate > maxPerPod || rate > bestRate || (rate == bestRate && k <= bestK) {
 			continue
@@ -237,7 +237,7 @@ func (s *solver) unitPrice(g *group) float64 {
 				}
 				k := min(perNode, g.req.howMany(p.alloc[t]))
 				if k > 0 {
-					best = min(best, st.prices[t]/float64(k))
+					best = min(best, (st.prices[t]+p.surplus(t, k*g.req[rCPU]))/float64(k))
 				}
 			}
 			if !math.IsInf(best, 1) {

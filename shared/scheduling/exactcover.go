@@ -13,8 +13,14 @@ func coverCost(types []lpType, req vec, perNode, n int) float64 {
 	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].price < sorted[j].price })
 	var opts []packOption
 	for i, t := range sorted {
-		if k := int(min(int64(perNode), req.howMany(t.alloc))); k > 0 {
-			opts = append(opts, packOption{i, k, t.price})
+		k := int(min(int64(perNode), req.howMany(t.alloc)))
+		if k > 0 {
+			opts = append(opts, packOption{i, k, t.at(int64(k) * req[rCPU])})
+		}
+		// A burstable type's price grows with its pods: a node of it with
+		// fewer pods is an option of its own.
+		for j := 1; t.rate > 0 && j < k; j++ {
+			opts = append(opts, packOption{i, j, t.at(int64(j) * req[rCPU])})
 		}
 	}
 	if len(opts) == 0 {
@@ -76,7 +82,7 @@ func exactCover(types []lpType, sets []podSet) (float64, bool) {
 		}
 		for _, t := range types {
 			if t.price < cost[c] && need.fits(t.alloc) {
-				cost[c] = t.price
+				cost[c] = min(cost[c], t.at(need[rCPU]))
 			}
 		}
 		if !math.IsInf(cost[c], 1) {

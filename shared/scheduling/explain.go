@@ -308,8 +308,8 @@ func (s *solver) smallestCapacity(p *pool, st *reqState, req vec) vec {
 	p.fitting(f, req)
 	best, price := -1, math.Inf(1)
 	f.each(func(t int) bool {
-		if st.prices[t] < price {
-			best, price = t, st.prices[t]
+		if pr := st.prices[t] + p.surplus(t, req[rCPU]); pr < price {
+			best, price = t, pr
 		}
 		return true
 	})

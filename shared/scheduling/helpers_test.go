@@ -849,6 +849,9 @@ func cheapest(t *testing.T, in scheduling.Input, np *apis.NodePool, reqs require
 			if !all.Matches(lbls) {
 				continue
 			}
+			// A burstable type in unlimited mode bills the pod's CPU above
+			// its baseline on top of the offering.
+			o.Price += surplusOf(it, requests.Cpu().MilliValue())
 			if best == "" || o.Price < bestOff.Price || o.Price == bestOff.Price && it.Name < best {
 				best, bestOff = it.Name, o
 			}
@@ -860,8 +863,18 @@ func cheapest(t *testing.T, in scheduling.Input, np *apis.NodePool, reqs require
 	return best, bestOff
 }
 
+// surplusOf is what a node of it bills above its instance's price for cpu
+// requested millicores (0 unless burstable in unlimited mode).
+func surplusOf(it *catalog.InstanceType, cpu int64) float64 {
+	b, _ := it.Burstable()
+	return b.SurplusPerHour(cpu)
+}
+
 func fits(it *catalog.InstanceType, s catalog.NodeSettings, requests corev1.ResourceList) bool {
 	_, a := it.Compute(s)
+	if b, ok := it.Burstable(); ok && b.Mode == catalog.CreditsStandard {
+		a.MilliCPU = min(a.MilliCPU, b.BaselineMilliCPU)
+	}
 	alloc := a.ResourceList()
 	for name, q := range requests {
 		have := alloc[name]

@@ -65,7 +65,7 @@ func setsBound(types []lpType, sets []podSet, forced int, smallest vec) float64 
 	if demand == (vec{}) {
 		return 0
 	}
-	cone := coneTypes(types, lo, hi)
+	cone := coneTypes(burstColumns(types), lo, hi)
 	var rows []lbRow
 	for d := range numRes {
 		if demand[d] > 0 {
@@ -287,10 +287,20 @@ func (s *solver) lpTypesIn(mask uint64) []lpType {
 				return true
 			}
 			lt := lpType{price: prices[t], alloc: p.alloc[t]}
+			if p.surplus(t, lt.alloc[rCPU]) > 0 {
+				lt.rate = p.burst[t].SurplusPerVCPUHour / 1000
+				lt.baseCPU = p.burst[t].BaselineMilliCPU - p.overhead[t][rCPU]
+			}
 			if old, ok := best[t]; ok {
 				lt.price = min(old.price, lt.price)
 				for i := range lt.alloc {
 					lt.alloc[i] = max(old.alloc[i], lt.alloc[i])
+				}
+				// The relaxation keeps the smaller surplus of the pools'.
+				if old.rate == 0 || lt.rate == 0 {
+					lt.rate, lt.baseCPU = 0, 0
+				} else {
+					lt.baseCPU = max(old.baseCPU, lt.baseCPU)
 				}
 			}
 			best[t] = lt
@@ -321,7 +331,11 @@ func coneTypes(types []lpType, lo, hi float64) []lpType {
 		add := func(x, y float64) {
 			var v vec
 			v[rCPU], v[rMemory] = int64(x), int64(y)
-			out = append(out, lpType{price: t.price, alloc: v, full: t.alloc})
+			full := t.alloc
+			if t.full != (vec{}) {
+				full = t.full
+			}
+			out = append(out, lpType{price: t.price, alloc: v, full: full})
 		}
 		r := b / a
 		if r >= lo && r <= hi {
@@ -348,6 +362,44 @@ type lpType struct {
 	price float64
 	alloc vec
 	full  vec // the type's whole allocatable (coneTypes keeps it)
+	// rate is what a burstable type in unlimited mode bills per hour for
+	// each millicore its pods request above baseCPU (its baseline less its
+	// daemonsets'); 0 for other types.
+	rate    float64
+	baseCPU int64
+}
+
+// at is a node's price with its pods requesting cpu millicores.
+func (t lpType) at(cpu int64) float64 {
+	if t.rate == 0 || cpu <= t.baseCPU {
+		return t.price
+	}
+	return t.price + t.rate*float64(cpu-t.baseCPU)
+}
+
+// burstColumns prices burstable types' surplus for the fractional LP: each
+// becomes two columns, its baseline CPU at its price and its whole
+// allocatable at its price plus the surplus. A node at any load between
+// the two is their convex combination at exactly its cost (the surplus is
+// linear above the baseline), so the LP still bounds every plan. The
+// whole-node bounds price a node at its load (coverCost, exactCover) or at
+// its price alone, which its cost never falls below (configBound).
+func burstColumns(types []lpType) []lpType {
+	out := make([]lpType, 0, len(types))
+	for _, t := range types {
+		if t.rate == 0 || t.baseCPU >= t.alloc[rCPU] {
+			t.rate = 0
+			out = append(out, t)
+			continue
+		}
+		base := t
+		base.alloc[rCPU] = max(t.baseCPU, 0)
+		base.full, base.rate = t.alloc, 0
+		whole := t
+		whole.price, whole.full, whole.rate = t.at(t.alloc[rCPU]), t.alloc, 0
+		out = append(out, base, whole)
+	}
+	return out
 }
 
 // forcedNodes is how many distinct new nodes the pods on new NodeClaims need

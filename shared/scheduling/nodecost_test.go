@@ -25,11 +25,13 @@ func TestNodeCostsFavourFewerLargerNodes(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
 		public     bool
+		fixed      string // the pool's own per-node cost annotation
 		wantType   string
 		wantClaims int
 	}{
-		{"volumes only: many small nodes", false, "small.2x", 8},
-		{"public IPv4 on: fewer, larger nodes", true, "large.8x", 2},
+		{"volumes only: many small nodes", false, "", "small.2x", 8},
+		{"public IPv4 on: fewer, larger nodes", true, "", "large.8x", 2},
+		{"a per-node licence: fewer, larger nodes", false, "0.01", "large.8x", 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			class := st.NodeClass("default")
@@ -39,6 +41,9 @@ func TestNodeCostsFavourFewerLargerNodes(t *testing.T) {
 				NodePools:   []*apis.NodePool{pool("default", 0, req(ctKey, opIn, onDemand))},
 				NodeClasses: []*apis.EC2NodeClass{class},
 				Pods:        st.Pods(16, st.PodOptions{Name: "p", CPU: "900m"}),
+			}
+			if tc.fixed != "" {
+				in.NodePools[0].Annotations = map[string]string{apis.AnnotationNodeCostPerHour: tc.fixed}
 			}
 			parts, err := nodecost.PerPool(in.NodePools, in.NodeClasses, nil, rates)
 			if err != nil {

@@ -182,7 +182,7 @@ func spotBelowOnDemand(pod string) check {
 				odMin = min(odMin, it.OnDemandPrice)
 			}
 		}
-		if nc.CapacityType == spot && nc.PricePerHour > odMin {
+		if nc.CapacityType == spot && nc.PricePerHour-nc.CPUSurplusPerHour > odMin {
 			t.Errorf("%s: spot at %v above the cheapest on-demand %v", pod, nc.PricePerHour, odMin)
 		}
 	}

@@ -48,6 +48,10 @@ type pool struct {
 	// mask.
 	nodeCost float64
 	prices   map[uint64][]float64
+	// burst is, per type, how a burstable type spends CPU above its
+	// baseline (the zero Burst: not burstable); nil when the pool allows
+	// no burstable type.
+	burst []catalog.Burst
 
 	err error // the pool cannot launch anything (bad requirement)
 }
@@ -127,6 +131,17 @@ func (p *pool) computeResources(s *solver) {
 	both.each(func(t int) bool {
 		c, a := u.types[t].Compute(p.settings)
 		p.capacity[t], p.alloc[t] = amountsVec(c).add(s.extra[t]), amountsVec(a).add(s.extra[t])
+		if b, ok := u.types[t].Burstable(); ok {
+			if p.burst == nil {
+				p.burst = make([]catalog.Burst, u.n)
+			}
+			p.burst[t] = b
+			if b.Mode == catalog.CreditsStandard {
+				// Standard mode throttles to the baseline: pods (daemonsets
+				// included) get no more requested CPU than it.
+				p.alloc[t][rCPU] = min(p.alloc[t][rCPU], b.BaselineMilliCPU)
+			}
+		}
 		return true
 	})
 	p.daemons = make([]bitset, len(s.daemons))
@@ -277,6 +292,17 @@ func (p *pool) countExisting(capacity vec) {
 
 // taints are the taints pods must tolerate on the pool's nodes.
 func (p *pool) taints() []corev1.Taint { return p.np.Spec.Template.Spec.Taints }
+
+// surplus is what a node of type t bills per hour above its instance's
+// price when its pods request cpu millicores (its daemonsets' requests
+// added): unlimited mode's surplus above the type's baseline, 0 for types
+// that are not burstable or are run in standard mode.
+func (p *pool) surplus(t int, cpu int64) float64 {
+	if p.burst == nil || p.burst[t].Mode != catalog.CreditsUnlimited {
+		return 0
+	}
+	return p.burst[t].SurplusPerHour(cpu + p.overhead[t][rCPU])
+}
 
 // pricesIn is each type's cheapest offering within mask for a node of p
 // (+Inf none): the instance's price plus what the pool's nodes cost beyond

@@ -71,9 +71,10 @@ func roundPrice(p float64) float64 { return math.Round(p*1e6) / 1e6 }
 
 // option is an instance type a NodeClaim may launch, at its expected price.
 type option struct {
-	t     int
-	price float64
-	slots uint64 // offerings kept
+	t       int
+	price   float64 // the cheapest kept offering's, plus surplus
+	surplus float64 // a burstable type's surplus for the claim's CPU ($/h)
+	slots   uint64  // offerings kept
 }
 
 // limitHeadroom is, per pool with limits, what its limits leave once every
@@ -110,12 +111,14 @@ func (s *solver) finalize(c *claim, headroom *vec) (NodeClaim, string) {
 			return true
 		})
 	}
-	opts := s.priced(fit, st.mask, true)
+	opts := s.priced(c, fit, st.mask, true)
 	if len(st.minKeys) > 0 && !s.bestEffort {
 		// Dropping dear spot offerings may drop types that minValues needs.
 		if _, short := s.minValuesKept(p, s.truncate(opts, st.minKeys), st.minKeys); short != "" {
-			opts = s.priced(fit, st.mask, false)
+			opts = s.priced(c, fit, st.mask, false)
 		}
+	} else {
+		opts = dropSurplusFirst(opts)
 	}
 	opts = s.truncate(opts, st.minKeys)
 	minValues, short := s.minValuesKept(p, opts, st.minKeys)
@@ -138,16 +141,19 @@ func (s *solver) finalize(c *claim, headroom *vec) (NodeClaim, string) {
 }
 
 // priced lists the types of fit with their offerings in mask, cheapest
-// first; with dropDearSpot, spot offerings dearer than the cheapest
-// on-demand offering of any of them are left out (and types left with none).
-func (s *solver) priced(fit bitset, mask uint64, dropDearSpot bool) []option {
+// first, each priced with what it bills above its instance for c's CPU (a
+// burstable type's surplus); with dropDearSpot, spot offerings dearer than
+// the cheapest on-demand offering of any of them, so priced, are left out
+// (and types left with none).
+func (s *solver) priced(c *claim, fit bitset, mask uint64, dropDearSpot bool) []option {
 	u := s.u
+	surplus := func(t int) float64 { return c.pool.surplus(t, c.total[rCPU]) }
 	odMin := math.Inf(1)
 	if dropDearSpot {
 		fit.each(func(t int) bool {
 			for slot := 0; slot < u.slots; slot++ {
 				if mask&(1<<uint(slot)) != 0 && capacityTypes[slot%len(capacityTypes)] == apis.CapacityTypeOnDemand {
-					odMin = min(odMin, u.price[t*u.slots+slot])
+					odMin = min(odMin, u.price[t*u.slots+slot]+surplus(t))
 				}
 			}
 			return true
@@ -155,17 +161,17 @@ func (s *solver) priced(fit bitset, mask uint64, dropDearSpot bool) []option {
 	}
 	var opts []option
 	fit.each(func(t int) bool {
-		o := option{t: t, price: math.Inf(1)}
+		o := option{t: t, price: math.Inf(1), surplus: surplus(t)}
 		for slot := 0; slot < u.slots; slot++ {
 			pr := u.price[t*u.slots+slot]
 			if mask&(1<<uint(slot)) == 0 || math.IsInf(pr, 1) {
 				continue
 			}
-			if capacityTypes[slot%len(capacityTypes)] == apis.CapacityTypeSpot && pr > odMin {
+			if capacityTypes[slot%len(capacityTypes)] == apis.CapacityTypeSpot && pr+o.surplus > odMin {
 				continue
 			}
 			o.slots |= 1 << uint(slot)
-			o.price = min(o.price, pr)
+			o.price = min(o.price, pr+o.surplus)
 		}
 		if o.slots != 0 {
 			opts = append(opts, o)
@@ -174,6 +180,25 @@ func (s *solver) priced(fit bitset, mask uint64, dropDearSpot bool) []option {
 	})
 	sort.SliceStable(opts, func(i, j int) bool { return opts[i].price < opts[j].price })
 	return opts
+}
+
+// dropSurplusFirst leaves out the burstable types that bill a surplus and
+// whose instance is cheaper than the expected type's: EC2's allocation
+// strategies rank a claim's types by instance price alone, so it would
+// launch one of them first, and pay its surplus on top.
+func dropSurplusFirst(opts []option) []option {
+	if len(opts) < 2 {
+		return opts
+	}
+	bestInstance := opts[0].price - opts[0].surplus
+	out := opts[:1]
+	for _, o := range opts[1:] {
+		if o.surplus > 0 && o.price-o.surplus < bestInstance {
+			continue
+		}
+		out = append(out, o)
+	}
+	return out
 }
 
 func (s *solver) nodeClaim(c *claim, opts []option) NodeClaim {
@@ -199,8 +224,9 @@ func (s *solver) nodeClaim(c *claim, opts []option) NodeClaim {
 	if len(opts) > 0 {
 		best := opts[0]
 		_, nc.CapacityType, nc.PricePerHour = u.cheapestOffering(best.t, best.slots)
-		nc.PricePerHour += p.nodeCost
+		nc.PricePerHour += p.nodeCost + best.surplus
 		nc.NodeCostPerHour = p.nodeCost
+		nc.CPUSurplusPerHour = best.surplus
 		nc.Requests = s.reg.toList(c.total.add(p.overhead[best.t]))
 	}
 	reqs := c.rs.reqs.

@@ -40,7 +40,8 @@ func valuesAtLeast(pod, key string, n int) check {
 // sortedByPrice: the pod's NodeClaim lists its types by expected price, then
 // name. A type's expected price is its cheapest offering in the claim's
 // zones and capacity types, not counting spot offerings that cost more than
-// the cheapest on-demand offering of the claim's types (those are dropped).
+// the cheapest on-demand offering of the claim's types (those are dropped),
+// plus a burstable type's surplus for the claim's CPU.
 func sortedByPrice(pod string) check {
 	return func(t *testing.T, p *plan) {
 		nc, ok := p.claim(t, pod)
@@ -53,7 +54,8 @@ func sortedByPrice(pod string) check {
 		}
 		price := func(name string) float64 {
 			it := typeByName(p.in, name)
-			return math.Min(offeringPrice(p.in, it, nc, odMin, spot), offeringPrice(p.in, it, nc, math.Inf(1), onDemand))
+			return math.Min(offeringPrice(p.in, it, nc, odMin, spot), offeringPrice(p.in, it, nc, math.Inf(1), onDemand)) +
+				surplusOf(it, nc.Requests.Cpu().MilliValue())
 		}
 		prev, prevName := 0.0, ""
 		for _, name := range nc.InstanceTypes {

@@ -39,12 +39,15 @@ type coverKey struct {
 
 // frontier reduces options to those no other option beats: for every k the
 // cheapest type, and only if no type holding at least as many pods is as
-// cheap. Options come in price order (then name), so ties keep the first.
+// cheap. Options come in instance price order (then name), so ties keep the
+// first.
 func frontier(opts []packOption) []packOption {
 	byK := map[int]packOption{}
 	maxK := 0
 	for _, o := range opts {
-		if _, ok := byK[o.k]; !ok {
+		// A burstable type's surplus can make a later option cheaper for
+		// its k: keep the cheapest (ties: the first).
+		if old, ok := byK[o.k]; !ok || o.price < old.price {
 			byK[o.k] = o
 			maxK = max(maxK, o.k)
 		}
@@ -105,7 +108,7 @@ func (s *solver) packOptions(c *claim, st *reqState, g *group, perNode int) []pa
 		}
 		k := int(min(int64(perNode), g.req.howMany(c.pool.alloc[t].sub(c.total))))
 		if k > 0 {
-			opts = append(opts, packOption{t, k, st.prices[t]})
+			opts = append(opts, packOption{t, k, st.prices[t] + c.pool.surplus(t, c.total[rCPU]+int64(k)*g.req[rCPU])})
 		}
 	}
 	if s.residual {
@@ -243,7 +246,7 @@ func (s *solver) resourcePrices() (cpu, mem float64) {
 		total = total.add(g.req.scale(int64(len(g.pods))))
 	}
 	lp := &coverLP{b: []float64{float64(max(total[rCPU], 1)), float64(max(total[rMemory], 1))}}
-	for _, t := range s.lpTypes() {
+	for _, t := range burstColumns(s.lpTypes()) {
 		if t.alloc[rCPU] <= 0 && t.alloc[rMemory] <= 0 {
 			continue
 		}

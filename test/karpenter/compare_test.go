@@ -11,6 +11,7 @@ import (
 
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/catalog"
+	"github.com/nodewright/nodewright/shared/nodecost"
 	"github.com/nodewright/nodewright/shared/pricing"
 	"github.com/nodewright/nodewright/shared/scheduling"
 	st "github.com/nodewright/nodewright/shared/scheduling/schedtest"
@@ -43,11 +44,15 @@ type RecordEntry struct {
 	Fingerprint         string  `json:"fingerprint,omitempty"`
 	KarpenterPrice      float64 `json:"karpenterPrice"`
 	KarpenterNodeClaims int     `json:"karpenterNodeClaims"`
-	KarpenterSeconds    float64 `json:"karpenterSeconds"`
-	Price               float64 `json:"price"`
-	LowerBound          float64 `json:"lowerBound"`
-	NodeClaims          int     `json:"nodeClaims"`
-	Seconds             float64 `json:"seconds"`
+	// KarpenterNodesPerPool and NodesPerPool are each plan's NodeClaims
+	// per NodePool: what each side pays its pools' node costs on.
+	KarpenterNodesPerPool map[string]int `json:"karpenterNodesPerPool,omitempty"`
+	KarpenterSeconds      float64        `json:"karpenterSeconds"`
+	Price                 float64        `json:"price"`
+	LowerBound            float64        `json:"lowerBound"`
+	NodeClaims            int            `json:"nodeClaims"`
+	NodesPerPool          map[string]int `json:"nodesPerPool,omitempty"`
+	Seconds               float64        `json:"seconds"`
 }
 
 type compared struct {
@@ -86,6 +91,7 @@ func TestCompareWithKarpenter(t *testing.T) {
 			name := fmt.Sprintf("diverse-%s/pods=%d", w.name, n)
 			in := w.in
 			in.Pods = st.DiversePods(n, 42)
+			in.NodeCosts = nodeCosts(t, in)
 			inputs = append(inputs, compared{name: name, in: in})
 			diverseInputs[name] = true
 		}
@@ -103,8 +109,13 @@ func TestCompareWithKarpenter(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
-		e := RecordEntry{Fingerprint: c.fingerprint, KarpenterPrice: kp.Price, KarpenterNodeClaims: kp.NodeClaims, KarpenterSeconds: round(kp.Duration.Seconds()),
-			Price: r.PricePerHour, LowerBound: r.LowerBoundPricePerHour, NodeClaims: len(r.NodeClaims), Seconds: round(elapsed.Seconds())}
+		perPool := map[string]int{}
+		for _, nc := range r.NodeClaims {
+			perPool[nc.NodePool]++
+		}
+		e := RecordEntry{Fingerprint: c.fingerprint, KarpenterPrice: kp.Price, KarpenterNodeClaims: kp.NodeClaims, KarpenterNodesPerPool: kp.NodesPerPool,
+			KarpenterSeconds: round(kp.Duration.Seconds()), Price: r.PricePerHour, LowerBound: r.LowerBoundPricePerHour, NodeClaims: len(r.NodeClaims),
+			NodesPerPool: perPool, Seconds: round(elapsed.Seconds())}
 		fmt.Printf("%-50s %10.4f %10.4f %10.4f %7.3f %10.3f %10.3f %8.1f\n", c.name, kp.Price, r.PricePerHour, r.LowerBoundPricePerHour,
 			r.PricePerHour/max(r.LowerBoundPricePerHour, 1e-9), kp.Duration.Seconds(), elapsed.Seconds(), kp.Duration.Seconds()/max(elapsed.Seconds(), 1e-9))
 		if kp.Unschedulable > 0 || len(r.Unschedulable) > 0 {
@@ -158,6 +169,18 @@ func diverseWorkloads(t *testing.T) []diverseWorkload {
 		{"catalog", scheduling.Input{InstanceTypes: catalog.Default().Types(), Spot: pricing.Model{Catalog: catalog.Default(), Seed: 0},
 			Zones: st.Zones(), NodePools: pools, NodeClasses: classes}},
 	}
+}
+
+// nodeCosts prices what a node of each of the input's NodePools costs
+// beyond its instance (shared/nodecost at the shipped rates), so that both
+// plans are priced whole.
+func nodeCosts(t *testing.T, in scheduling.Input) map[string]float64 {
+	rates, _ := nodecost.For(nodecost.ShippedRegion)
+	parts, err := nodecost.PerPool(in.NodePools, in.NodeClasses, nil, rates)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return nodecost.PerHour(parts)
 }
 
 func splitComma(s string) []string {

@@ -24,6 +24,21 @@ type ShapeType struct {
 	ZonePrice []float64
 	// Price is the cheapest allowed offering in any zone.
 	Price float64
+	// Burst is a burstable type's baseline and credit mode (zero: not
+	// burstable); DaemonCPU the shape's DaemonSets' CPU on the node.
+	Burst     catalog.Burst
+	DaemonCPU int64
+	// NodeCost is what a node of the pool costs beyond its instance
+	// (Shape.NodeCosts).
+	NodeCost float64
+}
+
+// NodePrice is a node's whole price at an offering of price when its pods
+// request cpu millicores: the offering, the pool's node cost and a
+// burstable type's surplus (catalog.Burst.SurplusPerHour, with the
+// DaemonSets' requests).
+func (t ShapeType) NodePrice(price float64, cpu int64) float64 {
+	return price + t.NodeCost + t.Burst.SurplusPerHour(cpu+t.DaemonCPU)
 }
 
 // ShapeTypes lists the ordinary (not GPU, accelerator or bare-metal) types
@@ -41,6 +56,7 @@ func ShapeTypes(s Shape) ([]ShapeType, error) {
 		}
 	}
 	settings := catalog.SettingsFor(nc)
+	nodeCost := s.NodeCosts()[np.Name]
 	var out []ShapeType
 	for _, it := range s.Types {
 		if it.Exotic() {
@@ -51,7 +67,7 @@ func ShapeTypes(s Shape) ([]ShapeType, error) {
 			labels[k] = v
 		}
 		labels[apis.LabelNodePool] = np.Name
-		st := ShapeType{Name: it.Name, ZonePrice: make([]float64, len(s.Zones)), Price: math.Inf(1)}
+		st := ShapeType{Name: it.Name, ZonePrice: make([]float64, len(s.Zones)), Price: math.Inf(1), NodeCost: nodeCost}
 		for i := range st.ZonePrice {
 			st.ZonePrice[i] = math.Inf(1)
 		}
@@ -72,11 +88,18 @@ func ShapeTypes(s Shape) ([]ShapeType, error) {
 		}
 		_, a := it.Compute(settings)
 		st.Alloc = [3]int64{a.MilliCPU, a.MemoryBytes, a.Pods}
+		if b, ok := it.Burstable(); ok {
+			st.Burst = b
+			if b.Mode == catalog.CreditsStandard {
+				st.Alloc[0] = min(st.Alloc[0], b.BaselineMilliCPU) // standard mode: no more than the baseline
+			}
+		}
 		for _, ds := range s.DaemonSets {
 			r := requestsOf(&corev1.Pod{Spec: ds.Spec.Template.Spec})
 			for i := range st.Alloc {
 				st.Alloc[i] -= r[i]
 			}
+			st.DaemonCPU += r[0]
 		}
 		out = append(out, st)
 	}
@@ -132,7 +155,8 @@ func fitsIn(used, req, alloc [3]int64) bool {
 // nodes of that type (those of a zonally spread Deployment balanced over
 // the zones, the extra ones in the type's cheapest zones; the others in its
 // cheapest zone), each node at the type's cheapest allowed offering in its
-// zone. It returns the cheapest type's total and name.
+// zone with its whole-node extras (ShapeType.NodePrice). It returns the
+// cheapest type's total and name.
 func NodeGroupBaseline(s Shape) (float64, string, error) {
 	types, err := ShapeTypes(s)
 	if err != nil {
@@ -169,8 +193,8 @@ func NodeGroupBaseline(s Shape) (float64, string, error) {
 				total = math.Inf(1)
 				break
 			}
-			if nodes > 0 {
-				total += float64(nodes) * t.ZonePrice[z]
+			for _, cpu := range nodes {
+				total += t.NodePrice(t.ZonePrice[z], cpu)
 			}
 		}
 		if total < best {
@@ -184,8 +208,9 @@ func NodeGroupBaseline(s Shape) (float64, string, error) {
 }
 
 // firstFitDecreasing packs the demands onto nodes of one allocatable, largest
-// pods first, each on the first node with room; false when a pod fits none.
-func firstFitDecreasing(ds []demand, alloc [3]int64) (int, bool) {
+// pods first, each on the first node with room; it returns each node's
+// requested cpu, false when a pod fits none.
+func firstFitDecreasing(ds []demand, alloc [3]int64) ([]int64, bool) {
 	var pods [][3]int64
 	for _, d := range ds {
 		for range d.n {
@@ -212,12 +237,16 @@ func firstFitDecreasing(ds []demand, alloc [3]int64) (int, bool) {
 		}
 		if !placed {
 			if !fitsIn([3]int64{}, p, alloc) {
-				return 0, false
+				return nil, false
 			}
 			nodes = append(nodes, p)
 		}
 	}
-	return len(nodes), true
+	cpu := make([]int64, len(nodes))
+	for i, n := range nodes {
+		cpu[i] = n[0]
+	}
+	return cpu, true
 }
 
 // MaxOptimumStates bounds the search of Optimum: the product over the
@@ -227,7 +256,8 @@ const MaxOptimumStates = 5000
 // Optimum is the cheapest any plan can be for a shape whose pods have no
 // topology constraint: every way to cover the Deployments' replicas with
 // nodes, each node a mix of replicas that fits some allowed type and costs
-// the cheapest such type's cheapest offering in any zone. It searches
+// the cheapest such type's cheapest offering in any zone, with the pool's
+// node cost and a burstable type's surplus for the mix's CPU. It searches
 // exhaustively, by dynamic programming over the replicas still to place, so
 // it answers only small shapes (ok false when the shape has a topology
 // spread or more than MaxOptimumStates states).
@@ -276,7 +306,7 @@ func Optimum(s Shape) (price float64, ok bool, err error) {
 		cost[c] = math.Inf(1)
 		for _, t := range types {
 			if fitsIn([3]int64{}, need, t.Alloc) {
-				cost[c] = min(cost[c], t.Price)
+				cost[c] = min(cost[c], t.NodePrice(t.Price, need[0]))
 			}
 		}
 		if !math.IsInf(cost[c], 1) {

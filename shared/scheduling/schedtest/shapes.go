@@ -11,6 +11,7 @@ import (
 
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/catalog"
+	"github.com/nodewright/nodewright/shared/nodecost"
 	"github.com/nodewright/nodewright/shared/pricing"
 	"github.com/nodewright/nodewright/shared/scheduling"
 )
@@ -41,26 +42,43 @@ type Shape struct {
 // Input is the shape as the solver takes it.
 func (s Shape) Input() scheduling.Input {
 	return scheduling.Input{Pods: s.Pods, DaemonSets: s.DaemonSets, NodePools: s.NodePools, NodeClasses: s.NodeClasses,
-		InstanceTypes: s.Types, Spot: s.SpotPricer, Zones: s.Zones}
+		InstanceTypes: s.Types, Spot: s.SpotPricer, Zones: s.Zones, NodeCosts: s.NodeCosts()}
+}
+
+// NodeCosts are what a node of each of the shape's NodePools costs beyond
+// its instance (shared/nodecost at the shipped rates; the shapes' subnets
+// map no public address): whole-node prices, as the functions solve with.
+func (s Shape) NodeCosts() map[string]float64 {
+	rates, _ := nodecost.For(nodecost.ShippedRegion)
+	parts, err := nodecost.PerPool(s.NodePools, s.NodeClasses, nil, rates)
+	if err != nil {
+		panic(fmt.Sprintf("shape %s: %v", s.Name, err)) // the suite's own classes always price
+	}
+	return nodecost.PerHour(parts)
 }
 
 // Fingerprint identifies the shape's input: a hash of its pods, DaemonSets,
-// NodePools, EC2NodeClasses and zones, so that a record made from the shape
+// NodePools, EC2NodeClasses, zones and node costs, so that a record made from the shape
 // (test/bench/testdata/karpenter.json) can tell whether it still describes
 // it. The instance types and prices have CatalogFingerprint.
 func (s Shape) Fingerprint() string {
-	return fingerprint(s.Pods, s.DaemonSets, s.NodePools, s.NodeClasses, s.Zones)
+	return fingerprint(s.Pods, s.DaemonSets, s.NodePools, s.NodeClasses, s.Zones, s.NodeCosts())
 }
 
 // CatalogFingerprint identifies the instance types a shape is solved
-// against and their offerings' prices in its zones (every shape of the
+// against, their offerings' prices in its zones and burstable types'
+// baselines (every shape of the
 // suite shares them).
 func (s Shape) CatalogFingerprint() string {
 	offerings := make([][]catalog.Offering, len(s.Types))
+	bursts := map[string]catalog.Burst{}
 	for i, it := range s.Types {
 		offerings[i] = it.Offerings(s.Zones, s.SpotPricer)
+		if b, ok := it.Burstable(); ok {
+			bursts[it.Name] = b
+		}
 	}
-	return fingerprint(s.Types, offerings)
+	return fingerprint(s.Types, offerings, bursts)
 }
 
 // fingerprint is the first 16 hex digits of the SHA-256 of the values' JSON
