@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// Burstable performance types (t2, t3, t3a, t4g) sustain only a baseline
+// Burstable performance types (t1, t2, t3, t3a, t4g) sustain only a baseline
 // share of each vCPU. Above it they either throttle to the baseline
 // (standard credit mode) or bill the surplus per vCPU-hour (unlimited
 // mode). A node autoscaler that packs pods by their CPU requests must know
@@ -41,7 +41,15 @@ var burstFamilies = map[string]struct {
 		"xlarge": 0.40, "2xlarge": 0.40}, CreditsUnlimited, 0.05},
 	"t4g": {map[string]float64{"nano": 0.05, "micro": 0.10, "small": 0.20, "medium": 0.20, "large": 0.30,
 		"xlarge": 0.40, "2xlarge": 0.40}, CreditsUnlimited, 0.04},
+	// t1.micro (previous generation) bursts with no published baseline and
+	// no credit specification: nothing it sustains is promised, so no
+	// requested CPU is placed on it, and no credit mode is pinned.
+	"t1": {map[string]float64{"micro": 0}, CreditsStandard, 0},
 }
+
+// noCreditSpecification are the burstable families EC2 takes no
+// CreditSpecification for.
+var noCreditSpecification = map[string]bool{"t1": true}
 
 // Burst is how a burstable type spends CPU above its baseline.
 type Burst struct {
@@ -93,7 +101,7 @@ func CreditMode(types []string) string {
 	for _, name := range types {
 		family, _, _ := strings.Cut(name, ".")
 		f, ok := burstFamilies[family]
-		if !ok {
+		if !ok || noCreditSpecification[family] {
 			continue
 		}
 		if f.mode == CreditsUnlimited {

@@ -68,6 +68,7 @@ func TestCreditMode(t *testing.T) {
 	}{
 		{[]string{"m5.large", "c5.large"}, ""},
 		{[]string{"t2.medium", "m5.large"}, CreditsStandard},
+		{[]string{"t1.micro"}, ""},
 		{[]string{"t2.medium", "t3.medium"}, CreditsUnlimited},
 		{[]string{"t4g.small"}, CreditsUnlimited},
 	} {

@@ -34,6 +34,11 @@ func TestBurstableSurplusIsPriced(t *testing.T) {
 		if it.Name == "t3a.medium" {
 			t.Errorf("a claim on t3a.medium at %v (%v of surplus)", nc.PricePerHour, nc.CPUSurplusPerHour)
 		}
+		if it.Family == "t1" {
+			// t1.micro bursts with no published baseline: nothing it
+			// sustains can be promised to a pod's CPU request.
+			t.Errorf("a claim on %s at %v: 900m requested of a previous-generation burstable type", it.Name, nc.PricePerHour)
+		}
 		if b, ok := it.Burstable(); ok {
 			burstable++
 			cpu := nc.Requests.Cpu().MilliValue()
