@@ -134,6 +134,7 @@ const (
 	AMIFamilyBottlerocket = "Bottlerocket"
 	AMIFamilyWindows2019  = "Windows2019"
 	AMIFamilyWindows2022  = "Windows2022"
+	AMIFamilyWindows2025  = "Windows2025"
 	AMIFamilyCustom       = "Custom"
 
 	// AliasVersionLatest is the alias version that follows the newest AMI.
@@ -142,7 +143,13 @@ const (
 
 // AMIFamilies lists the valid values of spec.amiFamily.
 func AMIFamilies() []string {
-	return []string{AMIFamilyAL2, AMIFamilyAL2023, AMIFamilyBottlerocket, AMIFamilyCustom, AMIFamilyWindows2019, AMIFamilyWindows2022}
+	return []string{AMIFamilyAL2, AMIFamilyAL2023, AMIFamilyBottlerocket, AMIFamilyCustom, AMIFamilyWindows2019, AMIFamilyWindows2022, AMIFamilyWindows2025}
+}
+
+// IsWindowsFamily reports whether family (a spec.amiFamily value) boots
+// Windows Server.
+func IsWindowsFamily(family string) bool {
+	return family == AMIFamilyWindows2019 || family == AMIFamilyWindows2022 || family == AMIFamilyWindows2025
 }
 
 // Capacity reservation types and states in EC2NodeClass status.

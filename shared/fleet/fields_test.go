@@ -87,6 +87,11 @@ func TestNodeClassFieldsShapeTheLaunch(t *testing.T) {
 		{"spec.amiSelectorTerms[].alias=bottlerocket", customImage, func(nc *apis.EC2NodeClass) {
 			nc.Spec.AMISelectorTerms, nc.Spec.AMIFamily = []apis.AMISelectorTerm{{Alias: "bottlerocket@latest"}}, nil
 		}, []string{"/aws/service/bottlerocket/aws-k8s-1.35/x86_64/latest/image_id", `"ImageId":"ami-br-x86"`, "[settings.kubernetes]"}, "NodeConfig"},
+		{"spec.amiFamily=AL2", customImage, func(nc *apis.EC2NodeClass) { nc.Spec.AMIFamily = aws.String(apis.AMIFamilyAL2) },
+			[]string{"/etc/eks/bootstrap.sh 'my-production-cluster'", `--node-labels="`}, "NodeConfig"},
+		{"spec.amiSelectorTerms[].alias=al2", customImage, func(nc *apis.EC2NodeClass) {
+			nc.Spec.AMISelectorTerms, nc.Spec.AMIFamily = []apis.AMISelectorTerm{{Alias: "al2@latest"}}, nil
+		}, []string{"/aws/service/eks/optimized-ami/1.35/amazon-linux-2/recommended/image_id", `"ImageId":"ami-al2-x86"`, "/etc/eks/bootstrap.sh"}, "NodeConfig"},
 		{"spec.amiSelectorTerms[].alias=al2023", customImage, func(nc *apis.EC2NodeClass) {
 			nc.Spec.AMISelectorTerms, nc.Spec.AMIFamily = []apis.AMISelectorTerm{{Alias: "al2023@latest"}}, nil
 		}, []string{"/aws/service/eks/optimized-ami/1.35/amazon-linux-2023/x86_64/standard/recommended/image_id", "kind: NodeConfig"}, ""},

@@ -18,6 +18,13 @@ func class(public *bool, bdms ...*apis.BlockDeviceMapping) *apis.EC2NodeClass {
 		Spec: apis.EC2NodeClassSpec{AssociatePublicIPAddress: public, BlockDeviceMappings: bdms}}
 }
 
+// family is a class of the AMI family with no block device mappings.
+func family(f string) *apis.EC2NodeClass {
+	c := class(nil)
+	c.Spec.AMIFamily = &f
+	return c
+}
+
 func ebs(typ, size string, iops, mibps int64) *apis.BlockDeviceMapping {
 	b := &apis.BlockDevice{VolumeSize: ptr(resource.MustParse(size))}
 	if typ != "" {
@@ -46,6 +53,9 @@ func TestOf(t *testing.T) {
 	}{
 		{"no class: the default 20 GiB gp3 root", nil, false, Parts{VolumesPerHour: month(20 * 0.08)}},
 		{"no mappings: the default root", class(nil), false, Parts{VolumesPerHour: month(1.6)}},
+		{"AL2: AL2023's default root", family(apis.AMIFamilyAL2), false, Parts{VolumesPerHour: month(1.6)}},
+		{"Bottlerocket: its 4 GiB OS and 20 GiB data volumes", family(apis.AMIFamilyBottlerocket), false, Parts{VolumesPerHour: month(24 * 0.08)}},
+		{"Windows: a 50 GiB root", family(apis.AMIFamilyWindows2022), false, Parts{VolumesPerHour: month(50 * 0.08)}},
 		{"gp3 at its baseline", class(nil, ebs("gp3", "100Gi", 3000, 125)), false, Parts{VolumesPerHour: month(8)}},
 		{"gp3 above the baseline", class(nil, ebs("gp3", "100Gi", 6000, 250)), false,
 			Parts{VolumesPerHour: month(8 + 3000*0.005 + 125*0.04)}},
