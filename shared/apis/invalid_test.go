@@ -215,7 +215,7 @@ var invalidCases = []struct {
 	{"alias family", nodeClassDoc("amiSelectorTerms: [{alias: ubuntu@latest}]\n", "amiSelectorTerms"),
 		ncPrefix + `spec.amiSelectorTerms[0].alias: "ubuntu@latest": family "ubuntu" is not one of al2, al2023, bottlerocket, windows2019, windows2022, windows2025`},
 	{"windows pinned", nodeClassDoc("amiSelectorTerms: [{alias: windows2022@v20240101}]\n", "amiSelectorTerms"),
-		ncPrefix + `spec.amiSelectorTerms[0].alias: "windows2022@v20240101": Windows is not supported yet: Nodewright writes user data for AL2023, AL2 and Bottlerocket only; use alias al2023@latest, al2@latest or bottlerocket@latest (or amiFamily Custom with your own userData)`},
+		ncPrefix + `spec.amiSelectorTerms[0].alias: "windows2022@v20240101": windows families support only version latest (like windows2022@latest)`},
 	{"alias not alone", nodeClassDoc("amiSelectorTerms: [{alias: al2023@latest}, {id: ami-0123456789abcdef0}]\n", "amiSelectorTerms"),
 		ncPrefix + `spec.amiSelectorTerms: a term with an alias must be the only term (has 2 terms)`},
 	{"alias with tags", nodeClassDoc("amiSelectorTerms: [{alias: al2023@latest, tags: {team: a}}]\n", "amiSelectorTerms"),

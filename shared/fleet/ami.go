@@ -102,6 +102,13 @@ func AL2Parameters(k8s, version string) []aliasParameter {
 	}
 }
 
+// AliasParameters are the public SSM parameters an AMI alias
+// (family@version, family as in the alias: al2023, windows2022) reads, or
+// an error naming the families Nodewright resolves.
+func AliasParameters(family, k8s, version string) ([]aliasParameter, error) {
+	return aliasParameters(family, k8s, version)
+}
+
 // aliasParameters are the SSM parameters of an AMI alias's family, or an
 // error naming the families Nodewright resolves.
 func aliasParameters(family, k8s, version string) ([]aliasParameter, error) {
@@ -113,7 +120,10 @@ func aliasParameters(family, k8s, version string) ([]aliasParameter, error) {
 	case "bottlerocket":
 		return BottlerocketParameters(k8s, version), nil
 	}
-	return nil, fmt.Errorf("alias %s@%s: Nodewright launches AL2023 (al2023@...), AL2 (al2@...) and Bottlerocket (bottlerocket@...) images, or images selected by id, name, tags or ssmParameter", family, version)
+	if w, ok := windowsReleases[family]; ok {
+		return WindowsParameters(w, k8s, version)
+	}
+	return nil, fmt.Errorf("alias %s@%s: Nodewright launches AL2023 (al2023@...), AL2 (al2@...), Bottlerocket (bottlerocket@...) and Windows (windows2019@latest, windows2022@latest, windows2025@latest) images, or images selected by id, name, tags or ssmParameter", family, version)
 }
 
 // kubeArch maps an EC2 image architecture to Kubernetes's name for it.

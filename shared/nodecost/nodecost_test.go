@@ -133,3 +133,18 @@ func TestPerPool(t *testing.T) {
 		t.Errorf("PerPool has %d pools, want %d", len(got), len(want))
 	}
 }
+
+func TestLicencePerVCPUHour(t *testing.T) {
+	for family, want := range map[string]float64{
+		apis.AMIFamilyWindows2019: 0.046, apis.AMIFamilyWindows2022: 0.046, apis.AMIFamilyWindows2025: 0.046,
+		apis.AMIFamilyAL2023: 0, apis.AMIFamilyAL2: 0, apis.AMIFamilyBottlerocket: 0, apis.AMIFamilyCustom: 0, "": 0,
+	} {
+		if got := LicencePerVCPUHour(family); got != want {
+			t.Errorf("LicencePerVCPUHour(%q) = %v, want %v", family, got, want)
+		}
+	}
+	// The figure is the m5.large difference it names, over 2 vCPUs.
+	if got := (0.188 - 0.096) / 2; math.Abs(got-WindowsLicence.PerVCPUHour) > 1e-9 {
+		t.Errorf("licence %v, its source gives %v", WindowsLicence.PerVCPUHour, got)
+	}
+}

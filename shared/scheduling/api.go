@@ -155,8 +155,11 @@ type NodeClaim struct {
 	PricePerHour float64 `json:"pricePerHour"`
 	// NodeCostPerHour is the part of PricePerHour that is not the
 	// instance's: the node's volumes and address (Input.NodeCosts).
-	NodeCostPerHour float64  `json:"nodeCostPerHour,omitempty"`
-	Pods            []string `json:"pods"`
+	NodeCostPerHour float64 `json:"nodeCostPerHour,omitempty"`
+	// LicencePerHour is the part of PricePerHour that is the image's
+	// operating system licence (Windows: per vCPU, nodecost.WindowsLicence).
+	LicencePerHour float64  `json:"licencePerHour,omitempty"`
+	Pods           []string `json:"pods"`
 	// Requirements are what the launched node must satisfy (the pool's and
 	// the pods', narrowed: zone, capacity type, arch, instance types).
 	Requirements []corev1.NodeSelectorRequirement `json:"requirements"`

@@ -8,6 +8,7 @@ import (
 
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/catalog"
+	"github.com/nodewright/nodewright/shared/nodecost"
 	qty "github.com/nodewright/nodewright/shared/quantity"
 	"github.com/nodewright/nodewright/shared/requirements"
 )
@@ -48,6 +49,9 @@ type pool struct {
 	// mask.
 	nodeCost float64
 	prices   map[uint64][]float64
+	// licence is the image's operating system licence per vCPU-hour
+	// (Windows), priced into every offering of the pool with nodeCost.
+	licence float64
 
 	err error // the pool cannot launch anything (bad requirement)
 }
@@ -65,6 +69,7 @@ func (s *solver) newPool(np *apis.NodePool, classes map[string]*apis.EC2NodeClas
 	if ref := np.Spec.Template.Spec.NodeClassRef; ref != nil {
 		p.nodeClass = ref.Name
 		p.settings = catalog.SettingsFor(classes[ref.Name])
+		p.licence = nodecost.LicencePerVCPUHour(p.settings.AMIFamily)
 	}
 	switch {
 	case np.DeletionTimestamp != nil:
@@ -79,6 +84,7 @@ func (s *solver) newPool(np *apis.NodePool, classes map[string]*apis.EC2NodeClas
 		p.err = err
 		return p
 	}
+	reqs = imageRequirements(reqs, p.settings.AMIFamily)
 	p.reqs, p.rs = reqs, s.intern(reqs)
 	// Its nodes also get karpenter.sh/registered and initialized once up,
 	// which DaemonSets may select.
@@ -268,7 +274,7 @@ func (p *pool) taints() []corev1.Taint { return p.np.Spec.Template.Spec.Taints }
 // it.
 func (s *solver) pricesIn(p *pool, mask uint64) []float64 {
 	base := s.u.prices(mask)
-	if p.nodeCost == 0 {
+	if p.nodeCost == 0 && p.licence == 0 {
 		return base
 	}
 	if pr, ok := p.prices[mask]; ok {
@@ -276,11 +282,18 @@ func (s *solver) pricesIn(p *pool, mask uint64) []float64 {
 	}
 	pr := make([]float64, len(base))
 	for t, b := range base {
-		pr[t] = b + p.nodeCost
+		pr[t] = b + p.extraCost(s.u, t)
 	}
 	if p.prices == nil {
 		p.prices = map[uint64][]float64{}
 	}
 	p.prices[mask] = pr
 	return pr
+}
+
+// extraCost is what a node of type t in the pool costs beyond its
+// instance's offering price: the pool's per-node cost and its image's
+// licence for the type's vCPUs.
+func (p *pool) extraCost(u *universe, t int) float64 {
+	return p.nodeCost + p.licence*float64(u.types[t].VCPU)
 }

@@ -198,8 +198,9 @@ func (s *solver) nodeClaim(c *claim, opts []option) NodeClaim {
 	if len(opts) > 0 {
 		best := opts[0]
 		_, nc.CapacityType, nc.PricePerHour = u.cheapestOffering(best.t, best.slots)
-		nc.PricePerHour += p.nodeCost
+		nc.PricePerHour += p.extraCost(u, best.t)
 		nc.NodeCostPerHour = p.nodeCost
+		nc.LicencePerHour = p.licence * float64(u.types[best.t].VCPU)
 		nc.Requests = s.reg.toList(c.total.add(p.overhead[best.t]))
 	}
 	reqs := c.rs.reqs.

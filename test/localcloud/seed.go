@@ -155,8 +155,8 @@ func (s *seeder) network(ctx context.Context, res *AWSResources) error {
 
 // amis picks an Amazon Linux 2023 image per architecture from moto's
 // built-in images and publishes it under the public SSM parameters that
-// the al2023@latest, al2@latest and bottlerocket@latest aliases resolve
-// through.
+// the al2023@latest, al2@latest, bottlerocket@latest and Windows aliases
+// resolve through.
 func (s *seeder) amis(ctx context.Context, res *AWSResources) error {
 	arches := []struct{ ec2Arch, kubeArch string }{{"x86_64", "amd64"}, {"arm64", "arm64"}}
 	ids := make([]string, len(arches))
@@ -188,10 +188,18 @@ func (s *seeder) amis(ctx context.Context, res *AWSResources) error {
 			}
 		}
 	}
-	// bottlerocket@latest and al2@latest resolve through their families'
-	// public parameters; the same images stand in (the node bridge reads
+	// bottlerocket@latest, al2@latest and windows20xx@latest resolve through
+	// their families' public parameters; the same images stand in (the node bridge reads
 	// every family's user data).
-	for _, p := range append(fleet.BottlerocketParameters(s.minor, "latest"), fleet.AL2Parameters(s.minor, "latest")...) {
+	params := append(fleet.BottlerocketParameters(s.minor, "latest"), fleet.AL2Parameters(s.minor, "latest")...)
+	for _, family := range []string{"windows2019", "windows2022", "windows2025"} {
+		w, err := fleet.AliasParameters(family, s.minor, "latest")
+		if err != nil {
+			return err
+		}
+		params = append(params, w...)
+	}
+	for _, p := range params {
 		if id, ok := res.AMIs[p.Arch]; ok {
 			res.Parameters[p.Name] = id
 		}

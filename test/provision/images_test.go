@@ -33,6 +33,25 @@ func TestAL2Pool(t *testing.T) {
 	imagePool(t, "al2", "al2@latest", nil)
 }
 
+// TestWindowsPool: a NodePool that requires kubernetes.io/os windows, of an
+// EC2NodeClass that selects alias windows2022@latest, gets Ready Windows
+// nodes: the alias resolves through the Windows AMI's public parameter (the
+// local cloud publishes it), the plan takes x86 types only, and the node
+// registers as Windows with the labels and taints of its PowerShell user
+// data.
+func TestWindowsPool(t *testing.T) {
+	t.Parallel()
+	nodes := imagePool(t, "windows", "windows2022@latest", func(np *apis.NodePool) {
+		np.Spec.Template.Spec.Requirements = append(np.Spec.Template.Spec.Requirements,
+			apis.NodeSelectorRequirementWithMinValues{Key: apis.LabelOS, Operator: corev1.NodeSelectorOpIn, Values: []string{apis.OSWindows}})
+	})
+	for name, n := range nodes {
+		if n.Labels[apis.LabelOS] != apis.OSWindows || n.Labels[apis.LabelArch] != "amd64" || n.Status.NodeInfo.OperatingSystem != apis.OSWindows {
+			t.Errorf("node %s: os %q arch %q (reports %q), want a windows amd64 node", name, n.Labels[apis.LabelOS], n.Labels[apis.LabelArch], n.Status.NodeInfo.OperatingSystem)
+		}
+	}
+}
+
 // imagePool makes an EC2NodeClass selecting alias and a tainted NodePool
 // (group) of it, changed by edit, runs two pods that select and tolerate
 // the pool, and checks that they run on nodes registered with the pool's

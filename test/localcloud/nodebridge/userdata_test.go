@@ -255,3 +255,29 @@ func TestShellWords(t *testing.T) {
 		t.Errorf("powershellWords = %q, want %q", got, want)
 	}
 }
+
+// TestParsesTheLaunchersWindowsUserData: the PowerShell shared/fleet writes
+// for a Windows node (the user's own lines first) registers a Windows node
+// with the plan's labels, taints and pod limit.
+func TestParsesTheLaunchersWindowsUserData(t *testing.T) {
+	custom := "<powershell>\nWrite-Host '& $x -EKSClusterName fake'\n</powershell>"
+	maxPods := int32(42)
+	ud := fleet.WindowsUserData(fleet.Cluster{Name: "c1", Endpoint: "https://127.0.0.1:6443", CertificateAuthority: []byte("ca")},
+		&custom, fleet.NodeSettings{
+			Labels:  map[string]string{"karpenter.sh/nodepool": "windows", "team": "platform"},
+			Taints:  []corev1.Taint{{Key: "os", Value: "windows", Effect: corev1.TaintEffectNoSchedule}},
+			Kubelet: &apis.KubeletConfiguration{MaxPods: &maxPods, ClusterDNS: []string{"10.96.0.10"}},
+		})
+	ks, err := ParseUserData([]byte(ud))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := KubeletSettings{
+		Labels:  map[string]string{"karpenter.sh/nodepool": "windows", "team": "platform"},
+		Taints:  []corev1.Taint{{Key: "os", Value: "windows", Effect: corev1.TaintEffectNoSchedule}},
+		MaxPods: 42, OS: OSWindows,
+	}
+	if !reflect.DeepEqual(ks, want) {
+		t.Errorf("settings %+v\nwant %+v", ks, want)
+	}
+}
