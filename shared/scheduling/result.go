@@ -110,11 +110,11 @@ func (s *solver) finalize(c *claim, headroom *vec) (NodeClaim, string) {
 			return true
 		})
 	}
-	opts := s.priced(fit, st.mask, true)
+	opts := s.priced(p, fit, st.mask, true)
 	if len(st.minKeys) > 0 && !s.bestEffort {
 		// Dropping dear spot offerings may drop types that minValues needs.
 		if _, short := s.minValuesKept(p, s.truncate(opts, st.minKeys), st.minKeys); short != "" {
-			opts = s.priced(fit, st.mask, false)
+			opts = s.priced(p, fit, st.mask, false)
 		}
 	}
 	opts = s.truncate(opts, st.minKeys)
@@ -138,16 +138,18 @@ func (s *solver) finalize(c *claim, headroom *vec) (NodeClaim, string) {
 }
 
 // priced lists the types of fit with their offerings in mask, cheapest
-// first; with dropDearSpot, spot offerings dearer than the cheapest
-// on-demand offering of any of them are left out (and types left with none).
-func (s *solver) priced(fit bitset, mask uint64, dropDearSpot bool) []option {
+// first in pool p (its licence per vCPU counted); with dropDearSpot, spot
+// offerings dearer than the cheapest on-demand offering of any of them are
+// left out (and types left with none).
+func (s *solver) priced(p *pool, fit bitset, mask uint64, dropDearSpot bool) []option {
 	u := s.u
+	licence := func(t int) float64 { return p.licence * float64(u.types[t].VCPU) }
 	odMin := math.Inf(1)
 	if dropDearSpot {
 		fit.each(func(t int) bool {
 			for slot := 0; slot < u.slots; slot++ {
 				if mask&(1<<uint(slot)) != 0 && capacityTypes[slot%len(capacityTypes)] == apis.CapacityTypeOnDemand {
-					odMin = min(odMin, u.price[t*u.slots+slot])
+					odMin = min(odMin, u.price[t*u.slots+slot]+licence(t))
 				}
 			}
 			return true
@@ -161,11 +163,11 @@ func (s *solver) priced(fit bitset, mask uint64, dropDearSpot bool) []option {
 			if mask&(1<<uint(slot)) == 0 || math.IsInf(pr, 1) {
 				continue
 			}
-			if capacityTypes[slot%len(capacityTypes)] == apis.CapacityTypeSpot && pr > odMin {
+			if capacityTypes[slot%len(capacityTypes)] == apis.CapacityTypeSpot && pr+licence(t) > odMin {
 				continue
 			}
 			o.slots |= 1 << uint(slot)
-			o.price = min(o.price, pr)
+			o.price = min(o.price, pr+licence(t))
 		}
 		if o.slots != 0 {
 			opts = append(opts, o)

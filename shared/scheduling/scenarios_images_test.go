@@ -4,6 +4,9 @@ import (
 	"math"
 	"testing"
 
+	"github.com/nodewright/nodewright/shared/catalog"
+	"github.com/nodewright/nodewright/shared/scheduling"
+
 	"github.com/nodewright/nodewright/shared/nodecost"
 	st "github.com/nodewright/nodewright/shared/scheduling/schedtest"
 )
@@ -58,6 +61,14 @@ func imageScenarios() []scenario {
 			})},
 		},
 		{
+			// Linux: the 4-vCPU type ($0.10) is cheaper than the 1-vCPU one
+			// ($0.12); with the licence it costs $0.284 against $0.166.
+			name: "the licence makes a Windows pool take the type with fewer vCPUs",
+			in: input(append(windowsPools(), licenceTypes(), pods(pod(po{Name: "l", CPU: "500m", NodeSelector: labels(osKey, "linux")}),
+				pod(po{Name: "w", CPU: "500m", NodeSelector: labels(osKey, "windows")})))...),
+			want: []check{firstType("l", "big"), firstType("w", "small")},
+		},
+		{
 			name: "a Linux node of the same pods pays no licence",
 			in:   input(append(windowsPools(), pods(pod(po{Name: "l", CPU: "1", NodeSelector: labels(osKey, "linux")})))...),
 			want: []check{fromPool("l", "default"), custom(func(t *testing.T, p *plan) {
@@ -67,4 +78,11 @@ func imageScenarios() []scenario {
 			})},
 		},
 	}
+}
+
+// licenceTypes are a 4-vCPU type cheaper on-demand than a 1-vCPU one, with
+// on-demand offerings only.
+func licenceTypes() opt {
+	ts := []*catalog.InstanceType{st.Type(st.TypeOptions{Name: "big", VCPU: 4, Price: 0.10}), st.Type(st.TypeOptions{Name: "small", VCPU: 1, Price: 0.12})}
+	return func(in *scheduling.Input) { in.InstanceTypes, in.Spot = ts, nil }
 }
