@@ -52,8 +52,8 @@ type reqState struct {
 	prices   []float64
 	minKeys  []minKey
 	order    []int // viable types by price, built on first use
-	// perVCPU: prices carry a per-vCPU licence, so they are not in the
-	// universe's order (a type with more vCPUs pays more licence).
+	// perVCPU: prices carry a licence that differs by type, so they are
+	// not in the universe's order.
 	perVCPU bool
 }
 
@@ -82,7 +82,7 @@ func (s *solver) stateFor(p *pool, rs *reqSet, exotic bool) *reqState {
 		}
 		return true
 	})
-	st.prices, st.perVCPU = s.pricesIn(p, st.mask), p.licence != 0
+	st.prices, st.perVCPU = s.pricesIn(p, st.mask), p.licence != nil
 	st.minKeys = s.minValueKeys(rs)
 	s.states[ck] = st
 	return st

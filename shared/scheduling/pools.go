@@ -49,9 +49,10 @@ type pool struct {
 	// mask.
 	nodeCost float64
 	prices   map[uint64][]float64
-	// licence is the image's operating system licence per vCPU-hour
-	// (Windows), priced into every offering of the pool with nodeCost.
-	licence float64
+	// licence is, per type, the image's operating system licence per hour
+	// (Windows; nil for the others), priced into every offering of the
+	// pool with nodeCost.
+	licence []float64
 
 	err error // the pool cannot launch anything (bad requirement)
 }
@@ -69,7 +70,7 @@ func (s *solver) newPool(np *apis.NodePool, classes map[string]*apis.EC2NodeClas
 	if ref := np.Spec.Template.Spec.NodeClassRef; ref != nil {
 		p.nodeClass = ref.Name
 		p.settings = catalog.SettingsFor(classes[ref.Name])
-		p.licence = nodecost.LicencePerVCPUHour(p.settings.AMIFamily)
+		p.licence = s.licences(p.settings.AMIFamily)
 	}
 	switch {
 	case np.DeletionTimestamp != nil:
@@ -274,7 +275,7 @@ func (p *pool) taints() []corev1.Taint { return p.np.Spec.Template.Spec.Taints }
 // it.
 func (s *solver) pricesIn(p *pool, mask uint64) []float64 {
 	base := s.u.prices(mask)
-	if p.nodeCost == 0 && p.licence == 0 {
+	if p.nodeCost == 0 && p.licence == nil {
 		return base
 	}
 	if pr, ok := p.prices[mask]; ok {
@@ -282,7 +283,7 @@ func (s *solver) pricesIn(p *pool, mask uint64) []float64 {
 	}
 	pr := make([]float64, len(base))
 	for t, b := range base {
-		pr[t] = b + p.extraCost(s.u, t)
+		pr[t] = b + p.extraCost(t)
 	}
 	if p.prices == nil {
 		p.prices = map[uint64][]float64{}
@@ -293,7 +294,35 @@ func (s *solver) pricesIn(p *pool, mask uint64) []float64 {
 
 // extraCost is what a node of type t in the pool costs beyond its
 // instance's offering price: the pool's per-node cost and its image's
-// licence for the type's vCPUs.
-func (p *pool) extraCost(u *universe, t int) float64 {
-	return p.nodeCost + p.licence*float64(u.types[t].VCPU)
+// licence.
+func (p *pool) extraCost(t int) float64 {
+	return p.nodeCost + p.licenceOf(t)
+}
+
+// licenceOf is the licence a node of type t pays per hour in the pool.
+func (p *pool) licenceOf(t int) float64 {
+	if p.licence == nil {
+		return 0
+	}
+	return p.licence[t]
+}
+
+// licences are, per type, the hourly licence of a node of the AMI family
+// (Windows; nil for families without one): the region's figure where the
+// catalog has it (catalog.InstanceType.WindowsLicence), else the shipped
+// per-vCPU estimate. Added to every offering of the pool, on-demand and
+// spot alike.
+func (s *solver) licences(family string) []float64 {
+	perVCPU := nodecost.LicencePerVCPUHour(family)
+	if perVCPU == 0 {
+		return nil
+	}
+	out := make([]float64, s.u.n)
+	for t, it := range s.u.types {
+		out[t] = perVCPU * float64(it.VCPU)
+		if it.WindowsLicence > 0 {
+			out[t] = it.WindowsLicence
+		}
+	}
+	return out
 }

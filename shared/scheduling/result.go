@@ -143,7 +143,7 @@ func (s *solver) finalize(c *claim, headroom *vec) (NodeClaim, string) {
 // left out (and types left with none).
 func (s *solver) priced(p *pool, fit bitset, mask uint64, dropDearSpot bool) []option {
 	u := s.u
-	licence := func(t int) float64 { return p.licence * float64(u.types[t].VCPU) }
+	licence := p.licenceOf
 	odMin := math.Inf(1)
 	if dropDearSpot {
 		fit.each(func(t int) bool {
@@ -200,9 +200,9 @@ func (s *solver) nodeClaim(c *claim, opts []option) NodeClaim {
 	if len(opts) > 0 {
 		best := opts[0]
 		_, nc.CapacityType, nc.PricePerHour = u.cheapestOffering(best.t, best.slots)
-		nc.PricePerHour += p.extraCost(u, best.t)
+		nc.PricePerHour += p.extraCost(best.t)
 		nc.NodeCostPerHour = p.nodeCost
-		nc.LicencePerHour = p.licence * float64(u.types[best.t].VCPU)
+		nc.LicencePerHour = p.licenceOf(best.t)
 		nc.Requests = s.reg.toList(c.total.add(p.overhead[best.t]))
 	}
 	reqs := c.rs.reqs.

@@ -69,6 +69,16 @@ func imageScenarios() []scenario {
 			want: []check{firstType("l", "big"), firstType("w", "small")},
 		},
 		{
+			name: "the region's Windows prices stand in for the per-vCPU estimate",
+			in: input(append(windowsPools(), licenceTypes(), windowsLicence("big", 0.01),
+				pods(pod(po{Name: "w", CPU: "500m", NodeSelector: labels(osKey, "windows")})))...),
+			want: []check{firstType("w", "big"), custom(func(t *testing.T, p *plan) {
+				if nc, ok := p.claim(t, "w"); ok && math.Abs(nc.LicencePerHour-0.01) > 1e-12 {
+					t.Errorf("licence %v, want the region's 0.01", nc.LicencePerHour)
+				}
+			})},
+		},
+		{
 			name: "a Linux node of the same pods pays no licence",
 			in:   input(append(windowsPools(), pods(pod(po{Name: "l", CPU: "1", NodeSelector: labels(osKey, "linux")})))...),
 			want: []check{fromPool("l", "default"), custom(func(t *testing.T, p *plan) {
@@ -85,4 +95,18 @@ func imageScenarios() []scenario {
 func licenceTypes() opt {
 	ts := []*catalog.InstanceType{st.Type(st.TypeOptions{Name: "big", VCPU: 4, Price: 0.10}), st.Type(st.TypeOptions{Name: "small", VCPU: 1, Price: 0.12})}
 	return func(in *scheduling.Input) { in.InstanceTypes, in.Spot = ts, nil }
+}
+
+// windowsLicence sets the region's Windows licence of one type of the
+// input's catalog.
+func windowsLicence(typ string, perHour float64) opt {
+	return func(in *scheduling.Input) {
+		for i, it := range in.InstanceTypes {
+			if it.Name == typ {
+				c := *it
+				c.WindowsLicence = perHour
+				in.InstanceTypes[i] = &c
+			}
+		}
+	}
 }
