@@ -149,8 +149,21 @@ func AMIFamilies() []string {
 // IsWindowsFamily reports whether family (a spec.amiFamily value) boots
 // Windows Server.
 func IsWindowsFamily(family string) bool {
-	return family == AMIFamilyWindows2019 || family == AMIFamilyWindows2022 || family == AMIFamilyWindows2025
+	_, ok := windowsBuilds[family]
+	return ok
 }
+
+// windowsBuilds are the builds Windows Server nodes report in
+// node.kubernetes.io/windows-build, by AMI family.
+var windowsBuilds = map[string]string{
+	AMIFamilyWindows2019: "10.0.17763",
+	AMIFamilyWindows2022: "10.0.20348",
+	AMIFamilyWindows2025: "10.0.26100",
+}
+
+// WindowsBuild is the build a node of a Windows AMI family reports in
+// node.kubernetes.io/windows-build ("" for other families).
+func WindowsBuild(family string) string { return windowsBuilds[family] }
 
 // Capacity reservation types and states in EC2NodeClass status.
 const (

@@ -8,24 +8,18 @@ import (
 	"github.com/nodewright/nodewright/shared/apis"
 )
 
-// windowsRelease is one Windows Server release Karpenter launches: its
-// year and the build its nodes report (node.kubernetes.io/windows-build).
+// windowsRelease is one Windows Server release Karpenter launches, by its
+// year.
 type windowsRelease struct {
-	Year, Build string
+	Year string
 }
 
 // windowsReleases are the Windows alias families' releases. Only Server
 // Core images are published EKS-optimized, and only as latest.
 var windowsReleases = map[string]windowsRelease{
-	"windows2019": {Year: "2019", Build: "10.0.17763"},
-	"windows2022": {Year: "2022", Build: "10.0.20348"},
-	"windows2025": {Year: "2025", Build: "10.0.26100"},
-}
-
-// WindowsBuild is the build a node of a Windows AMI family reports in
-// node.kubernetes.io/windows-build ("" for other families).
-func WindowsBuild(family string) string {
-	return windowsReleases[strings.ToLower(family)].Build
+	"windows2019": {Year: "2019"},
+	"windows2022": {Year: "2022"},
+	"windows2025": {Year: "2025"},
 }
 
 // Windows user data is a PowerShell block that runs the EKS-optimized

@@ -94,10 +94,10 @@ func TestWindowsParameters(t *testing.T) {
 			t.Errorf("%s@v20250101: err %v, want one naming %s@latest", family, err, family)
 		}
 	}
-	if got := WindowsBuild(apis.AMIFamilyWindows2022); got != "10.0.20348" {
+	if got := apis.WindowsBuild(apis.AMIFamilyWindows2022); got != "10.0.20348" {
 		t.Errorf("WindowsBuild(Windows2022) = %q", got)
 	}
-	if got := WindowsBuild(apis.AMIFamilyAL2023); got != "" {
+	if got := apis.WindowsBuild(apis.AMIFamilyAL2023); got != "" {
 		t.Errorf("WindowsBuild(AL2023) = %q, want none", got)
 	}
 }

@@ -5,14 +5,6 @@ import (
 	"github.com/nodewright/nodewright/shared/requirements"
 )
 
-// windowsBuilds are the builds Windows Server nodes report in
-// node.kubernetes.io/windows-build, by AMI family (Karpenter's figures).
-var windowsBuilds = map[string]string{
-	apis.AMIFamilyWindows2019: "10.0.17763",
-	apis.AMIFamilyWindows2022: "10.0.20348",
-	apis.AMIFamilyWindows2025: "10.0.26100",
-}
-
 // imageRequirements adds to a pool's requirements what its EC2NodeClass's
 // image decides, as Karpenter's AMI requirements do: a Windows family's
 // nodes run Windows (kubernetes.io/os), report its build and are x86 only
@@ -22,7 +14,7 @@ var windowsBuilds = map[string]string{
 // does, is planned (or counted) only on the pools whose image runs it.
 // family "" is the default, AL2023.
 func imageRequirements(reqs requirements.Requirements, family string) requirements.Requirements {
-	if build, ok := windowsBuilds[family]; ok {
+	if build := apis.WindowsBuild(family); build != "" {
 		return reqs.Add(requirements.In(apis.LabelOS, apis.OSWindows)).
 			Add(requirements.In(apis.LabelWindowsBuild, build)).
 			Add(requirements.In(apis.LabelArch, "amd64"))
