@@ -67,11 +67,19 @@ func TestValidate(t *testing.T) {
 		// Issue 20: fields Nodewright would ignore are refused, each with its
 		// path and what to do instead.
 		{name: "refused class fields", files: map[string]string{"pool.yaml": validPool,
-			"class.yaml": strings.Replace(validClass, "al2023@latest", "al2@latest", 1) +
+			"class.yaml": validClass + "  ipPrefixCount: 4\n" +
 				"  capacityReservationSelectorTerms: [{id: cr-0123456789abcdef0}]\n  instanceStorePolicy: RAID0\n"}, code: exitError,
 			stderr: []string{
-				`class.yaml: document 1 (EC2NodeClass default): spec.amiSelectorTerms[0].alias: "al2@latest": AL2 is not supported yet`,
+				`class.yaml: document 1 (EC2NodeClass default): spec.ipPrefixCount: IP prefix delegation is not supported yet`,
 				`class.yaml: document 1 (EC2NodeClass default): spec.capacityReservationSelectorTerms: capacity reservations are not supported yet`}},
+		{name: "AL2 class", files: map[string]string{"pool.yaml": validPool, "class.yaml": strings.Replace(validClass, "al2023@latest", "al2@latest", 1)},
+			code: exitOK, stdout: []string{"EC2NodeClass default: valid"}},
+		{name: "Windows class under a pool that does not require Windows", files: map[string]string{"pool.yaml": validPool,
+			"class.yaml": strings.Replace(validClass, "al2023@latest", "windows2022@latest", 1)}, code: exitError,
+			stderr: []string{`pool.yaml: document 1 (NodePool default): spec.template.spec.requirements: EC2NodeClass "default" launches Windows2022 nodes: the NodePool must require kubernetes.io/os In [windows] (add {key: kubernetes.io/os, operator: In, values: [windows]})`}},
+		{name: "Windows pool", files: map[string]string{"pool.yaml": validPool + "        - {key: kubernetes.io/os, operator: In, values: [windows]}\n",
+			"class.yaml": strings.Replace(validClass, "al2023@latest", "windows2022@latest", 1)},
+			code: exitOK, stdout: []string{"NodePool default: valid", "EC2NodeClass default: valid"}},
 		{name: "bottlerocket class with instance store", files: map[string]string{"pool.yaml": validPool,
 			"class.yaml": strings.Replace(validClass, "al2023@latest", "bottlerocket@latest", 1) + "  instanceStorePolicy: RAID0\n"},
 			code: exitOK, stdout: []string{"EC2NodeClass default: valid"}},

@@ -44,7 +44,7 @@ func (s *Stack) addNagSuppressions() {
 			"EC2 Describe* calls and pricing:GetProducts support no resource-level permissions; the Describe calls are limited to this region (aws:RequestedRegion)",
 			[]any{"Resource::*"}},
 		suppression{"AwsSolutions-IAM5",
-			"the public EKS AMI parameters (/aws/service/eks/optimized-ami/..., /aws/service/bottlerocket/...) are selected at run time from each EC2NodeClass's amiSelectorTerms alias",
+			"the public EKS AMI parameters (/aws/service/eks/optimized-ami/..., /aws/service/bottlerocket/..., /aws/service/ami-windows-latest/...) are selected at run time from each EC2NodeClass's amiSelectorTerms alias",
 			[]any{"Resource::arn:<AWS::Partition>:ssm:<AWS::Region>::parameter/aws/service/*"}},
 		suppression{"AwsSolutions-IAM5",
 			"the functions query the state table's own global secondary indexes (by instance ID, by NodePool); the wildcard covers only this table's indexes",

@@ -2,8 +2,11 @@ package apis
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 // Config is a set of NodePools, EC2NodeClasses and NodeOverlays read from
@@ -194,6 +197,8 @@ func (c *Config) referenceErrors() Errors {
 				ref.Group, ref.Kind, AWSGroup, EC2NodeClassKind)
 		case c.NodeClass(ref.Name) == nil:
 			fe = fieldErrorf(refPath+".name", "EC2NodeClass %q not found (have: %s)", ref.Name, listOrNone(names))
+		default:
+			fe = osMismatch(np, c.NodeClass(ref.Name))
 		}
 		if fe != nil {
 			errs = append(errs, c.docError(np, NodePoolKind, np.Name, fe))
@@ -211,4 +216,52 @@ func listOrNone(names []string) string {
 		q[i] = fmt.Sprintf("%q", n)
 	}
 	return strings.Join(q, ", ")
+}
+
+// osMismatch reports a NodePool whose requirements disagree with the
+// operating system of its EC2NodeClass's image: a Windows class needs a pool
+// that requires kubernetes.io/os In [windows] (as Karpenter's Windows pools
+// do: else the pool would offer Windows nodes to every Linux pod that names
+// no OS), and a Linux class cannot serve a pool that requires windows.
+// Custom images may be either, and are not checked.
+func osMismatch(np *NodePool, nc *EC2NodeClass) *FieldError {
+	const path = "spec.template.spec.requirements"
+	family := nc.AMIFamily()
+	values, required := poolOS(np)
+	windowsOnly := required && len(values) == 1 && values[0] == OSWindows
+	switch {
+	case family == AMIFamilyCustom:
+		return nil
+	case IsWindowsFamily(family) && !windowsOnly:
+		return fieldErrorf(path, "EC2NodeClass %q launches %s nodes: the NodePool must require %s In [%s] "+
+			"(add {key: %s, operator: In, values: [%s]}), so that only Windows pods are planned on them",
+			nc.Name, family, LabelOS, OSWindows, LabelOS, OSWindows)
+	case !IsWindowsFamily(family) && required && !slices.Contains(values, OSLinux):
+		return fieldErrorf(path, "%s In %v: EC2NodeClass %q launches %s (Linux) nodes; select a Windows image "+
+			"(alias windows2022@latest) or require %s In [%s]", LabelOS, values, nc.Name, family, LabelOS, OSLinux)
+	}
+	return nil
+}
+
+// Operating systems of kubernetes.io/os.
+const (
+	OSLinux   = "linux"
+	OSWindows = "windows"
+)
+
+// poolOS is the kubernetes.io/os values a NodePool's In requirements
+// allow (their intersection; required false when none names it).
+func poolOS(np *NodePool) (values []string, required bool) {
+	for _, r := range np.Spec.Template.Spec.Requirements {
+		if NormalizeLabel(r.Key) != LabelOS || r.Operator != corev1.NodeSelectorOpIn {
+			continue
+		}
+		if !required {
+			values, required = slices.Clone(r.Values), true
+			continue
+		}
+		values = slices.DeleteFunc(values, func(v string) bool { return !slices.Contains(r.Values, v) })
+	}
+	slices.Sort(values)
+	return values, required
 }

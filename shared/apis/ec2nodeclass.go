@@ -138,6 +138,7 @@ const (
 	AMIFamilyBottlerocket = "Bottlerocket"
 	AMIFamilyWindows2019  = "Windows2019"
 	AMIFamilyWindows2022  = "Windows2022"
+	AMIFamilyWindows2025  = "Windows2025"
 	AMIFamilyCustom       = "Custom"
 
 	// AliasVersionLatest is the alias version that follows the newest AMI.
@@ -146,8 +147,27 @@ const (
 
 // AMIFamilies lists the valid values of spec.amiFamily.
 func AMIFamilies() []string {
-	return []string{AMIFamilyAL2, AMIFamilyAL2023, AMIFamilyBottlerocket, AMIFamilyCustom, AMIFamilyWindows2019, AMIFamilyWindows2022}
+	return []string{AMIFamilyAL2, AMIFamilyAL2023, AMIFamilyBottlerocket, AMIFamilyCustom, AMIFamilyWindows2019, AMIFamilyWindows2022, AMIFamilyWindows2025}
 }
+
+// IsWindowsFamily reports whether family (a spec.amiFamily value) boots
+// Windows Server.
+func IsWindowsFamily(family string) bool {
+	_, ok := windowsBuilds[family]
+	return ok
+}
+
+// windowsBuilds are the builds Windows Server nodes report in
+// node.kubernetes.io/windows-build, by AMI family.
+var windowsBuilds = map[string]string{
+	AMIFamilyWindows2019: "10.0.17763",
+	AMIFamilyWindows2022: "10.0.20348",
+	AMIFamilyWindows2025: "10.0.26100",
+}
+
+// WindowsBuild is the build a node of a Windows AMI family reports in
+// node.kubernetes.io/windows-build ("" for other families).
+func WindowsBuild(family string) string { return windowsBuilds[family] }
 
 // Capacity reservation types and states in EC2NodeClass status.
 const (

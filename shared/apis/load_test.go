@@ -172,6 +172,55 @@ func TestConfigValidateReferences(t *testing.T) {
 	}
 }
 
+// TestWindowsPoolsRequireWindows: a Windows EC2NodeClass is refused under
+// a NodePool that does not require kubernetes.io/os In [windows], and a
+// Linux one under a pool that requires windows only; the message names the
+// pool's requirements and the requirement to add.
+func TestWindowsPoolsRequireWindows(t *testing.T) {
+	windows, linux := "kubernetes.io/os In [windows]", "kubernetes.io/os In [linux]"
+	req := func(r string) []NodeSelectorRequirementWithMinValues {
+		if r == "" {
+			return nil
+		}
+		key, rest, _ := strings.Cut(r, " In [")
+		return []NodeSelectorRequirementWithMinValues{{Key: key, Operator: corev1.NodeSelectorOpIn, Values: strings.Split(strings.TrimSuffix(rest, "]"), " ")}}
+	}
+	for _, tc := range []struct {
+		family, alias, requirement, want string
+	}{
+		{"", "windows2022@latest", windows, ""},
+		{AMIFamilyWindows2019, "", windows, ""},
+		{"", "windows2025@latest", "", `NodePool p: spec.template.spec.requirements: EC2NodeClass "c" launches Windows2025 nodes: the NodePool must require kubernetes.io/os In [windows] (add {key: kubernetes.io/os, operator: In, values: [windows]})`},
+		{"", "windows2022@latest", linux, `EC2NodeClass "c" launches Windows2022 nodes`},
+		{"", "windows2022@latest", "kubernetes.io/os In [linux windows]", `EC2NodeClass "c" launches Windows2022 nodes`},
+		{"", "al2023@latest", windows, `NodePool p: spec.template.spec.requirements: kubernetes.io/os In [windows]: EC2NodeClass "c" launches AL2023 (Linux) nodes`},
+		{"", "al2@latest", linux, ""},
+		{"", "bottlerocket@latest", "", ""},
+		{AMIFamilyCustom, "", windows, ""},
+	} {
+		nc := &EC2NodeClass{}
+		nc.Name = "c"
+		if tc.alias != "" {
+			nc.Spec.AMISelectorTerms = []AMISelectorTerm{{Alias: tc.alias}}
+		} else {
+			nc.Spec.AMIFamily = &tc.family
+			nc.Spec.AMISelectorTerms = []AMISelectorTerm{{ID: "ami-0123456789abcdef0"}}
+		}
+		np := &NodePool{}
+		np.Name = "p"
+		np.Spec.Template.Spec.NodeClassRef = &NodeClassReference{Group: AWSGroup, Kind: EC2NodeClassKind, Name: "c"}
+		np.Spec.Template.Spec.Requirements = req(tc.requirement)
+		c := &Config{NodePools: []*NodePool{np}, NodeClasses: []*EC2NodeClass{nc}}
+		errs := c.referenceErrors()
+		switch {
+		case tc.want == "" && len(errs) > 0:
+			t.Errorf("%s%s under %q: %v, want none", tc.family, tc.alias, tc.requirement, errs)
+		case tc.want != "" && (len(errs) != 1 || !strings.Contains(errs[0].Error(), tc.want)):
+			t.Errorf("%s%s under %q: %v, want %q", tc.family, tc.alias, tc.requirement, errs, tc.want)
+		}
+	}
+}
+
 func TestConfigValidateBuiltObjects(t *testing.T) {
 	np := &NodePool{}
 	np.Name = "built"

@@ -55,7 +55,6 @@ const (
 	networkTest    = "shared/fleet.TestNetworkFieldsShapeTheLaunch"
 
 	overlayTest = "shared/overlay.TestApply"
-	notAL2023   = "is not supported yet: Nodewright writes user data for AL2023 and Bottlerocket only; use alias al2023@latest or bottlerocket@latest (or amiFamily Custom with your own userData)"
 	reservedFix = "capacity type reserved is not supported yet: Nodewright launches spot and on-demand only; remove reserved from the values"
 )
 
@@ -105,17 +104,17 @@ var SupportTable = []Support{
 
 	honouredValue(class, "spec.amiFamily", "AL2023", launchTest),
 	honouredValue(class, "spec.amiFamily", "Custom", launchTest),
-	refusedValue(class, "spec.amiFamily", "AL2", "AL2 "+notAL2023),
+	honouredValue(class, "spec.amiFamily", "AL2", launchTest),
 	honouredValue(class, "spec.amiFamily", "Bottlerocket", launchTest),
-	refusedValue(class, "spec.amiFamily", "Windows2019", "Windows "+notAL2023),
-	refusedValue(class, "spec.amiFamily", "Windows2022", "Windows "+notAL2023),
-	refusedValue(class, "spec.amiFamily", "Windows2025", "Windows "+notAL2023),
+	honouredValue(class, "spec.amiFamily", "Windows2019", launchTest),
+	honouredValue(class, "spec.amiFamily", "Windows2022", launchTest),
+	honouredValue(class, "spec.amiFamily", "Windows2025", launchTest),
 	honouredValue(class, "spec.amiSelectorTerms[].alias", "al2023", launchTest),
-	refusedValue(class, "spec.amiSelectorTerms[].alias", "al2", "AL2 "+notAL2023),
+	honouredValue(class, "spec.amiSelectorTerms[].alias", "al2", launchTest),
 	honouredValue(class, "spec.amiSelectorTerms[].alias", "bottlerocket", launchTest),
-	refusedValue(class, "spec.amiSelectorTerms[].alias", "windows2019", "Windows "+notAL2023),
-	refusedValue(class, "spec.amiSelectorTerms[].alias", "windows2022", "Windows "+notAL2023),
-	refusedValue(class, "spec.amiSelectorTerms[].alias", "windows2025", "Windows "+notAL2023),
+	honouredValue(class, "spec.amiSelectorTerms[].alias", "windows2019", launchTest),
+	honouredValue(class, "spec.amiSelectorTerms[].alias", "windows2022", launchTest),
+	honouredValue(class, "spec.amiSelectorTerms[].alias", "windows2025", launchTest),
 	honoured(class, "spec.amiSelectorTerms[].id", launchTest),
 	honoured(class, "spec.amiSelectorTerms[].name", launchTest),
 	honoured(class, "spec.amiSelectorTerms[].owner", resolveTest),

@@ -45,7 +45,7 @@ func evictionSignals() []string {
 
 // aliasFamilyNames() are the families an amiSelectorTerms alias may name.
 func aliasFamilyNames() []string {
-	return []string{"al2", "al2023", "bottlerocket", "windows2019", "windows2022"}
+	return []string{"al2", "al2023", "bottlerocket", "windows2019", "windows2022", "windows2025"}
 }
 
 // aliasFamily maps an alias family to its spec.amiFamily value, or "".
@@ -61,6 +61,8 @@ func aliasFamily(family string) string {
 		return AMIFamilyWindows2019
 	case "windows2022":
 		return AMIFamilyWindows2022
+	case "windows2025":
+		return AMIFamilyWindows2025
 	}
 	return ""
 }

@@ -40,6 +40,12 @@ type InstanceType struct {
 	// (see ShippedPricesRegion, ShippedPricesDate); in a catalog made by
 	// Regional, the region's. 0 when not published (no on-demand offering).
 	OnDemandPrice float64
+	// WindowsLicence is USD per hour a Windows Server node of the type pays
+	// on top of OnDemandPrice, on-demand or spot: the region's Windows and
+	// Linux on-demand prices' difference (WithWindowsLicences); 0 when not
+	// read, and a Windows node is priced with a per-vCPU estimate
+	// (nodecost.WindowsLicence).
+	WindowsLicence float64 `json:",omitempty"`
 	// Zones are the availability zones EC2 offers the type in, sorted; nil
 	// when not known (the shipped catalog): then every zone.
 	Zones []string

@@ -37,3 +37,15 @@ func (c *Catalog) Regional(prices map[string]float64, zones map[string][]string)
 	}
 	return New(types)
 }
+
+// WithWindowsLicences is the catalog with each type's Windows licence per
+// hour from licences (by type name; a type missing gets 0).
+func (c *Catalog) WithWindowsLicences(licences map[string]float64) *Catalog {
+	types := make([]InstanceType, 0, len(c.types))
+	for _, it := range c.types {
+		t := *it
+		t.WindowsLicence = licences[t.Name]
+		types = append(types, t)
+	}
+	return New(types)
+}

@@ -15,6 +15,8 @@ import (
 const (
 	DefaultVMMemoryOverheadPercent = 0.075
 	DefaultRootVolumeGiB           = 20
+	// WindowsRootVolumeGiB is Windows nodes' default root volume.
+	WindowsRootVolumeGiB = 50
 	// DefaultMaxPods is the pod limit when ENI limits are unknown or the AMI
 	// family does not use them.
 	DefaultMaxPods = 110
@@ -66,7 +68,8 @@ type NodeSettings struct {
 	// RootVolumeBytes is the kubelet's root volume (ephemeral-storage
 	// capacity); 0 means the AMI family's default of 20Gi.
 	RootVolumeBytes int64
-	// AMIFamily (AL2023, AL2, Bottlerocket, Custom, Windows2019, Windows2022);
+	// AMIFamily (AL2023, AL2, Bottlerocket, Custom, Windows2019, Windows2022,
+	// Windows2025);
 	// "" means AL2023.
 	AMIFamily string
 	// VMMemoryOverheadPercent is the share of memory the hypervisor and
@@ -97,7 +100,8 @@ func SettingsFor(nc *apis.EC2NodeClass) NodeSettings {
 }
 
 // rootVolume is the mapping marked rootVolume, else the AMI family's root
-// device (/dev/xvda for AL2/AL2023, /dev/xvdb for Bottlerocket's data volume).
+// device (/dev/xvda for AL2/AL2023, /dev/xvdb for Bottlerocket's data volume,
+// /dev/sda1 for Windows).
 func rootVolume(bdms []*apis.BlockDeviceMapping, family string) *apis.BlockDeviceMapping {
 	for _, b := range bdms {
 		if b != nil && b.RootVolume {
@@ -105,8 +109,11 @@ func rootVolume(bdms []*apis.BlockDeviceMapping, family string) *apis.BlockDevic
 		}
 	}
 	dev := "/dev/xvda"
-	if strings.EqualFold(family, "Bottlerocket") {
+	switch {
+	case strings.EqualFold(family, apis.AMIFamilyBottlerocket):
 		dev = "/dev/xvdb"
+	case apis.IsWindowsFamily(family):
+		dev = "/dev/sda1"
 	}
 	for _, b := range bdms {
 		if b != nil && b.DeviceName != nil && *b.DeviceName == dev {
@@ -149,6 +156,9 @@ func (it *InstanceType) Compute(s NodeSettings) (capacity, allocatable Amounts) 
 	}
 	if capacity.EphemeralBytes == 0 {
 		capacity.EphemeralBytes = DefaultRootVolumeGiB * gi
+		if apis.IsWindowsFamily(s.AMIFamily) {
+			capacity.EphemeralBytes = WindowsRootVolumeGiB * gi
+		}
 	}
 	if s.InstanceStoreRAID0 && it.LocalNVMeGiB > 0 {
 		// The catalog's figure is AWS's TotalSizeInGB (decimal gigabytes),

@@ -204,3 +204,19 @@ func TestAbsurdReservationsDoNotWrap(t *testing.T) {
 		}
 	}
 }
+
+// TestWindowsRootVolume: a Windows node's ephemeral storage is its
+// /dev/sda1 root, 50Gi when the class names no volumes (Karpenter's
+// default), and its pod limit is the kubelet's 110, not the ENI limit.
+func TestWindowsRootVolume(t *testing.T) {
+	nc := &apis.EC2NodeClass{Spec: apis.EC2NodeClassSpec{AMISelectorTerms: []apis.AMISelectorTerm{{Alias: "windows2022@latest"}}}}
+	it, _ := Default().Get("m5.large")
+	c, _ := it.Compute(SettingsFor(nc))
+	if c.EphemeralBytes != 50*gi || c.Pods != DefaultMaxPods {
+		t.Errorf("default Windows node: ephemeral %d, pods %d; want 50Gi and %d", c.EphemeralBytes, c.Pods, DefaultMaxPods)
+	}
+	nc.Spec.BlockDeviceMappings = []*apis.BlockDeviceMapping{{DeviceName: ptr("/dev/sda1"), EBS: &apis.BlockDevice{VolumeSize: ptr(resource.MustParse("80Gi"))}}}
+	if s := SettingsFor(nc); s.RootVolumeBytes != 80*gi {
+		t.Errorf("/dev/sda1 of 80Gi gives a root of %d", s.RootVolumeBytes)
+	}
+}

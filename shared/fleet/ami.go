@@ -77,16 +77,53 @@ func BottlerocketParameters(k8s, version string) []aliasParameter {
 	}
 }
 
+// AL2Parameters are the public SSM parameters that name the EKS-optimized
+// Amazon Linux 2 AMIs for Kubernetes minor version k8s and alias version
+// version ("latest" or a release such as "v20250403"), as Karpenter reads
+// them: /aws/service/eks/optimized-ami/<k8s>/<image>/<leaf>/image_id, where
+// image is amazon-linux-2 (x86_64), amazon-linux-2-arm64 or
+// amazon-linux-2-gpu (x86_64, NVIDIA and Neuron drivers alike) and leaf is
+// recommended for latest, else the release's name
+// (amazon-eks[-arm64|-gpu]-node-<k8s>-<version>).
+func AL2Parameters(k8s, version string) []aliasParameter {
+	name := func(image, release string) string {
+		leaf := "recommended"
+		if version != apis.AliasVersionLatest {
+			leaf = fmt.Sprintf("%s-%s-%s", release, k8s, version)
+		}
+		return fmt.Sprintf("/aws/service/eks/optimized-ami/%s/%s/%s/image_id", k8s, image, leaf)
+	}
+	gpu := name("amazon-linux-2-gpu", "amazon-eks-gpu-node")
+	return []aliasParameter{
+		{Name: name("amazon-linux-2", "amazon-eks-node"), Arch: "amd64", Variant: VariantStandard},
+		{Name: gpu, Arch: "amd64", Variant: VariantNvidia},
+		{Name: gpu, Arch: "amd64", Variant: VariantNeuron},
+		{Name: name("amazon-linux-2-arm64", "amazon-eks-arm64-node"), Arch: "arm64", Variant: VariantStandard},
+	}
+}
+
+// AliasParameters are the public SSM parameters an AMI alias
+// (family@version, family as in the alias: al2023, windows2022) reads, or
+// an error naming the families Nodewright resolves.
+func AliasParameters(family, k8s, version string) ([]aliasParameter, error) {
+	return aliasParameters(family, k8s, version)
+}
+
 // aliasParameters are the SSM parameters of an AMI alias's family, or an
 // error naming the families Nodewright resolves.
 func aliasParameters(family, k8s, version string) ([]aliasParameter, error) {
 	switch family {
 	case "al2023":
 		return AL2023Parameters(k8s, version), nil
+	case "al2":
+		return AL2Parameters(k8s, version), nil
 	case "bottlerocket":
 		return BottlerocketParameters(k8s, version), nil
 	}
-	return nil, fmt.Errorf("alias %s@%s: Nodewright launches AL2023 (al2023@...) and Bottlerocket (bottlerocket@...) images, or images selected by id, name, tags or ssmParameter", family, version)
+	if w, ok := windowsReleases[family]; ok {
+		return WindowsParameters(w, k8s, version)
+	}
+	return nil, fmt.Errorf("alias %s@%s: Nodewright launches AL2023 (al2023@...), AL2 (al2@...), Bottlerocket (bottlerocket@...) and Windows (windows2019@latest, windows2022@latest, windows2025@latest) images, or images selected by id, name, tags or ssmParameter", family, version)
 }
 
 // kubeArch maps an EC2 image architecture to Kubernetes's name for it.

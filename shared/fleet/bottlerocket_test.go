@@ -211,8 +211,8 @@ func TestBottlerocketParameters(t *testing.T) {
 			t.Errorf("%s: %+v, want %+v", tt.version, got, want(tt.path))
 		}
 	}
-	if _, err := aliasParameters("windows2022", "1.35", "latest"); err == nil {
-		t.Error("windows2022 alias resolved")
+	if _, err := aliasParameters("ubuntu", "1.35", "latest"); err == nil {
+		t.Error("ubuntu alias resolved")
 	}
 }
 

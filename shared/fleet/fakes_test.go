@@ -302,12 +302,18 @@ func al2023Params() map[string]string {
 }
 
 // publicParams are AWS's public AMI parameters the fixture's SSM holds: the
-// AL2023 ones and Bottlerocket's (standard and nvidia, no arm nvidia).
+// AL2023 ones, Bottlerocket's (standard and nvidia, no arm nvidia), AL2's and Windows's.
 func publicParams() map[string]string {
 	m := al2023Params()
 	m["/aws/service/bottlerocket/aws-k8s-1.35/x86_64/latest/image_id"] = "ami-br-x86"
 	m["/aws/service/bottlerocket/aws-k8s-1.35-nvidia/x86_64/latest/image_id"] = "ami-br-gpu-x86"
 	m["/aws/service/bottlerocket/aws-k8s-1.35/arm64/latest/image_id"] = "ami-br-arm"
+	m["/aws/service/eks/optimized-ami/1.35/amazon-linux-2/recommended/image_id"] = "ami-al2-x86"
+	for _, year := range []string{"2019", "2022", "2025"} {
+		m["/aws/service/ami-windows-latest/Windows_Server-"+year+"-English-Core-EKS_Optimized-1.35/image_id"] = "ami-win" + year
+	}
+	m["/aws/service/eks/optimized-ami/1.35/amazon-linux-2-gpu/recommended/image_id"] = "ami-al2-gpu"
+	m["/aws/service/eks/optimized-ami/1.35/amazon-linux-2-arm64/recommended/image_id"] = "ami-al2-arm"
 	return m
 }
 

@@ -87,6 +87,26 @@ func TestNodeClassFieldsShapeTheLaunch(t *testing.T) {
 		{"spec.amiSelectorTerms[].alias=bottlerocket", customImage, func(nc *apis.EC2NodeClass) {
 			nc.Spec.AMISelectorTerms, nc.Spec.AMIFamily = []apis.AMISelectorTerm{{Alias: "bottlerocket@latest"}}, nil
 		}, []string{"/aws/service/bottlerocket/aws-k8s-1.35/x86_64/latest/image_id", `"ImageId":"ami-br-x86"`, "[settings.kubernetes]"}, "NodeConfig"},
+		{"spec.amiFamily=AL2", customImage, func(nc *apis.EC2NodeClass) { nc.Spec.AMIFamily = aws.String(apis.AMIFamilyAL2) },
+			[]string{"/etc/eks/bootstrap.sh 'my-production-cluster'", `--node-labels="`}, "NodeConfig"},
+		{"spec.amiSelectorTerms[].alias=al2", customImage, func(nc *apis.EC2NodeClass) {
+			nc.Spec.AMISelectorTerms, nc.Spec.AMIFamily = []apis.AMISelectorTerm{{Alias: "al2@latest"}}, nil
+		}, []string{"/aws/service/eks/optimized-ami/1.35/amazon-linux-2/recommended/image_id", `"ImageId":"ami-al2-x86"`, "/etc/eks/bootstrap.sh"}, "NodeConfig"},
+		{"spec.amiFamily=Windows2019", customImage, func(nc *apis.EC2NodeClass) { nc.Spec.AMIFamily = aws.String(apis.AMIFamilyWindows2019) },
+			[]string{"<powershell>", "-EKSClusterName 'my-production-cluster'"}, "NodeConfig"},
+		{"spec.amiFamily=Windows2022", customImage, func(nc *apis.EC2NodeClass) { nc.Spec.AMIFamily = aws.String(apis.AMIFamilyWindows2022) },
+			[]string{"<powershell>", "-EKSClusterName 'my-production-cluster'"}, "NodeConfig"},
+		{"spec.amiFamily=Windows2025", customImage, func(nc *apis.EC2NodeClass) { nc.Spec.AMIFamily = aws.String(apis.AMIFamilyWindows2025) },
+			[]string{"<powershell>", "-EKSClusterName 'my-production-cluster'"}, "NodeConfig"},
+		{"spec.amiSelectorTerms[].alias=windows2019", customImage, func(nc *apis.EC2NodeClass) {
+			nc.Spec.AMISelectorTerms, nc.Spec.AMIFamily = []apis.AMISelectorTerm{{Alias: "windows2019@latest"}}, nil
+		}, []string{"/aws/service/ami-windows-latest/Windows_Server-2019-English-Core-EKS_Optimized-1.35/image_id", `"ImageId":"ami-win2019"`, "<powershell>"}, "NodeConfig"},
+		{"spec.amiSelectorTerms[].alias=windows2022", customImage, func(nc *apis.EC2NodeClass) {
+			nc.Spec.AMISelectorTerms, nc.Spec.AMIFamily = []apis.AMISelectorTerm{{Alias: "windows2022@latest"}}, nil
+		}, []string{"/aws/service/ami-windows-latest/Windows_Server-2022-English-Core-EKS_Optimized-1.35/image_id", `"ImageId":"ami-win2022"`, "<powershell>"}, "NodeConfig"},
+		{"spec.amiSelectorTerms[].alias=windows2025", customImage, func(nc *apis.EC2NodeClass) {
+			nc.Spec.AMISelectorTerms, nc.Spec.AMIFamily = []apis.AMISelectorTerm{{Alias: "windows2025@latest"}}, nil
+		}, []string{"/aws/service/ami-windows-latest/Windows_Server-2025-English-Core-EKS_Optimized-1.35/image_id", `"ImageId":"ami-win2025"`, "<powershell>"}, "NodeConfig"},
 		{"spec.amiSelectorTerms[].alias=al2023", customImage, func(nc *apis.EC2NodeClass) {
 			nc.Spec.AMISelectorTerms, nc.Spec.AMIFamily = []apis.AMISelectorTerm{{Alias: "al2023@latest"}}, nil
 		}, []string{"/aws/service/eks/optimized-ami/1.35/amazon-linux-2023/x86_64/standard/recommended/image_id", "kind: NodeConfig"}, ""},

@@ -287,12 +287,16 @@ func (l *Launcher) userData(req Request) (string, error) {
 	switch family := nc.AMIFamily(); family {
 	case apis.AMIFamilyAL2023:
 		return AL2023UserData(l.cfg.Cluster, nc.Spec.UserData, node())
+	case apis.AMIFamilyAL2:
+		return AL2UserData(l.cfg.Cluster, nc.Spec.UserData, node())
 	case apis.AMIFamilyBottlerocket:
 		return BottlerocketUserData(l.cfg.Cluster, nc.Spec.UserData, node())
+	case apis.AMIFamilyWindows2019, apis.AMIFamilyWindows2022, apis.AMIFamilyWindows2025:
+		return WindowsUserData(l.cfg.Cluster, nc.Spec.UserData, node()), nil
 	case apis.AMIFamilyCustom:
 		return CustomUserData(nc.Spec.UserData), nil
 	default:
-		return "", fmt.Errorf("EC2NodeClass %s: AMI family %s is not supported yet (Nodewright launches AL2023, Bottlerocket and Custom)", nc.Name, family)
+		return "", fmt.Errorf("EC2NodeClass %s: AMI family %s is not supported yet (Nodewright launches AL2023, AL2, Bottlerocket, Windows and Custom)", nc.Name, family)
 	}
 }
 

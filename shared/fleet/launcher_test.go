@@ -255,8 +255,8 @@ func TestLaunchErrors(t *testing.T) {
 }
 
 func TestLaunchRefusesBadRequests(t *testing.T) {
-	al2 := defaultNodeClass()
-	al2.Spec.AMISelectorTerms = []apis.AMISelectorTerm{{Alias: "al2@latest"}}
+	ubuntu := defaultNodeClass()
+	ubuntu.Spec.AMISelectorTerms = []apis.AMISelectorTerm{{Alias: "ubuntu@latest"}}
 	tests := []struct {
 		name    string
 		req     Request
@@ -269,7 +269,7 @@ func TestLaunchRefusesBadRequests(t *testing.T) {
 		{"no zones", Request{Name: "n", NodeClass: defaultNodeClass(), Claim: claim([]string{"m5.large"}, nil)}, nil, "no zones"},
 		{"zone without subnet", Request{Name: "n", NodeClass: defaultNodeClass(), Claim: claim([]string{"m5.large"}, []string{"us-east-1f"})}, nil, "no subnet in the claim's zones [us-east-1f]"},
 		{"reserved capacity", Request{Name: "n", NodeClass: defaultNodeClass(), Claim: claim([]string{"m5.large"}, []string{"us-east-1a"}, "reserved")}, nil, `capacity type "reserved"`},
-		{"unsupported alias", Request{Name: "n", NodeClass: al2, Claim: claim([]string{"m5.large"}, []string{"us-east-1a"})}, nil, "alias al2@latest"},
+		{"unsupported alias", Request{Name: "n", NodeClass: ubuntu, Claim: claim([]string{"m5.large"}, []string{"us-east-1a"})}, nil, "alias ubuntu@latest"},
 		{"no AMI for the architecture", Request{Name: "n", NodeClass: defaultNodeClass(), Claim: claim([]string{"m7g.large"}, []string{"us-east-1a"})},
 			map[string]string{"/aws/service/eks/optimized-ami/1.35/amazon-linux-2023/x86_64/standard/recommended/image_id": "ami-std-x86"}, "no AMI of EC2NodeClass default boots any of the claim's types: m7g.large (no arm64 standard AMI)"},
 		{"no AMI parameter at all", Request{Name: "n", NodeClass: defaultNodeClass(), Claim: claim([]string{"m5.large"}, []string{"us-east-1a"})},

@@ -212,8 +212,9 @@ func metadataOptions(m *apis.MetadataOptions) *ec2types.LaunchTemplateInstanceMe
 	}
 }
 
-// blockDeviceMappings are the EC2NodeClass's volumes, or an encrypted 20 GiB
-// gp3 root volume when it names none.
+// blockDeviceMappings are the EC2NodeClass's volumes, or its AMI family's
+// encrypted gp3 defaults when it names none (a 20 GiB root; Bottlerocket's
+// OS and data volumes; Windows's 50 GiB root).
 func blockDeviceMappings(bdms []*apis.BlockDeviceMapping, family string) []ec2types.LaunchTemplateBlockDeviceMappingRequest {
 	if len(bdms) == 0 {
 		gp3 := func(device string, gi int32) ec2types.LaunchTemplateBlockDeviceMappingRequest {
@@ -221,9 +222,12 @@ func blockDeviceMappings(bdms []*apis.BlockDeviceMapping, family string) []ec2ty
 				VolumeSize: aws.Int32(gi), VolumeType: ec2types.VolumeTypeGp3, Encrypted: aws.Bool(true), DeleteOnTermination: aws.Bool(true),
 			}}
 		}
-		if family == apis.AMIFamilyBottlerocket {
+		switch {
+		case family == apis.AMIFamilyBottlerocket:
 			return []ec2types.LaunchTemplateBlockDeviceMappingRequest{
 				gp3(bottlerocketOSDevice, bottlerocketOSVolumeGi), gp3(bottlerocketDataDevice, bottlerocketDataVolumeGi)}
+		case apis.IsWindowsFamily(family):
+			return []ec2types.LaunchTemplateBlockDeviceMappingRequest{gp3(windowsRootDevice, windowsRootVolumeGi)}
 		}
 		return []ec2types.LaunchTemplateBlockDeviceMappingRequest{gp3(defaultRootDevice, defaultRootVolumeGi)}
 	}

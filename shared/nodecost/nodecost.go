@@ -39,6 +39,23 @@ const (
 // template, shared/fleet), 20 GiB of gp3 at gp3's baseline.
 var DefaultVolume = Volume{Type: GP3, GiB: 20}
 
+// defaultVolumes are the volumes the launch template gives a node of
+// class's AMI family when the class names none (Karpenter's defaults, as
+// shared/fleet lays them out): Bottlerocket's 4 GiB OS and 20 GiB data
+// volumes, Windows's 50 GiB root, else DefaultVolume (AL2023, AL2).
+func defaultVolumes(class *apis.EC2NodeClass) []Volume {
+	if class == nil {
+		return []Volume{DefaultVolume}
+	}
+	switch f := class.AMIFamily(); {
+	case f == apis.AMIFamilyBottlerocket:
+		return slices.Clone(BottlerocketVolumes)
+	case apis.IsWindowsFamily(f):
+		return []Volume{{Type: GP3, GiB: 50}}
+	}
+	return []Volume{DefaultVolume}
+}
+
 // DefaultVolumeType is the type EC2 gives a block device mapping that names
 // none (EC2's documented default).
 const DefaultVolumeType = GP2
@@ -127,14 +144,10 @@ func (p Parts) PerHour() float64 { return p.VolumesPerHour + p.PublicIPv4PerHour
 var BottlerocketVolumes = []Volume{{Type: GP3, GiB: 4}, {Type: GP3, GiB: 20}}
 
 // Volumes are the EBS volumes every node of class gets: its block device
-// mappings, or its AMI family's default layout when it names none
-// (BottlerocketVolumes, else DefaultVolume).
+// mappings, or its AMI family's defaults when it names none.
 func Volumes(class *apis.EC2NodeClass) []Volume {
 	if class == nil || len(class.Spec.BlockDeviceMappings) == 0 {
-		if class != nil && class.AMIFamily() == apis.AMIFamilyBottlerocket {
-			return slices.Clone(BottlerocketVolumes)
-		}
-		return []Volume{DefaultVolume}
+		return defaultVolumes(class)
 	}
 	var out []Volume
 	for _, b := range class.Spec.BlockDeviceMappings {

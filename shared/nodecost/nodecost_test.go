@@ -24,6 +24,13 @@ func bottlerocket() *apis.EC2NodeClass {
 	return c
 }
 
+// family is a class of the AMI family with no block device mappings.
+func family(f string) *apis.EC2NodeClass {
+	c := class(nil)
+	c.Spec.AMIFamily = &f
+	return c
+}
+
 func ebs(typ, size string, iops, mibps int64) *apis.BlockDeviceMapping {
 	b := &apis.BlockDevice{VolumeSize: ptr(resource.MustParse(size))}
 	if typ != "" {
@@ -52,6 +59,9 @@ func TestOf(t *testing.T) {
 	}{
 		{"no class: the default 20 GiB gp3 root", nil, false, Parts{VolumesPerHour: month(20 * 0.08)}},
 		{"no mappings: the default root", class(nil), false, Parts{VolumesPerHour: month(1.6)}},
+		{"AL2: AL2023's default root", family(apis.AMIFamilyAL2), false, Parts{VolumesPerHour: month(1.6)}},
+		{"Bottlerocket: its 4 GiB OS and 20 GiB data volumes", family(apis.AMIFamilyBottlerocket), false, Parts{VolumesPerHour: month(24 * 0.08)}},
+		{"Windows: a 50 GiB root", family(apis.AMIFamilyWindows2022), false, Parts{VolumesPerHour: month(50 * 0.08)}},
 		{"gp3 at its baseline", class(nil, ebs("gp3", "100Gi", 3000, 125)), false, Parts{VolumesPerHour: month(8)}},
 		{"gp3 above the baseline", class(nil, ebs("gp3", "100Gi", 6000, 250)), false,
 			Parts{VolumesPerHour: month(8 + 3000*0.005 + 125*0.04)}},
@@ -149,5 +159,20 @@ func TestPerPoolFixedCost(t *testing.T) {
 	if _, err := PerPool([]*apis.NodePool{np}, nil, nil, r); err == nil ||
 		!strings.Contains(err.Error(), "metadata.annotations[nodewright.io/node-cost-per-hour]") {
 		t.Errorf("PerPool with %q: error %v, want one naming the annotation's path", "3 USD", err)
+	}
+}
+
+func TestLicencePerVCPUHour(t *testing.T) {
+	for family, want := range map[string]float64{
+		apis.AMIFamilyWindows2019: 0.046, apis.AMIFamilyWindows2022: 0.046, apis.AMIFamilyWindows2025: 0.046,
+		apis.AMIFamilyAL2023: 0, apis.AMIFamilyAL2: 0, apis.AMIFamilyBottlerocket: 0, apis.AMIFamilyCustom: 0, "": 0,
+	} {
+		if got := LicencePerVCPUHour(family); got != want {
+			t.Errorf("LicencePerVCPUHour(%q) = %v, want %v", family, got, want)
+		}
+	}
+	// The figure is the m5.large difference it names, over 2 vCPUs.
+	if got := (0.188 - 0.096) / 2; math.Abs(got-WindowsLicence.PerVCPUHour) > 1e-9 {
+		t.Errorf("licence %v, its source gives %v", WindowsLicence.PerVCPUHour, got)
 	}
 }

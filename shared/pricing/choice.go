@@ -38,8 +38,9 @@ type Choice struct {
 	// every zone.
 	ZonesKnown bool `json:"zonesKnown"`
 
-	prices map[string]float64
-	zones  map[string][]string
+	prices  map[string]float64
+	windows map[string]float64
+	zones   map[string][]string
 }
 
 // Choose decides the figures of region from what was read for it (nil:
@@ -51,7 +52,7 @@ func Choose(region string, read *Figures) Choice {
 	c := Choice{Region: region}
 	if read != nil && read.Region == region {
 		if len(read.OnDemand) > 0 {
-			c.Source, c.PricesOf, c.AsOf, c.prices = SourcePricingAPI, region, read.PricesRead, read.OnDemand
+			c.Source, c.PricesOf, c.AsOf, c.prices, c.windows = SourcePricingAPI, region, read.PricesRead, read.OnDemand, read.WindowsOnDemand
 		}
 		if len(read.Zones) > 0 {
 			c.ZonesKnown, c.zones = true, read.Zones
@@ -64,12 +65,17 @@ func Choose(region string, read *Figures) Choice {
 	return c
 }
 
-// Catalog is base priced and placed with the choice's figures.
+// Catalog is base priced and placed with the choice's figures, with the
+// region's Windows licences where they were read.
 func (c Choice) Catalog(base *catalog.Catalog) *catalog.Catalog {
 	if c.prices == nil && c.zones == nil {
 		return base
 	}
-	return base.Regional(c.prices, c.zones)
+	cat := base.Regional(c.prices, c.zones)
+	if l := c.WindowsLicences(); l != nil {
+		cat = cat.WithWindowsLicences(l)
+	}
+	return cat
 }
 
 // Warning is what a plan says when the prices are not the region's own
@@ -80,4 +86,22 @@ func (c Choice) Warning() string {
 	}
 	return fmt.Sprintf("on-demand prices: no figures read yet for %s; using the shipped %s prices of %s until the Pricing API's are read",
 		c.Region, c.PricesOf, c.AsOf.Format(time.DateOnly))
+}
+
+// WindowsLicences are, by instance type, what a Windows node pays per hour
+// on top of its Linux price: the difference of the region's Windows and
+// Linux on-demand prices, where both were read and Windows costs more; nil
+// when none were (a Windows node is then priced with the shipped estimate,
+// nodecost.WindowsLicence).
+func (c Choice) WindowsLicences() map[string]float64 {
+	var out map[string]float64
+	for typ, w := range c.windows {
+		if l, ok := c.prices[typ]; ok && w > l {
+			if out == nil {
+				out = map[string]float64{}
+			}
+			out[typ] = w - l
+		}
+	}
+	return out
 }

@@ -26,6 +26,10 @@ type Figures struct {
 	// nil when never read. PricesRead is when it was read.
 	OnDemand   map[string]float64 `json:"onDemand,omitempty"`
 	PricesRead time.Time          `json:"pricesRead,omitzero"`
+	// WindowsOnDemand is USD per hour by instance type of Windows Server
+	// with its licence included (shared tenancy), read with OnDemand; nil
+	// when never read.
+	WindowsOnDemand map[string]float64 `json:"windowsOnDemand,omitempty"`
 	// Zones lists, by instance type, the availability zones EC2 offers it
 	// in (sorted); nil when never read. ZonesRead is when it was read.
 	Zones     map[string][]string `json:"zones,omitempty"`
@@ -47,9 +51,11 @@ func DecodeFigures(data []byte) (*Figures, error) {
 	if f.Region == "" {
 		return nil, fmt.Errorf("region figures: no region")
 	}
-	for typ, p := range f.OnDemand {
-		if p <= 0 {
-			return nil, fmt.Errorf("region figures for %s: %s costs %v (want a positive USD price per hour)", f.Region, typ, p)
+	for _, prices := range []map[string]float64{f.OnDemand, f.WindowsOnDemand} {
+		for typ, p := range prices {
+			if p <= 0 {
+				return nil, fmt.Errorf("region figures for %s: %s costs %v (want a positive USD price per hour)", f.Region, typ, p)
+			}
 		}
 	}
 	return &f, nil
@@ -63,7 +69,7 @@ func (f *Figures) Merge(next *Figures) *Figures {
 		*out = *f
 	}
 	if next.OnDemand != nil {
-		out.OnDemand, out.PricesRead = next.OnDemand, next.PricesRead
+		out.OnDemand, out.PricesRead, out.WindowsOnDemand = next.OnDemand, next.PricesRead, next.WindowsOnDemand
 	}
 	if next.Zones != nil {
 		out.Zones, out.ZonesRead = next.Zones, next.ZonesRead
@@ -105,9 +111,29 @@ var onDemandQueries = [][2]string{
 	{"Dedicated", "Compute Instance (bare metal)"},
 }
 
+// Operating systems and licence models of the Pricing API's EC2 products.
+const (
+	OSLinux          = "Linux"
+	OSWindows        = "Windows"
+	licenceNone      = "No License required"
+	licenceIncluded  = "License Included"
+	licenceModelTerm = "licenseModel"
+)
+
 // OnDemandPrices reads the region's hourly on-demand Linux prices from the
 // Pricing API, by instance type.
 func OnDemandPrices(ctx context.Context, api PricingAPI, region string) (map[string]float64, error) {
+	return onDemandPrices(ctx, api, region, OSLinux, licenceNone)
+}
+
+// WindowsOnDemandPrices reads the region's hourly on-demand prices of
+// Windows Server with its licence included (what a Windows node is
+// charged), by instance type.
+func WindowsOnDemandPrices(ctx context.Context, api PricingAPI, region string) (map[string]float64, error) {
+	return onDemandPrices(ctx, api, region, OSWindows, licenceIncluded)
+}
+
+func onDemandPrices(ctx context.Context, api PricingAPI, region, os, licence string) (map[string]float64, error) {
 	prices := map[string]float64{}
 	for _, q := range onDemandQueries {
 		in := &awspricing.GetProductsInput{
@@ -115,7 +141,7 @@ func OnDemandPrices(ctx context.Context, api PricingAPI, region string) (map[str
 			FormatVersion: aws.String("aws_v1"),
 			Filters: []pricingtypes.Filter{
 				term("regionCode", region), term("serviceCode", "AmazonEC2"), term("preInstalledSw", "NA"),
-				term("operatingSystem", "Linux"), term("capacitystatus", "Used"), term("marketoption", "OnDemand"),
+				term("operatingSystem", os), term(licenceModelTerm, licence), term("capacitystatus", "Used"), term("marketoption", "OnDemand"),
 				term("tenancy", q[0]), term("productFamily", q[1]),
 			},
 		}
@@ -123,12 +149,12 @@ func OnDemandPrices(ctx context.Context, api PricingAPI, region string) (map[str
 		for pages.HasMorePages() {
 			out, err := pages.NextPage(ctx)
 			if err != nil {
-				return nil, fmt.Errorf("pricing GetProducts for %s: %w", region, err)
+				return nil, fmt.Errorf("pricing GetProducts for %s (%s): %w", region, os, err)
 			}
 			for _, doc := range out.PriceList {
 				typ, p, err := ParsePriceListItem(doc)
 				if err != nil {
-					return nil, fmt.Errorf("pricing GetProducts for %s: %w", region, err)
+					return nil, fmt.Errorf("pricing GetProducts for %s (%s): %w", region, os, err)
 				}
 				if typ == "" || p <= 0 {
 					continue
@@ -140,7 +166,7 @@ func OnDemandPrices(ctx context.Context, api PricingAPI, region string) (map[str
 		}
 	}
 	if len(prices) == 0 {
-		return nil, fmt.Errorf("pricing GetProducts for %s: no on-demand prices (is %s a region?)", region, region)
+		return nil, fmt.Errorf("pricing GetProducts for %s: no on-demand prices for %s (is %s a region?)", region, os, region)
 	}
 	return prices, nil
 }
@@ -263,6 +289,13 @@ func Read(ctx context.Context, pr PricingAPI, oa OfferingsAPI, region string, no
 			errs = append(errs, err)
 		} else {
 			f.OnDemand, f.PricesRead = p, now().UTC()
+			// Windows prices are read with Linux ones; without them a
+			// Windows node is priced with the shipped licence estimate.
+			if w, err := WindowsOnDemandPrices(ctx, pr, region); err != nil {
+				errs = append(errs, err)
+			} else {
+				f.WindowsOnDemand = w
+			}
 		}
 	}
 	if oa != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"strings"
 	"sync"
@@ -57,11 +58,14 @@ func TestParsePriceListItem(t *testing.T) {
 
 // fakePricing answers GetProducts from docs by tenancy, two per page.
 type fakePricing struct {
-	docs  map[string][]string // tenancy -> PriceList
-	err   error
-	calls int
-	seen  []string // the regionCode filters asked for
-	hook  func()   // called on each call, when set
+	docs map[string][]string // tenancy -> PriceList
+	// windows answers operatingSystem Windows (licence included) by
+	// tenancy; nil: docs answers every operating system.
+	windows map[string][]string
+	err     error
+	calls   int
+	seen    []string // the regionCode filters asked for
+	hook    func()   // called on each call, when set
 }
 
 func (f *fakePricing) GetProducts(_ context.Context, in *awspricing.GetProductsInput, _ ...func(*awspricing.Options)) (*awspricing.GetProductsOutput, error) {
@@ -73,15 +77,20 @@ func (f *fakePricing) GetProducts(_ context.Context, in *awspricing.GetProductsI
 		return nil, f.err
 	}
 	var tenancy string
+	docsOf := f.docs
 	for _, fl := range in.Filters {
 		switch aws.ToString(fl.Field) {
+		case "operatingSystem":
+			if aws.ToString(fl.Value) == OSWindows && f.windows != nil {
+				docsOf = f.windows
+			}
 		case "tenancy":
 			tenancy = aws.ToString(fl.Value)
 		case "regionCode":
 			f.seen = append(f.seen, aws.ToString(fl.Value))
 		}
 	}
-	docs := f.docs[tenancy]
+	docs := docsOf[tenancy]
 	start := 0
 	if in.NextToken != nil {
 		fmt.Sscan(*in.NextToken, &start)
@@ -279,8 +288,8 @@ func TestRegionalRefreshesInTheBackgroundAtMostDaily(t *testing.T) {
 	now = now.Add(2 * time.Hour)
 	r.Refresh(ctx)
 	r.Wait(ctx)
-	if pr.calls != 2 || oa.calls != 1 {
-		t.Fatalf("within a day: %d GetProducts, %d DescribeInstanceTypeOfferings calls, want 2 and 1 (one refresh)", pr.calls, oa.calls)
+	if pr.calls != 4 || oa.calls != 1 {
+		t.Fatalf("within a day: %d GetProducts, %d DescribeInstanceTypeOfferings calls, want 4 (Linux and Windows, two product sets each) and 1 (one refresh)", pr.calls, oa.calls)
 	}
 	// A cold container reads the table, never AWS.
 	cold := &Regional{Region: "eu-west-1", Base: catalog.Default(), Store: st, Pricing: pr, Offerings: oa, Now: clock}
@@ -294,8 +303,8 @@ func TestRegionalRefreshesInTheBackgroundAtMostDaily(t *testing.T) {
 	now = now.Add(DefaultFiguresMaxAge)
 	r.Refresh(ctx)
 	r.Wait(ctx)
-	if pr.calls != 4 {
-		t.Fatalf("a day later: %d GetProducts calls, want 4", pr.calls)
+	if pr.calls != 8 {
+		t.Fatalf("a day later: %d GetProducts calls, want 8", pr.calls)
 	}
 }
 
@@ -338,5 +347,51 @@ func TestRegionalRefreshFailureKeepsFiguresAndNeverBlocks(t *testing.T) {
 				t.Fatalf("after a failed refresh: %+v, want the last known figures", c)
 			}
 		})
+	}
+}
+
+// TestWindowsLicencesFromThePricingAPI: Read reads Windows prices (licence
+// included) beside Linux ones, and the choice prices each type's licence as
+// their difference; a Windows read that fails keeps the Linux prices.
+func TestWindowsLicencesFromThePricingAPI(t *testing.T) {
+	f := &fakePricing{
+		docs:    map[string][]string{"Shared": {priceDoc("m5.large", "0.096"), priceDoc("c5.large", "0.085")}},
+		windows: map[string][]string{"Shared": {priceDoc("m5.large", "0.188"), priceDoc("c5.large", "0.085"), priceDoc("r5.large", "0.218")}},
+	}
+	now := func() time.Time { return time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC) }
+	fig, err := Read(context.Background(), f, nil, "eu-west-1", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]float64{"m5.large": 0.188, "c5.large": 0.085, "r5.large": 0.218}; !reflect.DeepEqual(fig.WindowsOnDemand, want) {
+		t.Fatalf("Windows prices %v, want %v", fig.WindowsOnDemand, want)
+	}
+	data, err := fig.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := DecodeFigures(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := Choose("eu-west-1", back).WindowsLicences()
+	// c5.large: no dearer Windows price; r5.large: no Linux price.
+	if len(got) != 1 || math.Abs(got["m5.large"]-0.092) > 1e-9 {
+		t.Fatalf("licences %v, want m5.large 0.092 only", got)
+	}
+	cat := Choose("eu-west-1", back).Catalog(catalog.Default())
+	if m5, _ := cat.Get("m5.large"); math.Abs(m5.WindowsLicence-0.092) > 1e-9 || m5.OnDemandPrice != 0.096 {
+		t.Fatalf("regional m5.large: licence %v price %v, want 0.092 and 0.096", m5.WindowsLicence, m5.OnDemandPrice)
+	}
+	if c5, _ := cat.Get("c5.large"); c5.WindowsLicence != 0 {
+		t.Fatalf("c5.large licence %v, want none read", c5.WindowsLicence)
+	}
+	if l := Choose("us-east-1", nil).WindowsLicences(); l != nil {
+		t.Fatalf("shipped figures give licences %v, want none (the estimate applies)", l)
+	}
+	f.windows = map[string][]string{}
+	fig, err = Read(context.Background(), f, nil, "eu-west-1", now)
+	if err == nil || !strings.Contains(err.Error(), "Windows") || fig.OnDemand["m5.large"] != 0.096 || fig.WindowsOnDemand != nil {
+		t.Fatalf("a failed Windows read: %v, figures %+v; want the error and the Linux prices kept", err, fig)
 	}
 }

@@ -159,8 +159,11 @@ type NodeClaim struct {
 	// CPUSurplusPerHour is the part of PricePerHour a burstable type bills
 	// in unlimited mode for the CPU its pods request above its baseline
 	// (catalog.Burst).
-	CPUSurplusPerHour float64  `json:"cpuSurplusPerHour,omitempty"`
-	Pods              []string `json:"pods"`
+	CPUSurplusPerHour float64 `json:"cpuSurplusPerHour,omitempty"`
+	// LicencePerHour is the part of PricePerHour that is the image's
+	// operating system licence (Windows: per vCPU, nodecost.WindowsLicence).
+	LicencePerHour float64  `json:"licencePerHour,omitempty"`
+	Pods           []string `json:"pods"`
 	// Requirements are what the launched node must satisfy (the pool's and
 	// the pods', narrowed: zone, capacity type, arch, instance types).
 	Requirements []corev1.NodeSelectorRequirement `json:"requirements"`

@@ -1,6 +1,7 @@
 package scheduling
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -51,6 +52,9 @@ type reqState struct {
 	prices   []float64
 	minKeys  []minKey
 	order    []int // viable types by price, built on first use
+	// perVCPU: prices carry a licence that differs by type, so they are
+	// not in the universe's order.
+	perVCPU bool
 }
 
 // stateFor returns the shared state of rs in pool p (exotic: GPU and other
@@ -78,7 +82,7 @@ func (s *solver) stateFor(p *pool, rs *reqSet, exotic bool) *reqState {
 		}
 		return true
 	})
-	st.prices = s.pricesIn(p, st.mask)
+	st.prices, st.perVCPU = s.pricesIn(p, st.mask), p.licence != nil
 	st.minKeys = s.minValueKeys(rs)
 	s.states[ck] = st
 	return st
@@ -211,6 +215,12 @@ func (s *solver) bestStep(c *claim, st *reqState, g *group, limit int, base, max
 func (s *solver) byPrice(st *reqState) []int {
 	if st.order == nil {
 		st.order = s.u.orderByPrice(st.mask)
+		if st.perVCPU {
+			// Re-sort by the pool's own prices (stable: name order on ties,
+			// as the universe's), so that searches by price stay valid.
+			st.order = slices.Clone(st.order)
+			slices.SortStableFunc(st.order, func(a, b int) int { return cmp.Compare(st.prices[a], st.prices[b]) })
+		}
 	}
 	return st.order
 }

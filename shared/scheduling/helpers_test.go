@@ -691,6 +691,10 @@ func checkTypeFits(t *testing.T, i int, it *catalog.InstanceType, np *apis.NodeP
 	settings catalog.NodeSettings, nc scheduling.NodeClaim, pending map[string]*corev1.Pod) {
 	t.Helper()
 	lbls := it.Labels()
+	if apis.IsWindowsFamily(settings.AMIFamily) {
+		// The image, not the type, decides the operating system.
+		lbls[osKey], lbls[corev1.LabelWindowsBuild] = "windows", nc.Labels[corev1.LabelWindowsBuild]
+	}
 	for k, v := range np.Spec.Template.ObjectMeta.Labels {
 		lbls[k] = v
 	}

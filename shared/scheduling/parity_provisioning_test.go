@@ -274,8 +274,9 @@ func provisioningParity() []scenario {
 			in: input(armAndAmd(), reqPool(req(archKey, opIn, arm64)), pods(pod(po{Name: "p"}))), want: []check{everyType("p", isArm, archIs(arm64)), claimRequirement("p", archKey, opIn, arm64)}},
 		// Karpenter provisioning:1803: "should create a nodeclaim request restricting instance types on operating system"
 		{mirrors: []string{"provisioning:1803"}, name: "K: a NodeClaim's instance types follow the pool's operating system",
-			in:   input(types(append(st.SyntheticTypes(4), windowsType("win.4x"))...), reqPool(req(osKey, opIn, "windows")), pods(pod(po{Name: "p"}))),
-			want: []check{firstType("p", "win.4x"), claimRequirement("p", osKey, opIn, "windows")}},
+			in: input(append(windowsPools(), armAndAmd(), pods(pod(po{Name: "p", NodeSelector: labels(osKey, "windows")})))...),
+			want: []check{fromPool("p", "windows"), claimRequirement("p", osKey, opIn, "windows"), claimRequirement("p", archKey, opIn, amd64),
+				claimRequirement("p", corev1.LabelWindowsBuild, opIn, "10.0.20348"), everyType("p", "amd64", func(it *catalog.InstanceType) bool { return it.Arch == amd64 })}},
 		// Karpenter provisioning:1840: "should create a nodeclaim request restricting instance types based on pod resource requests"
 		{mirrors: []string{"provisioning:1840"}, name: "K: a NodeClaim's instance types have the resources its pods request",
 			in:   input(types(append(st.SyntheticTypes(4), st.Type(st.TypeOptions{Name: "gpu", VCPU: 4, GPUs: 1, Price: 1}))...), pods(pod(po{Name: "p", Requests: res{"nvidia.com/gpu": "1"}, Limits: res{"nvidia.com/gpu": "1"}}))),

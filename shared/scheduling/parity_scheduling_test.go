@@ -244,8 +244,9 @@ func schedulingParity() []scenario {
 			in: input(types(armAMD...), reqPool(req(archKey, opIn, amd64)), pods(pod(po{Name: "p", Limits: res{"cpu": "14"}}))), want: []check{claims(0), unschedulable("p", "cpu")}},
 		// Karpenter scheduling:1342: "should launch pods with different operating systems on different instances"
 		{mirrors: []string{"scheduling:1342"}, name: "K: pods of different operating systems get different nodes",
-			in:   input(types(append(st.SyntheticTypes(4), windowsType("win.4x"))...), pods(pod(po{Name: "linux", NodeSelector: labels(osKey, "linux")}), pod(po{Name: "windows", NodeSelector: labels(osKey, "windows")}))),
-			want: []check{claims(2), separate("linux", "windows"), firstType("windows", "win.4x")}},
+			in: input(append(windowsPools(), pods(pod(po{Name: "linux", NodeSelector: labels(osKey, "linux")}), pod(po{Name: "windows", NodeSelector: labels(osKey, "windows")})))...),
+			want: []check{claims(2), separate("linux", "windows"), fromPool("linux", "default"), fromPool("windows", "windows"),
+				claimRequirement("windows", osKey, opIn, "windows"), claimRequirement("linux", osKey, opIn, "linux")}},
 		// Karpenter scheduling:1367: "should launch pods with different instance type node selectors on different instances"
 		{mirrors: []string{"scheduling:1367"}, name: "K: pods selecting different instance types get different nodes",
 			in:   input(pods(pod(po{Name: "small", NodeSelector: labels(betaType, "fake-it-1")}), pod(po{Name: "default", NodeSelector: labels(typeKey, "fake-it-3")}))),
@@ -422,9 +423,23 @@ func schedulingParity() []scenario {
 // metav1Now is a deletion timestamp.
 var metav1Now = metav1.NewTime(time.Unix(1700000000, 0))
 
-// windowsType is a 4-vCPU Windows type.
-func windowsType(name string) *catalog.InstanceType {
-	it := st.Type(st.TypeOptions{Name: name, VCPU: 4})
-	it.OS = "windows"
-	return it
+// windowsPools are the pool "default" (its class is not in the input: the
+// default AL2023 image, Linux) and winPool. The image, not the instance
+// type, decides a node's operating system, as Karpenter's AWS provider's
+// AMI requirements do.
+func windowsPools(winReqs ...apis.NodeSelectorRequirementWithMinValues) []opt {
+	return []opt{pools(pool("default", 0), winPool(winReqs...)), nodeClasses(winClass())}
+}
+
+// winPool is the pool "windows", which requires Windows, of winClass.
+func winPool(reqs ...apis.NodeSelectorRequirementWithMinValues) *apis.NodePool {
+	return poolWith(st.NodePoolOptions{Name: "windows", NodeClass: "windows",
+		Requirements: append([]apis.NodeSelectorRequirementWithMinValues{req(osKey, opIn, "windows")}, reqs...)})
+}
+
+// winClass is the EC2NodeClass "windows", of alias windows2022@latest.
+func winClass() *apis.EC2NodeClass {
+	class := st.NodeClass("windows")
+	class.Spec.AMISelectorTerms = []apis.AMISelectorTerm{{Alias: "windows2022@latest"}}
+	return class
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/catalog"
+	"github.com/nodewright/nodewright/shared/nodecost"
 	qty "github.com/nodewright/nodewright/shared/quantity"
 	"github.com/nodewright/nodewright/shared/requirements"
 )
@@ -52,6 +53,10 @@ type pool struct {
 	// baseline (the zero Burst: not burstable); nil when the pool allows
 	// no burstable type.
 	burst []catalog.Burst
+	// licence is, per type, the image's operating system licence per hour
+	// (Windows; nil for the others), priced into every offering of the
+	// pool with nodeCost.
+	licence []float64
 
 	err error // the pool cannot launch anything (bad requirement)
 }
@@ -69,6 +74,7 @@ func (s *solver) newPool(np *apis.NodePool, classes map[string]*apis.EC2NodeClas
 	if ref := np.Spec.Template.Spec.NodeClassRef; ref != nil {
 		p.nodeClass = ref.Name
 		p.settings = catalog.SettingsFor(classes[ref.Name])
+		p.licence = s.licences(p.settings.AMIFamily)
 	}
 	switch {
 	case np.DeletionTimestamp != nil:
@@ -83,6 +89,7 @@ func (s *solver) newPool(np *apis.NodePool, classes map[string]*apis.EC2NodeClas
 		p.err = err
 		return p
 	}
+	reqs = imageRequirements(reqs, p.settings.AMIFamily)
 	p.reqs, p.rs = reqs, s.intern(reqs)
 	// Its nodes also get karpenter.sh/registered and initialized once up,
 	// which DaemonSets may select.
@@ -309,7 +316,7 @@ func (p *pool) surplus(t int, cpu int64) float64 {
 // it.
 func (s *solver) pricesIn(p *pool, mask uint64) []float64 {
 	base := s.u.prices(mask)
-	if p.nodeCost == 0 {
+	if p.nodeCost == 0 && p.licence == nil {
 		return base
 	}
 	if pr, ok := p.prices[mask]; ok {
@@ -317,11 +324,46 @@ func (s *solver) pricesIn(p *pool, mask uint64) []float64 {
 	}
 	pr := make([]float64, len(base))
 	for t, b := range base {
-		pr[t] = b + p.nodeCost
+		pr[t] = b + p.extraCost(t)
 	}
 	if p.prices == nil {
 		p.prices = map[uint64][]float64{}
 	}
 	p.prices[mask] = pr
 	return pr
+}
+
+// extraCost is what a node of type t in the pool costs beyond its
+// instance's offering price: the pool's per-node cost and its image's
+// licence.
+func (p *pool) extraCost(t int) float64 {
+	return p.nodeCost + p.licenceOf(t)
+}
+
+// licenceOf is the licence a node of type t pays per hour in the pool.
+func (p *pool) licenceOf(t int) float64 {
+	if p.licence == nil {
+		return 0
+	}
+	return p.licence[t]
+}
+
+// licences are, per type, the hourly licence of a node of the AMI family
+// (Windows; nil for families without one): the region's figure where the
+// catalog has it (catalog.InstanceType.WindowsLicence), else the shipped
+// per-vCPU estimate. Added to every offering of the pool, on-demand and
+// spot alike.
+func (s *solver) licences(family string) []float64 {
+	perVCPU := nodecost.LicencePerVCPUHour(family)
+	if perVCPU == 0 {
+		return nil
+	}
+	out := make([]float64, s.u.n)
+	for t, it := range s.u.types {
+		out[t] = perVCPU * float64(it.VCPU)
+		if it.WindowsLicence > 0 {
+			out[t] = it.WindowsLicence
+		}
+	}
+	return out
 }

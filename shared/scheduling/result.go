@@ -142,18 +142,19 @@ func (s *solver) finalize(c *claim, headroom *vec) (NodeClaim, string) {
 
 // priced lists the types of fit with their offerings in mask, cheapest
 // first, each priced with what it bills above its instance for c's CPU (a
-// burstable type's surplus); with dropDearSpot, spot offerings dearer than
-// the cheapest on-demand offering of any of them, so priced, are left out
-// (and types left with none).
+// burstable type's surplus) and its image's licence in c's pool; with
+// dropDearSpot, spot offerings dearer than the cheapest on-demand offering
+// of any of them, so priced, are left out (and types left with none).
 func (s *solver) priced(c *claim, fit bitset, mask uint64, dropDearSpot bool) []option {
 	u := s.u
 	surplus := func(t int) float64 { return c.pool.surplus(t, c.total[rCPU]) }
+	extra := func(t int) float64 { return surplus(t) + c.pool.licenceOf(t) }
 	odMin := math.Inf(1)
 	if dropDearSpot {
 		fit.each(func(t int) bool {
 			for slot := 0; slot < u.slots; slot++ {
 				if mask&(1<<uint(slot)) != 0 && capacityTypes[slot%len(capacityTypes)] == apis.CapacityTypeOnDemand {
-					odMin = min(odMin, u.price[t*u.slots+slot]+surplus(t))
+					odMin = min(odMin, u.price[t*u.slots+slot]+extra(t))
 				}
 			}
 			return true
@@ -167,11 +168,11 @@ func (s *solver) priced(c *claim, fit bitset, mask uint64, dropDearSpot bool) []
 			if mask&(1<<uint(slot)) == 0 || math.IsInf(pr, 1) {
 				continue
 			}
-			if capacityTypes[slot%len(capacityTypes)] == apis.CapacityTypeSpot && pr+o.surplus > odMin {
+			if capacityTypes[slot%len(capacityTypes)] == apis.CapacityTypeSpot && pr+extra(t) > odMin {
 				continue
 			}
 			o.slots |= 1 << uint(slot)
-			o.price = min(o.price, pr+o.surplus)
+			o.price = min(o.price, pr+extra(t))
 		}
 		if o.slots != 0 {
 			opts = append(opts, o)
@@ -224,9 +225,10 @@ func (s *solver) nodeClaim(c *claim, opts []option) NodeClaim {
 	if len(opts) > 0 {
 		best := opts[0]
 		_, nc.CapacityType, nc.PricePerHour = u.cheapestOffering(best.t, best.slots)
-		nc.PricePerHour += p.nodeCost + best.surplus
+		nc.PricePerHour += p.extraCost(best.t) + best.surplus
 		nc.NodeCostPerHour = p.nodeCost
 		nc.CPUSurplusPerHour = best.surplus
+		nc.LicencePerHour = p.licenceOf(best.t)
 		nc.Requests = s.reg.toList(c.total.add(p.overhead[best.t]))
 	}
 	reqs := c.rs.reqs.

@@ -30,7 +30,7 @@ func TestScenarios(t *testing.T) {
 		offeringScenarios(), existingScenarios(), topologyScenarios(), affinityScenarios(), claimScenarios(),
 		limitScenarios(), daemonScenarios(), minValuesScenarios(), domainScenarios(), startupScenarios(), aliasScenarios(), reasonScenarios(),
 		schedulingParity(), topologyParity(), affinityParity(), selectionParity(), provisioningParity(), awsParity(), volumeParity(),
-		overflowScenarios(),
+		overflowScenarios(), imageScenarios(),
 	} {
 		all = append(all, group...)
 	}

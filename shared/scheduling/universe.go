@@ -161,10 +161,12 @@ func (u *universe) indexOfferings(in *Input) {
 }
 
 // isTypeKey says whether instance types carry the label key (so requirements
-// on it select types).
+// on it select types). The operating system and Windows build are the
+// image's, not the type's: a pool's EC2NodeClass decides them
+// (imageRequirements).
 func (u *universe) isTypeKey(key string) bool {
 	_, ok := u.keys[key]
-	return ok && key != apis.LabelZone && key != apis.LabelCapacityType
+	return ok && key != apis.LabelZone && key != apis.LabelCapacityType && key != apis.LabelOS && key != apis.LabelWindowsBuild
 }
 
 // typeBits is the types whose label satisfies req (req.Key a type key).

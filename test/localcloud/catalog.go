@@ -66,6 +66,22 @@ func (a *catalogAdapter) OnDemandPrice(name string) (float64, bool) {
 	return math.Round(it.OnDemandPrice*a.factor*1e6) / 1e6, true
 }
 
+// windowsLicencePerVCPU is the local cloud's own Windows licence per
+// vCPU-hour, other than the shipped estimate (nodecost.WindowsLicence), so
+// that a plan shows which one priced it.
+const windowsLicencePerVCPU = 0.05
+
+// WindowsOnDemandPrice implements awsfront.WindowsPriceBook: the Linux
+// price and the local cloud's licence per vCPU.
+func (a *catalogAdapter) WindowsOnDemandPrice(name string) (float64, bool) {
+	p, ok := a.OnDemandPrice(name)
+	if !ok {
+		return 0, false
+	}
+	it, _ := a.cat.Get(name)
+	return math.Round((p+windowsLicencePerVCPU*float64(it.VCPU))*1e6) / 1e6, true
+}
+
 // SpotPrice implements awsfront.PriceBook with the shared spot price model.
 func (a *catalogAdapter) SpotPrice(name, zone string) (float64, bool) {
 	return a.model.SpotPrice(name, zone)

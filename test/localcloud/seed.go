@@ -155,7 +155,8 @@ func (s *seeder) network(ctx context.Context, res *AWSResources) error {
 
 // amis picks an Amazon Linux 2023 image per architecture from moto's
 // built-in images and publishes it under the public SSM parameters that
-// the al2023@latest and bottlerocket@latest aliases resolve through.
+// the al2023@latest, al2@latest, bottlerocket@latest and Windows aliases
+// resolve through.
 func (s *seeder) amis(ctx context.Context, res *AWSResources) error {
 	arches := []struct{ ec2Arch, kubeArch string }{{"x86_64", "amd64"}, {"arm64", "arm64"}}
 	ids := make([]string, len(arches))
@@ -187,10 +188,18 @@ func (s *seeder) amis(ctx context.Context, res *AWSResources) error {
 			}
 		}
 	}
-	// bottlerocket@latest resolves through Bottlerocket's public parameters;
-	// the same images stand in (the node bridge reads either family's user
-	// data).
-	for _, p := range fleet.BottlerocketParameters(s.minor, "latest") {
+	// bottlerocket@latest, al2@latest and windows20xx@latest resolve through
+	// their families' public parameters; the same images stand in (the node bridge reads
+	// every family's user data).
+	params := append(fleet.BottlerocketParameters(s.minor, "latest"), fleet.AL2Parameters(s.minor, "latest")...)
+	for _, family := range []string{"windows2019", "windows2022", "windows2025"} {
+		w, err := fleet.AliasParameters(family, s.minor, "latest")
+		if err != nil {
+			return err
+		}
+		params = append(params, w...)
+	}
+	for _, p := range params {
 		if id, ok := res.AMIs[p.Arch]; ok {
 			res.Parameters[p.Name] = id
 		}

@@ -27,6 +27,12 @@ import (
 type prices map[string]float64 // type -> on-demand; spot = half, +0.001 per zone letter
 
 func (p prices) OnDemandPrice(t string) (float64, bool) { v, ok := p[t]; return v, ok }
+
+// WindowsOnDemandPrice is the Linux price and $0.092 (a 2-vCPU licence).
+func (p prices) WindowsOnDemandPrice(t string) (float64, bool) {
+	v, ok := p[t]
+	return v + 0.092, ok
+}
 func (p prices) SpotPrice(t, zone string) (float64, bool) {
 	v, ok := p[t]
 	return v/2 + 0.001*float64(zone[len(zone)-1]-'a'), ok

@@ -70,12 +70,20 @@ func (f *Front) getProducts(w http.ResponseWriter, req request) {
 	var docs []string
 	if region := filters["regionCode"]; region == f.cfg.Region {
 		metal := strings.Contains(filters["productFamily"], "bare metal")
+		price, os := f.cfg.Prices.OnDemandPrice, "Linux"
+		if filters["operatingSystem"] == "Windows" {
+			// Windows figures when the price book has them, else none.
+			price, os = func(string) (float64, bool) { return 0, false }, "Windows"
+			if w, ok := f.cfg.Prices.(WindowsPriceBook); ok {
+				price = w.WindowsOnDemandPrice
+			}
+		}
 		for _, t := range f.cfg.Prices.TypeNames() {
 			if strings.Contains(t, ".metal") != metal {
 				continue
 			}
-			if p, ok := f.cfg.Prices.OnDemandPrice(t); ok {
-				docs = append(docs, PriceListEntry(region, t, p))
+			if p, ok := price(t); ok {
+				docs = append(docs, priceListEntry(region, t, os, p))
 			}
 		}
 	}
@@ -95,15 +103,29 @@ func (f *Front) getProducts(w http.ResponseWriter, req request) {
 	writeJSON(w, out)
 }
 
+// WindowsPriceBook is a PriceBook that also prices Windows Server (its
+// licence included), which GetProducts serves for operatingSystem Windows.
+type WindowsPriceBook interface {
+	WindowsOnDemandPrice(instanceType string) (float64, bool)
+}
+
 // PriceListEntry is the Pricing API's document of a Linux on-demand type
 // in a region at price USD per hour.
 func PriceListEntry(region, instanceType string, price float64) string {
-	sku := fmt.Sprintf("LC%X", fnv32(region+"/"+instanceType))
+	return priceListEntry(region, instanceType, "Linux", price)
+}
+
+func priceListEntry(region, instanceType, os string, price float64) string {
+	licence := "No License required"
+	if os == "Windows" {
+		licence = "License Included"
+	}
+	sku := fmt.Sprintf("LC%X", fnv32(region+"/"+instanceType+"/"+os))
 	doc := map[string]any{
 		"product": map[string]any{
 			"productFamily": "Compute Instance",
 			"attributes": map[string]string{
-				"instanceType": instanceType, "regionCode": region, "operatingSystem": "Linux",
+				"instanceType": instanceType, "regionCode": region, "operatingSystem": os, "licenseModel": licence,
 				"tenancy": "Shared", "preInstalledSw": "NA", "capacitystatus": "Used", "marketoption": "OnDemand",
 			},
 			"sku": sku,
@@ -114,7 +136,7 @@ func PriceListEntry(region, instanceType string, price float64) string {
 				"sku": sku, "offerTermCode": "JRTCKXETXF", "effectiveDate": "2026-11-01T00:00:00Z",
 				"priceDimensions": map[string]any{sku + ".JRTCKXETXF.6YS6EN2CT7": map[string]any{
 					"unit": "Hrs", "beginRange": "0", "endRange": "Inf",
-					"description":  fmt.Sprintf("$%.4f per On Demand Linux %s Instance Hour", price, instanceType),
+					"description":  fmt.Sprintf("$%.4f per On Demand %s %s Instance Hour", price, os, instanceType),
 					"pricePerUnit": map[string]string{"USD": strconv.FormatFloat(price, 'f', 10, 64)},
 				}},
 			},

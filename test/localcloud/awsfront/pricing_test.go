@@ -2,6 +2,7 @@ package awsfront
 
 import (
 	"context"
+	"math"
 	"reflect"
 	"testing"
 	"time"
@@ -28,6 +29,9 @@ func TestFrontServesRegionFigures(t *testing.T) {
 	}
 	if want := map[string]float64{"m5.large": 0.096, "c5.large": 0.085, "r5.large": 0.126}; !reflect.DeepEqual(got.OnDemand, want) {
 		t.Errorf("prices %v, want %v", got.OnDemand, want)
+	}
+	if m5 := got.WindowsOnDemand["m5.large"]; math.Abs(m5-0.188) > 1e-9 || len(got.WindowsOnDemand) != 3 {
+		t.Errorf("Windows prices %v, want m5.large at 0.188 and three types", got.WindowsOnDemand)
 	}
 	want := map[string][]string{"c5.large": {"us-east-1a"}, "m5.large": {"us-east-1a", "us-east-1b"}, "r5.large": {"us-east-1a", "us-east-1b"}}
 	if !reflect.DeepEqual(got.Zones, want) {

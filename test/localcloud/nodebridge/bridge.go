@@ -259,6 +259,10 @@ func (b *Bridge) node(in ec2types.Instance, ks KubeletSettings) (*corev1.Node, e
 	labels[corev1.LabelTopologyZone] = zone
 	labels[corev1.LabelTopologyRegion] = b.cfg.Region
 	labels[LabelCapacity] = capType
+	if ks.OS != "" {
+		// The kubelet reports its own operating system.
+		labels[corev1.LabelOSStable] = ks.OS
+	}
 	if zid := zoneID(zone); zid != "" {
 		labels[LabelZoneID] = zid
 	}
@@ -295,8 +299,8 @@ func (b *Bridge) node(in ec2types.Instance, ks KubeletSettings) (*corev1.Node, e
 			},
 			NodeInfo: corev1.NodeSystemInfo{
 				Architecture:            labels[corev1.LabelArchStable],
-				OperatingSystem:         "linux",
-				OSImage:                 "Amazon Linux 2023",
+				OperatingSystem:         labels[corev1.LabelOSStable],
+				OSImage:                 osImage(ks.OS),
 				KubeletVersion:          b.cfg.KubeletVersion,
 				ContainerRuntimeVersion: "containerd://1.7.27",
 				SystemUUID:              id,
@@ -353,4 +357,12 @@ func zoneID(zone string) string {
 		return ""
 	}
 	return fmt.Sprintf("%s%c%s-az%d", parts[0], parts[1][0], parts[2], int(zone[len(zone)-1]-'a')+1)
+}
+
+// osImage is the image name a node of the operating system reports.
+func osImage(os string) string {
+	if os == OSWindows {
+		return "Windows Server Core"
+	}
+	return "Amazon Linux"
 }

@@ -12,6 +12,7 @@ import (
 	"mime/multipart"
 	"net/mail"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/pelletier/go-toml/v2"
@@ -25,7 +26,17 @@ type KubeletSettings struct {
 	Labels  map[string]string
 	Taints  []corev1.Taint
 	MaxPods int32 // 0 = not set
+	// OS is the node's operating system, as its kubelet reports it
+	// (kubernetes.io/os): windows for a Windows image's user data, else
+	// linux.
+	OS string
 }
+
+// Operating systems a node's user data tells apart.
+const (
+	OSLinux   = "linux"
+	OSWindows = "windows"
+)
 
 // nodeConfig is the part of nodeadm's NodeConfig (node.eks.aws/v1alpha1)
 // that decides how the node registers.
@@ -46,19 +57,38 @@ type nodeConfig struct {
 const nodeConfigMediaType = "application/node.eks.aws"
 
 // ParseUserData reads a node's user data as its image does: Bottlerocket's
-// TOML settings ([settings.kubernetes] node-labels, node-taints, max-pods),
-// else AL2023's as nodeadm does: a MIME multi-part document whose
-// application/node.eks.aws parts are NodeConfig YAML (or a bare NodeConfig),
-// merged in order. The user data may be base64 (as EC2 returns it). Parts of
-// other types (shell scripts) are ignored.
+// TOML settings ([settings.kubernetes] node-labels, node-taints, max-pods);
+// Windows's PowerShell or AL2's bootstrap.sh shell part, whose call to the
+// image's bootstrap passes the kubelet's flags (--node-labels,
+// --register-with-taints, --max-pods); else AL2023's as nodeadm does: a
+// MIME multi-part document whose application/node.eks.aws parts are
+// NodeConfig YAML (or a bare NodeConfig), merged in order. The user data may
+// be base64 (as EC2 returns it). Other shell scripts are ignored.
 func ParseUserData(data []byte) (KubeletSettings, error) {
 	data = maybeBase64(data)
-	ks := KubeletSettings{Labels: map[string]string{}}
+	ks := KubeletSettings{Labels: map[string]string{}, OS: OSLinux}
 	if len(bytes.TrimSpace(data)) == 0 {
 		return ks, nil
 	}
 	if br, ok := bottlerocketDoc(data); ok {
-		return br.settings()
+		out, err := br.settings()
+		out.OS = OSLinux
+		return out, err
+	}
+	flags, windows, ok, err := bootstrapArgs(data)
+	if err != nil {
+		return ks, err
+	}
+	if windows {
+		ks.OS = OSWindows
+	}
+	if ok {
+		for _, fl := range flags {
+			if err := ks.flag(fl); err != nil {
+				return ks, fmt.Errorf("user data: bootstrap: %w", err)
+			}
+		}
+		return ks, nil
 	}
 	docs, err := nodeConfigDocs(data)
 	if err != nil {
@@ -213,10 +243,17 @@ func (ks *KubeletSettings) merge(doc []byte) error {
 	return nil
 }
 
-// flag applies one kubelet flag: --node-labels and --register-with-taints.
+// flag applies one kubelet flag: --node-labels, --register-with-taints and
+// --max-pods.
 func (ks *KubeletSettings) flag(fl string) error {
 	name, val, _ := strings.Cut(strings.TrimLeft(fl, "-"), "=")
 	switch name {
+	case "max-pods":
+		n, err := strconv.ParseInt(val, 10, 32)
+		if err != nil || n <= 0 {
+			return fmt.Errorf("--max-pods: %q is not a positive number", val)
+		}
+		ks.MaxPods = int32(n)
 	case "node-labels":
 		for _, kv := range splitList(val) {
 			k, v, ok := strings.Cut(kv, "=")

@@ -119,6 +119,9 @@ func TestParseUserData(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			if tt.want.OS == "" {
+				tt.want.OS = OSLinux
+			}
 			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("got %+v\nwant %+v", got, tt.want)
 			}
@@ -209,5 +212,72 @@ func TestParsesTheLaunchersBottlerocketUserData(t *testing.T) {
 	wantTaints := []corev1.Taint{{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule}, {Key: "startup", Effect: corev1.TaintEffectNoExecute}}
 	if !reflect.DeepEqual(ks.Labels, wantLabels) || !reflect.DeepEqual(ks.Taints, wantTaints) || ks.MaxPods != 42 {
 		t.Errorf("settings %+v\nwant labels %v taints %v maxPods 42", ks, wantLabels, wantTaints)
+	}
+}
+
+// TestParsesTheLaunchersAL2UserData: the MIME document shared/fleet writes
+// for an AL2 node (the user's script first, the bootstrap.sh call last)
+// registers the node with the plan's labels, taints and pod limit, and the
+// user's script does not count.
+func TestParsesTheLaunchersAL2UserData(t *testing.T) {
+	custom := "#!/bin/bash\necho '/etc/eks/bootstrap.sh' is called by Nodewright's part\n"
+	maxPods := int32(42)
+	ud, err := fleet.AL2UserData(fleet.Cluster{Name: "c1", Endpoint: "https://127.0.0.1:6443", CertificateAuthority: []byte("ca")},
+		&custom, fleet.NodeSettings{
+			Labels:  map[string]string{"karpenter.sh/nodepool": "default", "team": "platform"},
+			Taints:  []corev1.Taint{{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule}, {Key: "startup", Effect: corev1.TaintEffectNoExecute}},
+			Kubelet: &apis.KubeletConfiguration{MaxPods: &maxPods, EvictionHard: map[string]string{"memory.available": "5%"}},
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ks, err := ParseUserData([]byte(ud))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := KubeletSettings{
+		Labels:  map[string]string{"karpenter.sh/nodepool": "default", "team": "platform"},
+		Taints:  []corev1.Taint{{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule}, {Key: "startup", Effect: corev1.TaintEffectNoExecute}},
+		MaxPods: 42, OS: OSLinux,
+	}
+	if !reflect.DeepEqual(ks, want) {
+		t.Errorf("settings %+v\nwant %+v", ks, want)
+	}
+}
+
+func TestShellWords(t *testing.T) {
+	got := shellWords(`/etc/eks/bootstrap.sh 'c 1' --b64 'it'\''s' plain\ word`)
+	if want := []string{"/etc/eks/bootstrap.sh", "c 1", "--b64", "it's", "plain word"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("shellWords = %q, want %q", got, want)
+	}
+	got = powershellWords(`& $F -EKSClusterName 'c''1' -KubeletExtraArgs '--a="b" --c=d'`)
+	if want := []string{"&", "$F", "-EKSClusterName", "c'1", "-KubeletExtraArgs", `--a="b" --c=d`}; !reflect.DeepEqual(got, want) {
+		t.Errorf("powershellWords = %q, want %q", got, want)
+	}
+}
+
+// TestParsesTheLaunchersWindowsUserData: the PowerShell shared/fleet writes
+// for a Windows node (the user's own lines first) registers a Windows node
+// with the plan's labels, taints and pod limit.
+func TestParsesTheLaunchersWindowsUserData(t *testing.T) {
+	custom := "<powershell>\nWrite-Host '& $x -EKSClusterName fake'\n</powershell>"
+	maxPods := int32(42)
+	ud := fleet.WindowsUserData(fleet.Cluster{Name: "c1", Endpoint: "https://127.0.0.1:6443", CertificateAuthority: []byte("ca")},
+		&custom, fleet.NodeSettings{
+			Labels:  map[string]string{"karpenter.sh/nodepool": "windows", "team": "platform"},
+			Taints:  []corev1.Taint{{Key: "os", Value: "windows", Effect: corev1.TaintEffectNoSchedule}},
+			Kubelet: &apis.KubeletConfiguration{MaxPods: &maxPods, ClusterDNS: []string{"10.96.0.10"}},
+		})
+	ks, err := ParseUserData([]byte(ud))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := KubeletSettings{
+		Labels:  map[string]string{"karpenter.sh/nodepool": "windows", "team": "platform"},
+		Taints:  []corev1.Taint{{Key: "os", Value: "windows", Effect: corev1.TaintEffectNoSchedule}},
+		MaxPods: 42, OS: OSWindows,
+	}
+	if !reflect.DeepEqual(ks, want) {
+		t.Errorf("settings %+v\nwant %+v", ks, want)
 	}
 }
