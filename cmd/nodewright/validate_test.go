@@ -68,10 +68,9 @@ func TestValidate(t *testing.T) {
 		// path and what to do instead.
 		{name: "refused class fields", files: map[string]string{"pool.yaml": validPool,
 			"class.yaml": strings.Replace(validClass, "al2023@latest", "al2@latest", 1) +
-				"  capacityReservationSelectorTerms: [{id: cr-0123456789abcdef0}]\n  instanceStorePolicy: RAID0\n"}, code: exitError,
+				"  instanceStorePolicy: RAID0\n"}, code: exitError,
 			stderr: []string{
-				`class.yaml: document 1 (EC2NodeClass default): spec.amiSelectorTerms[0].alias: "al2@latest": AL2 is not supported yet`,
-				`class.yaml: document 1 (EC2NodeClass default): spec.capacityReservationSelectorTerms: capacity reservations are not supported yet`}},
+				`class.yaml: document 1 (EC2NodeClass default): spec.amiSelectorTerms[0].alias: "al2@latest": AL2 is not supported yet`}},
 		{name: "bottlerocket class with instance store", files: map[string]string{"pool.yaml": validPool,
 			"class.yaml": strings.Replace(validClass, "al2023@latest", "bottlerocket@latest", 1) + "  instanceStorePolicy: RAID0\n"},
 			code: exitOK, stdout: []string{"EC2NodeClass default: valid"}},
@@ -79,8 +78,9 @@ func TestValidate(t *testing.T) {
 			code: exitOK, stdout: []string{"NodePool default: valid"}},
 		{name: "static pool with a weight", files: map[string]string{"class.yaml": validClass, "pool.yaml": validPool + "  replicas: 3\n  weight: 10\n"}, code: exitError,
 			stderr: []string{"pool.yaml: document 1 (NodePool default): spec.weight: not supported on a static NodePool (replicas is set)"}},
-		{name: "reserved capacity", files: map[string]string{"class.yaml": validClass, "pool.yaml": strings.Replace(validPool, "values: [spot]", "values: [reserved]", 1)}, code: exitError,
-			stderr: []string{`pool.yaml: document 1 (NodePool default): spec.template.spec.requirements[0].values: "reserved": capacity type reserved is not supported yet`}},
+		{name: "reserved capacity", files: map[string]string{"class.yaml": validClass + "  capacityReservationSelectorTerms: [{id: cr-0123456789abcdef0}]\n",
+			"pool.yaml": strings.Replace(validPool, "values: [spot]", "values: [reserved, on-demand]", 1)}, code: exitOK,
+			stdout: []string{"NodePool default: valid", "EC2NodeClass default: valid"}},
 		{name: "NodeOverlay", files: map[string]string{"class.yaml": validClass, "pool.yaml": validPool,
 			"overlay.yaml": "apiVersion: karpenter.sh/v1alpha1\nkind: NodeOverlay\nmetadata: {name: savings}\nspec: {priceAdjustment: '-10%'}\n"}, code: exitOK,
 			stdout: []string{"NodePool default: valid"}},

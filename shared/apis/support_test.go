@@ -371,10 +371,11 @@ func TestValidateRefusesBuiltObjects(t *testing.T) {
 	np.Name = "built"
 	np.Spec.Template.Spec.NodeClassRef = &NodeClassReference{Group: AWSGroup, Kind: EC2NodeClassKind, Name: "x"}
 	np.Spec.Template.Spec.Requirements = []NodeSelectorRequirementWithMinValues{{Key: LabelCapacityType, Operator: "In", Values: []string{"on-demand", "reserved"}}}
+	np.Spec.Template.ObjectMeta.Annotations = map[string]string{"team": "ml"}
 	replicas := int64(3)
 	np.Spec.Replicas = &replicas
 	err := np.Validate()
-	want := `spec.template.spec.requirements[0].values: "reserved": ` + reservedFix
+	want := `spec.template.metadata.annotations: node annotations are not supported yet: Nodewright does not put them on the nodes it launches; remove them`
 	if err == nil || err.Error() != want {
 		t.Fatalf("got %v\nwant %s", err, want)
 	}

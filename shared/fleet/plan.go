@@ -7,6 +7,9 @@ import (
 	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+
+	"github.com/nodewright/nodewright/shared/apis"
 )
 
 // Plan is a fleet request resolved against the account: everything the
@@ -42,6 +45,9 @@ type Plan struct {
 	// SecurityGroups are the security groups the launch templates attach
 	// (recorded on the NodeClaims for security group drift).
 	SecurityGroups []string `json:"securityGroups,omitempty"`
+	// Reservation is the capacity reservation the fleet launches into
+	// (CapacityType reserved), nil for on-demand and spot.
+	Reservation *Reservation `json:"reservation,omitempty"`
 }
 
 // PlannedTemplate is one launch template of a plan.
@@ -81,6 +87,10 @@ func (l *Launcher) Prepare(ctx context.Context, req Request) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
+	rsv, err := claimReservation(nc, req.Claim)
+	if err != nil {
+		return nil, err
+	}
 	subnets := claimSubnets(nc, req.Claim.Zones)
 	if len(subnets) == 0 {
 		return nil, fmt.Errorf("EC2NodeClass %s has no subnet in the claim's zones %v (it has %v)", nc.Name, req.Claim.Zones, nc.Zones())
@@ -89,7 +99,7 @@ func (l *Launcher) Prepare(ctx context.Context, req Request) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	templates, err := l.makeTemplates(ctx, req, nc, groups, images)
+	templates, err := l.makeTemplates(ctx, req, nc, groups, images, rsv)
 	if err != nil {
 		return nil, err
 	}
@@ -101,7 +111,10 @@ func (l *Launcher) Prepare(ctx context.Context, req Request) (*Plan, error) {
 		Token: token, NodeClaim: req.Name, NodePool: req.Claim.NodePool, Count: max(req.Count, 1),
 		CapacityType: capacityTypeOf(req.Claim.CapacityTypes), Subnets: subnets, Exclude: req.Exclude,
 		Tags: instanceTags(l.cfg.Cluster.Name, req.Claim.NodePool, req.Name, req.NodeClass), Context: req.NodeClass.Spec.Context,
-		SecurityGroups: nc.SecurityGroups,
+		SecurityGroups: nc.SecurityGroups, Reservation: rsv,
+	}
+	if rsv != nil {
+		p.CapacityType = apis.CapacityTypeReserved
 	}
 	for i, t := range templates {
 		p.Templates = append(p.Templates, PlannedTemplate{Name: t.Name, ImageID: images[i].ID, Types: t.Types})
@@ -149,5 +162,15 @@ func planInput(p *Plan) (*ec2.CreateFleetInput, error) {
 		}
 		skip = func(typ, zone string) bool { return out[[2]string{typ, zone}] }
 	}
-	return fleetInput(p.Token, p.Count, p.CapacityType, ts, p.Subnets, p.Tags, p.Context, skip)
+	if p.Reservation == nil {
+		return fleetInput(p.Token, p.Count, p.CapacityType, ts, p.Subnets, p.Tags, p.Context, skip)
+	}
+	in, err := fleetInput(p.Token, p.Count, apis.CapacityTypeOnDemand, ts, p.Subnets, p.Tags, p.Context, skip)
+	if err == nil && p.Reservation.IsBlock() {
+		// A Capacity Block is its own market: the fleet asks for
+		// capacity-block capacity, with no on-demand options.
+		in.TargetCapacitySpecification.DefaultTargetCapacityType = ec2types.DefaultTargetCapacityTypeCapacityBlock
+		in.OnDemandOptions = nil
+	}
+	return in, err
 }

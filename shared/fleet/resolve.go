@@ -41,7 +41,11 @@ func (l *Launcher) resolve(ctx context.Context, nc *apis.EC2NodeClass) (*NodeCla
 	if len(amis) == 0 {
 		return nil, ErrNoAMI
 	}
-	return &NodeClass{Name: nc.Name, Subnets: subnets, SubnetIDs: subnetIDs, SecurityGroups: sgs, AMIs: amis}, nil
+	reservations, err := l.reservations(ctx, nc.Spec.CapacityReservationSelectorTerms)
+	if err != nil {
+		return nil, err
+	}
+	return &NodeClass{Name: nc.Name, Subnets: subnets, SubnetIDs: subnetIDs, SecurityGroups: sgs, AMIs: amis, Reservations: reservations}, nil
 }
 
 // tagFilters turns selector tags into EC2 filters: tag:<key>=<value>, or

@@ -36,6 +36,9 @@ type templateSpec struct {
 	SecurityGroups  []string
 	InstanceProfile string
 	UserData        string // base64
+	// Reservation is the capacity reservation the template launches into
+	// (nil: none).
+	Reservation *Reservation
 }
 
 // nodeLabels are the labels a node passes to its kubelet: the claim's
@@ -142,6 +145,7 @@ func launchTemplateInput(s templateSpec) (*ec2.CreateLaunchTemplateInput, error)
 	if nc.Spec.EnclaveOptions != nil && nc.Spec.EnclaveOptions.Enabled != nil {
 		data.EnclaveOptions = &ec2types.LaunchTemplateEnclaveOptionsRequest{Enabled: nc.Spec.EnclaveOptions.Enabled}
 	}
+	reservationSpec(data, s.Reservation)
 	name, err := templateName(s.Cluster.Name, data, tags)
 	if err != nil {
 		return nil, err

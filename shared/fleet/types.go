@@ -97,6 +97,9 @@ type NodeClass struct {
 	SubnetIDs []string
 	// AMIs are sorted by architecture, variant and ID.
 	AMIs []AMI
+	// Reservations are the active capacity reservations the class's
+	// capacityReservationSelectorTerms select, sorted by ID.
+	Reservations []Reservation
 }
 
 // Zones returns the zones of the node class's subnets, sorted.
