@@ -87,7 +87,7 @@ func (l *Launcher) Prepare(ctx context.Context, req Request) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	rsv, err := claimReservation(nc, req.Claim)
+	rsv, err := claimReservation(nc, req.Claim, l.cfg.Now())
 	if err != nil {
 		return nil, err
 	}

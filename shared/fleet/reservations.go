@@ -45,6 +45,13 @@ type Reservation struct {
 // IsBlock reports whether the reservation is a Capacity Block for ML.
 func (r Reservation) IsBlock() bool { return r.Type == apis.CapacityReservationTypeCapacityBlock }
 
+// EndingAt reports whether the reservation is a Capacity Block within
+// BlockReclaimLead of its end at now (Expiring is the same at the
+// resolution's time; a resolution is kept for minutes).
+func (r Reservation) EndingAt(now time.Time) bool {
+	return r.Expiring || (r.IsBlock() && !r.End.IsZero() && !now.Before(r.End.Add(-BlockReclaimLead)))
+}
+
 // reservationQueries is one DescribeCapacityReservations per term that
 // selects by tags, owner or match criteria, and one for the terms that name
 // IDs; each asks for active reservations only, as Karpenter does.
@@ -136,7 +143,7 @@ func reservationOf(cr ec2types.CapacityReservation, now time.Time) (Reservation,
 	if r.ID == "" || r.InstanceType == "" || r.Zone == "" {
 		return Reservation{}, false
 	}
-	r.Expiring = r.IsBlock() && !r.End.IsZero() && !now.Before(r.End.Add(-BlockReclaimLead))
+	r.Expiring = r.EndingAt(now)
 	return r, true
 }
 
@@ -171,7 +178,7 @@ func reservationSpec(data *ec2types.RequestLaunchTemplateData, r *Reservation) {
 // about to end. When it is not, the launch fails as EC2 fails one into a
 // full reservation, so that the caller marks the offering unavailable and
 // solves again (on-demand or spot, as the pool allows).
-func claimReservation(nc *NodeClass, claim scheduling.NodeClaim) (*Reservation, error) {
+func claimReservation(nc *NodeClass, claim scheduling.NodeClaim, now time.Time) (*Reservation, error) {
 	id := claim.CapacityReservationID
 	if id == "" {
 		return nil, nil
@@ -192,7 +199,7 @@ func claimReservation(nc *NodeClass, claim scheduling.NodeClaim) (*Reservation, 
 	switch {
 	case !ok:
 		return nil, refuse("is not one EC2NodeClass " + nc.Name + " selects (any more)")
-	case r.Expiring:
+	case r.EndingAt(now):
 		return nil, refuse("is a Capacity Block that ends at " + r.End.UTC().Format(time.RFC3339))
 	case !slices.Contains(claim.InstanceTypes, r.InstanceType) || !slices.Contains(claim.Zones, r.Zone):
 		return nil, refuse(fmt.Sprintf("holds %s in %s, not the claim's %v in %v", r.InstanceType, r.Zone, claim.InstanceTypes, claim.Zones))

@@ -360,6 +360,7 @@ func (r *Run) inputs(ctx context.Context) (disruption.Inputs, *provision.View, e
 		Volumes: view.Volumes,
 	}
 	in.CurrentSubnets, in.CurrentSecurityGroups = placements(resolved)
+	in.EndingBlocks = endingBlocks(resolved, in.Now)
 	if r.Spot != nil {
 		if err := r.Spot.Ensure(ctx); err == nil {
 			in.Spot = r.Spot

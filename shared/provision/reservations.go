@@ -1,6 +1,8 @@
 package provision
 
 import (
+	"time"
+
 	"github.com/nodewright/nodewright/shared/fleet"
 	"github.com/nodewright/nodewright/shared/scheduling"
 )
@@ -8,14 +10,14 @@ import (
 // Reservations are the capacity reservations the resolved EC2NodeClasses
 // select, as a solve takes them: each with its class and the room EC2
 // last reported. A Capacity Block about to end takes no launch.
-func Reservations(resolved []fleet.Resolution) []scheduling.Reservation {
+func Reservations(resolved []fleet.Resolution, now time.Time) []scheduling.Reservation {
 	var out []scheduling.Reservation
 	for _, r := range resolved {
 		if r.Err != nil || r.Class == nil {
 			continue
 		}
 		for _, res := range r.Class.Reservations {
-			if res.Expiring {
+			if res.EndingAt(now) {
 				continue
 			}
 			out = append(out, scheduling.Reservation{
