@@ -118,7 +118,7 @@ type Expect struct {
 type LaunchedCount struct {
 	InstanceType string   `yaml:"instanceType" check:"nonempty"`
 	Zone         string   `yaml:"zone" check:"nonempty"`
-	CapacityType string   `yaml:"capacityType" check:"nonempty"`
+	CapacityType string   `yaml:"capacityType" check:"nodeCapacityType"`
 	PricePerHour *float64 `yaml:"pricePerHour"`
 	Range        `yaml:",inline" check:"whole,bound"`
 }

@@ -31,7 +31,7 @@ func shipped(t *testing.T) []string {
 		t.Fatal(err)
 	}
 	sort.Strings(files)
-	want := []string{"consolidation-scale-down.yaml", "default.yaml", "do-not-disrupt.yaml", "getting-started.yaml", "gpu-pool.yaml",
+	want := []string{"capacity-block-ends.yaml", "consolidation-scale-down.yaml", "default.yaml", "do-not-disrupt.yaml", "getting-started.yaml", "gpu-pool.yaml",
 		"missing-offering.yaml", "nodepool-limit.yaml", "region-eu-west-1.yaml", "reservation-overflow.yaml", "spot-capacity-fallback.yaml", "spot-interruption-pdb.yaml", "static-pool.yaml"}
 	if strings.Join(files, " ") != strings.Join(want, " ") {
 		t.Fatalf("scenarios %v, want %v", files, want)
