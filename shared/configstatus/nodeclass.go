@@ -133,6 +133,9 @@ func joinComma(ss []string) string {
 func reservationStatuses(rs []fleet.Reservation, now time.Time) []apis.CapacityReservationStatus {
 	var out []apis.CapacityReservationStatus
 	for _, r := range rs {
+		if r.Ended {
+			continue // Karpenter's status lists active reservations
+		}
 		s := apis.CapacityReservationStatus{AvailabilityZone: r.Zone, ID: r.ID, InstanceMatchCriteria: r.InstanceMatchCriteria,
 			InstanceType: r.InstanceType, OwnerID: r.OwnerID, ReservationType: r.Type, State: apis.CapacityReservationStateActive}
 		if !r.End.IsZero() {

@@ -205,6 +205,11 @@ func (v *view) drifted(n *nodeInfo) (DriftReason, string) {
 	if subnets, ok := v.in.CurrentSubnets[r.NodeClass]; ok && len(subnets) > 0 && r.SubnetID != "" && !subnets[r.SubnetID] {
 		return DriftSubnet, fmt.Sprintf("subnet %s is no longer selected by EC2NodeClass %s (now %s)", r.SubnetID, r.NodeClass, sortedKeys(subnets))
 	}
+	if id := r.Claim.CapacityReservationID; id != "" {
+		if selected, ok := v.in.CurrentReservations[r.NodeClass]; ok && !selected[id] {
+			return DriftCapacityReservation, fmt.Sprintf("capacity reservation %s is no longer selected by EC2NodeClass %s (now %s)", id, r.NodeClass, sortedKeys(selected))
+		}
+	}
 	return "", ""
 }
 

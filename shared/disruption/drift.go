@@ -33,6 +33,10 @@ const (
 	// DriftSubnet: the node's subnet is no longer among those its class
 	// selects.
 	DriftSubnet DriftReason = "SubnetDrift"
+	// DriftCapacityReservation: the node's capacity reservation is no
+	// longer among those its class selects (one that ended is still
+	// selected: its nodes run on-demand, not drifted).
+	DriftCapacityReservation DriftReason = "CapacityReservationDrift"
 )
 
 // drift replaces drifted nodes within their pools' Drifted budgets

@@ -1,6 +1,7 @@
 package disruption
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -27,16 +28,20 @@ func inReservation(id, kind string) nodeOpt {
 func TestReservedNodes(t *testing.T) {
 	end := now.Add(35 * time.Minute)
 	cases := []struct {
-		name   string
-		ct     string
-		id     string
-		ending map[string]time.Time
-		want   []string
+		name     string
+		ct       string
+		id       string
+		ending   map[string]time.Time
+		selected map[string]map[string]bool // CurrentReservations
+		want     []string
 	}{
-		{"a block about to end drains its node", apis.CapacityTypeReserved, "cr-block", map[string]time.Time{"cr-block": end}, []string{"expiration: a -> c1/spot"}},
-		{"another block's end leaves it", apis.CapacityTypeReserved, "cr-block", map[string]time.Time{"cr-other": end}, []string{}},
-		{"a reserved node is not replaced by a paid one", apis.CapacityTypeReserved, "cr-odcr", nil, []string{}},
-		{"the same node on-demand is", apis.CapacityTypeOnDemand, "", nil, []string{"single-node: a -> c1/spot"}},
+		{"a block about to end drains its node", apis.CapacityTypeReserved, "cr-block", map[string]time.Time{"cr-block": end}, nil, []string{"expiration: a -> c1/spot"}},
+		{"another block's end leaves it", apis.CapacityTypeReserved, "cr-block", map[string]time.Time{"cr-other": end}, nil, []string{}},
+		{"a reserved node is not replaced by a paid one", apis.CapacityTypeReserved, "cr-odcr", nil, nil, []string{}},
+		{"the same node on-demand is", apis.CapacityTypeOnDemand, "", nil, nil, []string{"single-node: a -> c1/spot"}},
+		{"its reservation still selected: no drift", apis.CapacityTypeReserved, "cr-odcr", nil, map[string]map[string]bool{"default": {"cr-odcr": true}}, []string{}},
+		{"its reservation no longer selected: drift", apis.CapacityTypeReserved, "cr-odcr", nil, map[string]map[string]bool{"default": {"cr-new": true}}, []string{"drift: a -> c1/spot"}},
+		{"its class not resolved: no drift", apis.CapacityTypeReserved, "cr-odcr", nil, map[string]map[string]bool{"other": {}}, []string{}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -52,7 +57,7 @@ func TestReservedNodes(t *testing.T) {
 			w.node("a", "c8", tc.ct, opts...)
 			w.pods("a", 1, "500m")
 			in := w.inputs()
-			in.EndingBlocks = tc.ending
+			in.EndingBlocks, in.CurrentReservations = tc.ending, tc.selected
 			cmds, _ := Decide(in)
 			got := summaries(cmds)
 			if len(got) != len(tc.want) || (len(got) > 0 && got[0] != tc.want[0]) {
@@ -60,6 +65,9 @@ func TestReservedNodes(t *testing.T) {
 			}
 			if len(cmds) > 0 && cmds[0].Method == MethodExpiration && cmds[0].Reason != ReasonExpired {
 				t.Errorf("reason %s, want %s", cmds[0].Reason, ReasonExpired)
+			}
+			if len(cmds) > 0 && cmds[0].Method == MethodDrift && !strings.Contains(cmds[0].Explanation, string(DriftCapacityReservation)) {
+				t.Errorf("drift explained %q, want %s", cmds[0].Explanation, DriftCapacityReservation)
 			}
 		})
 	}

@@ -40,6 +40,10 @@ type Reservation struct {
 	// Expiring is true for a Capacity Block within BlockReclaimLead of its
 	// end: no launch goes into it, and its nodes are drained.
 	Expiring bool `json:"expiring,omitempty"`
+	// Ended is true for a reservation the terms select that is no longer
+	// active (expired, cancelled): it takes no launch, and its nodes have
+	// not drifted (EC2 runs them on-demand now).
+	Ended bool `json:"ended,omitempty"`
 }
 
 // IsBlock reports whether the reservation is a Capacity Block for ML.
@@ -49,14 +53,18 @@ func (r Reservation) IsBlock() bool { return r.Type == apis.CapacityReservationT
 // BlockReclaimLead of its end at now (Expiring is the same at the
 // resolution's time; a resolution is kept for minutes).
 func (r Reservation) EndingAt(now time.Time) bool {
+	if r.Ended {
+		return false
+	}
 	return r.Expiring || (r.IsBlock() && !r.End.IsZero() && !now.Before(r.End.Add(-BlockReclaimLead)))
 }
 
 // reservationQueries is one DescribeCapacityReservations per term that
 // selects by tags, owner or match criteria, and one for the terms that name
-// IDs; each asks for active reservations only, as Karpenter does.
+// IDs. Unlike Karpenter they ask for every state: a reservation that ended
+// is kept (Ended), so that its nodes are told from those whose reservation
+// the class no longer selects (CapacityReservationDrift).
 func reservationQueries(terms []apis.CapacityReservationSelectorTerm) []*ec2.DescribeCapacityReservationsInput {
-	active := ec2types.Filter{Name: aws.String("state"), Values: []string{string(ec2types.CapacityReservationStateActive)}}
 	var ids []string
 	var out []*ec2.DescribeCapacityReservationsInput
 	for _, t := range terms {
@@ -66,7 +74,7 @@ func reservationQueries(terms []apis.CapacityReservationSelectorTerm) []*ec2.Des
 		if len(t.Tags) == 0 && t.InstanceMatchCriteria == "" && t.OwnerID == "" {
 			continue
 		}
-		filters := []ec2types.Filter{active}
+		var filters []ec2types.Filter
 		if t.OwnerID != "" {
 			filters = append(filters, ec2types.Filter{Name: aws.String("owner-id"), Values: []string{t.OwnerID}})
 		}
@@ -79,12 +87,12 @@ func reservationQueries(terms []apis.CapacityReservationSelectorTerm) []*ec2.Des
 	if len(ids) > 0 {
 		slices.Sort(ids)
 		ids = slices.Compact(ids)
-		out = append([]*ec2.DescribeCapacityReservationsInput{{CapacityReservationIds: ids, Filters: []ec2types.Filter{active}}}, out...)
+		out = append([]*ec2.DescribeCapacityReservationsInput{{CapacityReservationIds: ids}}, out...)
 	}
 	return out
 }
 
-// reservations are the active reservations the terms select, sorted by ID.
+// reservations are the reservations the terms select, sorted by ID.
 func (l *Launcher) reservations(ctx context.Context, terms []apis.CapacityReservationSelectorTerm) ([]Reservation, error) {
 	if len(terms) == 0 {
 		return nil, nil
@@ -115,11 +123,9 @@ func (l *Launcher) reservations(ctx context.Context, terms []apis.CapacityReserv
 }
 
 // reservationOf reads one reservation EC2 described; ok is false for one
-// Nodewright cannot launch into (not active, or of a kind it does not know).
+// of a kind Nodewright does not know. One that is not active (nor pending,
+// nor being created) has Ended.
 func reservationOf(cr ec2types.CapacityReservation, now time.Time) (Reservation, bool) {
-	if cr.State != "" && cr.State != ec2types.CapacityReservationStateActive {
-		return Reservation{}, false
-	}
 	switch cr.InstanceMatchCriteria {
 	case "", ec2types.InstanceMatchCriteriaOpen, ec2types.InstanceMatchCriteriaTargeted:
 	default:
@@ -142,6 +148,13 @@ func reservationOf(cr ec2types.CapacityReservation, now time.Time) (Reservation,
 	}
 	if r.ID == "" || r.InstanceType == "" || r.Zone == "" {
 		return Reservation{}, false
+	}
+	switch cr.State {
+	case "", ec2types.CapacityReservationStateActive:
+	case ec2types.CapacityReservationStatePending, ec2types.CapacityReservationStateScheduled:
+		return Reservation{}, false // not begun: neither launched into nor ended
+	default:
+		r.Ended = true
 	}
 	r.Expiring = r.EndingAt(now)
 	return r, true
@@ -199,6 +212,8 @@ func claimReservation(nc *NodeClass, claim scheduling.NodeClaim, now time.Time) 
 	switch {
 	case !ok:
 		return nil, refuse("is not one EC2NodeClass " + nc.Name + " selects (any more)")
+	case r.Ended:
+		return nil, refuse("has ended")
 	case r.EndingAt(now):
 		return nil, refuse("is a Capacity Block that ends at " + r.End.UTC().Format(time.RFC3339))
 	case !slices.Contains(claim.InstanceTypes, r.InstanceType) || !slices.Contains(claim.Zones, r.Zone):

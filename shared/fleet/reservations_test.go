@@ -24,8 +24,8 @@ func capacityReservation(id, typ, zone string, available int32, kind ec2types.Ca
 
 // TestResolveCapacityReservations: the class's capacityReservationSelectorTerms
 // are looked up with DescribeCapacityReservations (IDs in one call, each tag
-// or owner term in its own, active reservations only), and a Capacity
-// Block within BlockReclaimLead of its end is expiring.
+// or owner term in its own, in every state: one that expired has ended),
+// and a Capacity Block within BlockReclaimLead of its end is expiring.
 func TestResolveCapacityReservations(t *testing.T) {
 	f := newFixture(t)
 	soon, later := f.now.Add(30*time.Minute), f.now.Add(3*time.Hour)
@@ -33,7 +33,9 @@ func TestResolveCapacityReservations(t *testing.T) {
 		capacityReservation("cr-odcr", "p5.48xlarge", "us-east-1b", 2, ec2types.CapacityReservationTypeDefault, nil),
 		capacityReservation("cr-block", "p5.48xlarge", "us-east-1a", 1, ec2types.CapacityReservationTypeCapacityBlock, &later),
 		capacityReservation("cr-ending", "p5.48xlarge", "us-east-1a", 1, ec2types.CapacityReservationTypeCapacityBlock, &soon),
+		capacityReservation("cr-expired", "p5.48xlarge", "us-east-1a", 0, ec2types.CapacityReservationTypeDefault, nil),
 	}
+	f.ec2.capacityReservations[3].State = ec2types.CapacityReservationStateExpired
 	nc := defaultNodeClass()
 	nc.Spec.CapacityReservationSelectorTerms = []apis.CapacityReservationSelectorTerm{
 		{ID: "cr-odcr"}, {Tags: map[string]string{"team": "ml"}, OwnerID: "123456789012", InstanceMatchCriteria: "targeted"},
@@ -52,7 +54,7 @@ func TestResolveCapacityReservations(t *testing.T) {
 	for _, fl := range f.ec2.crCalls[1].Filters {
 		filters[aws.ToString(fl.Name)] = fl.Values[0]
 	}
-	for k, v := range map[string]string{"state": "active", "owner-id": "123456789012", "tag:team": "ml", "instance-match-criteria": "targeted"} {
+	for k, v := range map[string]string{"owner-id": "123456789012", "tag:team": "ml", "instance-match-criteria": "targeted"} {
 		if filters[k] != v {
 			t.Errorf("tag term's filter %s = %q, want %q (filters %v)", k, filters[k], v, filters)
 		}
@@ -61,8 +63,11 @@ func TestResolveCapacityReservations(t *testing.T) {
 	for _, res := range r.Reservations {
 		got[res.ID] = res
 	}
-	if len(got) != 3 || got["cr-odcr"].Available != 2 || got["cr-odcr"].Type != apis.CapacityReservationTypeDefault {
+	if len(got) != 4 || got["cr-odcr"].Available != 2 || got["cr-odcr"].Type != apis.CapacityReservationTypeDefault || got["cr-odcr"].Ended {
 		t.Fatalf("reservations %+v", r.Reservations)
+	}
+	if !got["cr-expired"].Ended {
+		t.Errorf("expired reservation %+v, want ended", got["cr-expired"])
 	}
 	if b := got["cr-block"]; !b.IsBlock() || b.Expiring {
 		t.Errorf("block ending in 3h: %+v, want a block not expiring", b)

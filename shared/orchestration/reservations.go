@@ -6,6 +6,23 @@ import (
 	"github.com/nodewright/nodewright/shared/fleet"
 )
 
+// selectedReservations are, per class that resolved, the reservations
+// it selects now, ended ones included (capacity reservation drift).
+func selectedReservations(resolved []fleet.Resolution) map[string]map[string]bool {
+	out := map[string]map[string]bool{}
+	for _, r := range resolved {
+		if r.Err != nil || r.Class == nil {
+			continue
+		}
+		set := map[string]bool{}
+		for _, res := range r.Class.Reservations {
+			set[res.ID] = true
+		}
+		out[r.Name] = set
+	}
+	return out
+}
+
 // endingBlocks are the Capacity Blocks the resolved classes select that
 // are within their reclaim lead of their end, by reservation ID, with that
 // end: their nodes expire (disruption.Inputs.EndingBlocks).

@@ -14,8 +14,9 @@ import (
 
 // TestInputsCarryTheEndingBlocks: the tick's inputs name the Capacity
 // Blocks the classes select that are within their reclaim lead of their
-// end (their nodes expire), not the blocks and reservations still running,
-// nor those of a class that did not resolve.
+// end (their nodes expire), not the blocks and reservations still running
+// or ended, nor those of a class that did not resolve; and every
+// reservation each resolved class selects (capacity reservation drift).
 func TestInputsCarryTheEndingBlocks(t *testing.T) {
 	r := newRig(t)
 	r.e.NodeClasses = []*apis.EC2NodeClass{st.NodeClass("default"), st.NodeClass("broken")}
@@ -27,6 +28,7 @@ func TestInputsCarryTheEndingBlocks(t *testing.T) {
 				{ID: "cr-ending", Type: apis.CapacityReservationTypeCapacityBlock, End: end},
 				{ID: "cr-running", Type: apis.CapacityReservationTypeCapacityBlock, End: end.Add(2 * time.Hour)},
 				{ID: "cr-odcr", Type: apis.CapacityReservationTypeDefault},
+				{ID: "cr-ended", Type: apis.CapacityReservationTypeCapacityBlock, End: end.Add(-time.Hour), Ended: true},
 			}}},
 		"broken": {Err: errors.New("throttled")},
 	}
@@ -37,5 +39,9 @@ func TestInputsCarryTheEndingBlocks(t *testing.T) {
 	}
 	if want := map[string]time.Time{"cr-ending": end}; !reflect.DeepEqual(in.EndingBlocks, want) {
 		t.Errorf("ending blocks %v, want %v", in.EndingBlocks, want)
+	}
+	want := map[string]map[string]bool{"default": {"cr-ending": true, "cr-running": true, "cr-odcr": true, "cr-ended": true}}
+	if !reflect.DeepEqual(in.CurrentReservations, want) {
+		t.Errorf("current reservations %v, want %v", in.CurrentReservations, want)
 	}
 }

@@ -360,7 +360,7 @@ func (r *Run) inputs(ctx context.Context) (disruption.Inputs, *provision.View, e
 		Volumes: view.Volumes,
 	}
 	in.CurrentSubnets, in.CurrentSecurityGroups = placements(resolved)
-	in.EndingBlocks = endingBlocks(resolved, in.Now)
+	in.EndingBlocks, in.CurrentReservations = endingBlocks(resolved, in.Now), selectedReservations(resolved)
 	if r.Spot != nil {
 		if err := r.Spot.Ensure(ctx); err == nil {
 			in.Spot = r.Spot

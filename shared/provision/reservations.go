@@ -17,7 +17,7 @@ func Reservations(resolved []fleet.Resolution, now time.Time) []scheduling.Reser
 			continue
 		}
 		for _, res := range r.Class.Reservations {
-			if res.EndingAt(now) {
+			if res.Ended || res.EndingAt(now) {
 				continue
 			}
 			out = append(out, scheduling.Reservation{
