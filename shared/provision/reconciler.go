@@ -409,6 +409,7 @@ func (r *Reconciler) Round(ctx context.Context, lease *state.Lease) (*Report, er
 	if err := r.redrive(ctx, w, rep); err != nil {
 		return rep, err
 	}
+	r.demoteEnded(ctx, w)
 	r.register(ctx, w, rep)
 	r.keepStatic(ctx, lease, w, rep)
 	err = r.solveAndLaunch(ctx, lease, w, nil, "provisioning", rep)

@@ -12,6 +12,7 @@ import (
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/fleet"
 	st "github.com/nodewright/nodewright/shared/scheduling/schedtest"
+	"github.com/nodewright/nodewright/shared/state"
 )
 
 // TestReservationsFillFirstThenOverflow: an H100 pool that allows reserved
@@ -81,6 +82,69 @@ func TestReservationsFillFirstThenOverflow(t *testing.T) {
 			}
 			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
 				t.Errorf("launched %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// markingNodes records the labels each MarkNode call sets.
+type markingNodes struct {
+	sweepNodes
+	marked map[string][]map[string]string
+}
+
+func (n *markingNodes) MarkNode(_ context.Context, name string, labels map[string]string) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.marked[name] = append(n.marked[name], labels)
+	return nil
+}
+
+// TestEndedReservationNodesGoOnDemand: when a default reservation ends,
+// its running nodes are relabelled on-demand and their records priced
+// on-demand, as Karpenter does; they are not drained. While it is active
+// they stay reserved.
+func TestEndedReservationNodesGoOnDemand(t *testing.T) {
+	for _, ended := range []bool{true, false} {
+		t.Run(fmt.Sprintf("ended=%v", ended), func(t *testing.T) {
+			clock := testingclock.NewFakeClock(t0)
+			ctx := context.Background()
+			it, _ := cat.Get("m5.large")
+			n := st.Node(st.NodeOptions{Name: "ip-r", InstanceType: it, Zone: "us-east-1b", CapacityType: apis.CapacityTypeReserved, NodePool: "default"}).Node
+			n.Spec.ProviderID = "aws:///us-east-1b/i-r"
+			r, fl, _, _ := testReconciler(t, clock, func(time.Time) (*View, error) { return &View{Nodes: []*corev1.Node{n}}, nil })
+			nodes := &markingNodes{marked: map[string][]map[string]string{}}
+			r.Nodes = nodes
+			class := r.NodeClasses[0].Name
+			fl.reservations = map[string][]fleet.Reservation{class: {{ID: "cr-1", InstanceType: "m5.large", Zone: "us-east-1b",
+				Type: apis.CapacityReservationTypeDefault, Ended: ended}}}
+			rec := record("default-res00", state.Initialized, "i-r")
+			rec.NodeClass, rec.Claim.NodeClass = class, class
+			rec.InstanceType, rec.Zone, rec.CapacityType, rec.NodeName, rec.PricePerHour = "m5.large", "us-east-1b", apis.CapacityTypeReserved, n.Name, 1e-8
+			rec.Claim.CapacityReservationID = "cr-1"
+			if err := r.Store.PutNodeClaim(ctx, rec); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := r.Round(ctx, testLease(clock)); err != nil {
+				t.Fatal(err)
+			}
+			got, err := r.Store.GetNodeClaim(ctx, rec.Name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			relabelled := false
+			for _, l := range nodes.marked[n.Name] {
+				relabelled = relabelled || l[apis.LabelCapacityType] == apis.CapacityTypeOnDemand
+			}
+			want := apis.CapacityTypeReserved
+			if ended {
+				want = apis.CapacityTypeOnDemand
+			}
+			if got.CapacityType != want || relabelled != ended || (ended && got.PricePerHour != it.OnDemandPrice) {
+				t.Errorf("record %s at $%v/h, node relabelled on-demand %v; want %s, relabelled %v", got.CapacityType, got.PricePerHour, relabelled, want, ended)
+			}
+			if got.Disruption != nil {
+				t.Errorf("the node is being disrupted: %+v", got.Disruption)
 			}
 		})
 	}
