@@ -45,7 +45,8 @@ func (l *Launcher) resolve(ctx context.Context, nc *apis.EC2NodeClass) (*NodeCla
 	if err != nil {
 		return nil, err
 	}
-	return &NodeClass{Name: nc.Name, Subnets: subnets, SubnetIDs: subnetIDs, SecurityGroups: sgs, AMIs: amis, Reservations: reservations}, nil
+	return &NodeClass{Name: nc.Name, Subnets: subnets, SubnetIDs: subnetIDs, SecurityGroups: sgs, AMIs: amis, Reservations: reservations,
+		ResolvedAt: l.cfg.Now()}, nil
 }
 
 // tagFilters turns selector tags into EC2 filters: tag:<key>=<value>, or

@@ -1,6 +1,8 @@
 package fleet
 
 import (
+	"time"
+
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/scheduling"
 )
@@ -97,9 +99,11 @@ type NodeClass struct {
 	SubnetIDs []string
 	// AMIs are sorted by architecture, variant and ID.
 	AMIs []AMI
-	// Reservations are the active capacity reservations the class's
-	// capacityReservationSelectorTerms select, sorted by ID.
+	// Reservations are the capacity reservations the class's
+	// capacityReservationSelectorTerms select, sorted by ID, and
+	// ResolvedAt when EC2 reported their room (launches since took some).
 	Reservations []Reservation
+	ResolvedAt   time.Time
 }
 
 // Zones returns the zones of the node class's subnets, sorted.

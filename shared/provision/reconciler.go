@@ -459,7 +459,7 @@ func (r *Reconciler) solveAndLaunch(ctx context.Context, lease *state.Lease, w *
 			View: w.view, Records: w.records, NodePools: w.pools, NodeClasses: w.classes, Catalog: r.Catalog,
 			Zones: w.zones, Spot: r.spot(rep), Unavailable: unavailable.Has, Only: only, Readiness: w.readiness,
 			NodeOverlays: MergeOverlays(r.NodeOverlays, w.view), NodeCostRates: NodeCostRates(w.zones), PublicIPv4: PublicIPv4(w.resolved),
-			Reservations: Reservations(w.resolved, r.Now()),
+			Reservations: Reservations(w.resolved, w.records, r.Now()),
 		})
 		if attempt == 0 {
 			rep.Warnings = append(rep.Warnings, prep.Warnings...)

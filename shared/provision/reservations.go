@@ -7,12 +7,15 @@ import (
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/fleet"
 	"github.com/nodewright/nodewright/shared/scheduling"
+	"github.com/nodewright/nodewright/shared/state"
 )
 
 // Reservations are the capacity reservations the resolved EC2NodeClasses
 // select, as a solve takes them: each with its class and the room EC2
-// last reported. A Capacity Block about to end takes no launch.
-func Reservations(resolved []fleet.Resolution, now time.Time) []scheduling.Reservation {
+// reported, less the records launched into it since (a resolution is kept
+// for minutes). One that ended, or a Capacity Block about to end, takes no
+// launch.
+func Reservations(resolved []fleet.Resolution, records []*state.NodeClaim, now time.Time) []scheduling.Reservation {
 	var out []scheduling.Reservation
 	for _, r := range resolved {
 		if r.Err != nil || r.Class == nil {
@@ -22,8 +25,14 @@ func Reservations(resolved []fleet.Resolution, now time.Time) []scheduling.Reser
 			if res.Ended || res.EndingAt(now) {
 				continue
 			}
+			left := res.Available
+			for _, rec := range records {
+				if rec.Claim.CapacityReservationID == res.ID && !rec.CreatedAt.Before(r.Class.ResolvedAt) {
+					left--
+				}
+			}
 			out = append(out, scheduling.Reservation{
-				ID: res.ID, NodeClass: r.Name, InstanceType: res.InstanceType, Zone: res.Zone, Type: res.Type, Available: res.Available,
+				ID: res.ID, NodeClass: r.Name, InstanceType: res.InstanceType, Zone: res.Zone, Type: res.Type, Available: max(left, 0),
 			})
 		}
 	}

@@ -149,3 +149,26 @@ func TestEndedReservationNodesGoOnDemand(t *testing.T) {
 		})
 	}
 }
+
+// TestReservationsCountLaunchesSinceTheLookup: a reservation's room is
+// what EC2 reported less the records launched into it since (the
+// resolution is kept for minutes); a record from before the lookup is in
+// EC2's count already; ended reservations and blocks about to end take
+// none.
+func TestReservationsCountLaunchesSinceTheLookup(t *testing.T) {
+	lookup := t0.Add(-time.Minute)
+	rec := func(id string, at time.Time) *state.NodeClaim {
+		r := record("default-"+id, state.Launched, "i-"+id)
+		r.CreatedAt, r.Claim.CapacityReservationID = at, "cr-1"
+		return r
+	}
+	resolved := []fleet.Resolution{{Name: "gpu", Class: &fleet.NodeClass{Name: "gpu", ResolvedAt: lookup, Reservations: []fleet.Reservation{
+		{ID: "cr-1", InstanceType: "p5.48xlarge", Zone: "us-east-1b", Type: apis.CapacityReservationTypeDefault, Available: 3},
+		{ID: "cr-ended", InstanceType: "p5.48xlarge", Zone: "us-east-1b", Ended: true, Available: 1},
+		{ID: "cr-ending", InstanceType: "p5.48xlarge", Zone: "us-east-1b", Type: apis.CapacityReservationTypeCapacityBlock, End: t0.Add(10 * time.Minute), Available: 1},
+	}}}}
+	got := Reservations(resolved, []*state.NodeClaim{rec("a", t0), rec("b", lookup.Add(-time.Second))}, t0)
+	if len(got) != 1 || got[0].ID != "cr-1" || got[0].NodeClass != "gpu" || got[0].Available != 2 {
+		t.Errorf("reservations %+v, want cr-1 of class gpu with 2 left", got)
+	}
+}
