@@ -221,3 +221,11 @@ func claimReservation(nc *NodeClass, claim scheduling.NodeClaim, now time.Time) 
 	}
 	return &r, nil
 }
+
+// launchedIntoReservation reports whether an instance was launched into a
+// capacity reservation it targeted (reservations only), as a reserved
+// launch does, rather than matched an open one by chance.
+func launchedIntoReservation(i ec2types.Instance) bool {
+	return aws.ToString(i.CapacityReservationId) != "" && i.CapacityReservationSpecification != nil &&
+		i.CapacityReservationSpecification.CapacityReservationPreference == ec2types.CapacityReservationPreferenceCapacityReservationsOnly
+}

@@ -161,3 +161,29 @@ func TestReservedLaunch(t *testing.T) {
 		})
 	}
 }
+
+// TestInstancesInAReservationAreReserved: an instance launched into a
+// reservation (EC2 names it, and its launch asked for reservations only)
+// is listed as reserved, so that a re-drive that finds it by its tag
+// records it as its launch would have; one that merely ran in an open
+// reservation stays on-demand.
+func TestInstancesInAReservationAreReserved(t *testing.T) {
+	f := newFixture(t)
+	inst := func(id string, only bool) ec2types.Instance {
+		i := ec2types.Instance{InstanceId: aws.String(id), InstanceType: "p5.48xlarge", CapacityReservationId: aws.String("cr-1"),
+			State: &ec2types.InstanceState{Name: ec2types.InstanceStateNameRunning}}
+		if only {
+			i.CapacityReservationSpecification = &ec2types.CapacityReservationSpecificationResponse{
+				CapacityReservationPreference: ec2types.CapacityReservationPreferenceCapacityReservationsOnly}
+		}
+		return i
+	}
+	f.ec2.reservations = [][]ec2types.Reservation{{{Instances: []ec2types.Instance{inst("i-1", true), inst("i-2", false)}}}}
+	got, err := f.l.Instances(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].CapacityType != apis.CapacityTypeReserved || got[1].CapacityType != apis.CapacityTypeOnDemand {
+		t.Errorf("instances %+v: want i-1 reserved, i-2 on-demand", got)
+	}
+}
