@@ -67,12 +67,12 @@ func TestValidate(t *testing.T) {
 		// Issue 20: fields Nodewright would ignore are refused, each with its
 		// path and what to do instead.
 		{name: "refused class fields", files: map[string]string{"pool.yaml": validPool,
-			"class.yaml": validClass + "  ipPrefixCount: 4\n" +
-				"  capacityReservationSelectorTerms: [{id: cr-0123456789abcdef0}]\n  instanceStorePolicy: RAID0\n"}, code: exitError,
+			"class.yaml": validClass + "  instanceProfile: my-profile\n"}, code: exitError,
 			stderr: []string{
-				`class.yaml: document 1 (EC2NodeClass default): spec.ipPrefixCount: IP prefix delegation is not supported yet`,
-				`class.yaml: document 1 (EC2NodeClass default): spec.capacityReservationSelectorTerms: capacity reservations are not supported yet`}},
+				`class.yaml: document 1 (EC2NodeClass default): spec.instanceProfile: Nodewright launches nodes with its stack's instance profile`}},
 		{name: "AL2 class", files: map[string]string{"pool.yaml": validPool, "class.yaml": strings.Replace(validClass, "al2023@latest", "al2@latest", 1)},
+			code: exitOK, stdout: []string{"EC2NodeClass default: valid"}},
+		{name: "networking fields", files: map[string]string{"pool.yaml": validPool, "class.yaml": validClass + "  ipPrefixCount: 4\n"},
 			code: exitOK, stdout: []string{"EC2NodeClass default: valid"}},
 		{name: "Windows class under a pool that does not require Windows", files: map[string]string{"pool.yaml": validPool,
 			"class.yaml": strings.Replace(validClass, "al2023@latest", "windows2022@latest", 1)}, code: exitError,
@@ -87,8 +87,9 @@ func TestValidate(t *testing.T) {
 			code: exitOK, stdout: []string{"NodePool default: valid"}},
 		{name: "static pool with a weight", files: map[string]string{"class.yaml": validClass, "pool.yaml": validPool + "  replicas: 3\n  weight: 10\n"}, code: exitError,
 			stderr: []string{"pool.yaml: document 1 (NodePool default): spec.weight: not supported on a static NodePool (replicas is set)"}},
-		{name: "reserved capacity", files: map[string]string{"class.yaml": validClass, "pool.yaml": strings.Replace(validPool, "values: [spot]", "values: [reserved]", 1)}, code: exitError,
-			stderr: []string{`pool.yaml: document 1 (NodePool default): spec.template.spec.requirements[0].values: "reserved": capacity type reserved is not supported yet`}},
+		{name: "reserved capacity", files: map[string]string{"class.yaml": validClass + "  capacityReservationSelectorTerms: [{id: cr-0123456789abcdef0}]\n",
+			"pool.yaml": strings.Replace(validPool, "values: [spot]", "values: [reserved, on-demand]", 1)}, code: exitOK,
+			stdout: []string{"NodePool default: valid", "EC2NodeClass default: valid"}},
 		{name: "NodeOverlay", files: map[string]string{"class.yaml": validClass, "pool.yaml": validPool,
 			"overlay.yaml": "apiVersion: karpenter.sh/v1alpha1\nkind: NodeOverlay\nmetadata: {name: savings}\nspec: {priceAdjustment: '-10%'}\n"}, code: exitOK,
 			stdout: []string{"NodePool default: valid"}},

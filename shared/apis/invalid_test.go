@@ -241,7 +241,7 @@ var invalidCases = []struct {
 	{"security group id and name", nodeClassDoc("securityGroupSelectorTerms: [{id: sg-123, name: default}]\n", "securityGroupSelectorTerms"),
 		ncPrefix + `spec.securityGroupSelectorTerms[0].id: must not be combined with name in the same term`},
 	{"capacity reservation owner", nodeClassDoc("capacityReservationSelectorTerms: [{tags: {a: b}, ownerID: '1234'}]\n"),
-		ncPrefix + `spec.capacityReservationSelectorTerms: capacity reservations are not supported yet: Nodewright launches spot and on-demand only; remove the terms`},
+		ncPrefix + `spec.capacityReservationSelectorTerms[0].ownerID: "1234" must be a 12-digit AWS account ID`},
 	{"restricted cluster tag", nodeClassDoc("tags: {kubernetes.io/cluster/prod: owned}\n"),
 		ncPrefix + `spec.tags[kubernetes.io/cluster/prod]: tag key "kubernetes.io/cluster/prod" is restricted: Nodewright sets it on the instances it launches`},
 	{"restricted nodepool tag", nodeClassDoc("tags: {karpenter.sh/nodepool: x}\n"),

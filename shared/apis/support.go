@@ -55,7 +55,10 @@ const (
 	networkTest    = "shared/fleet.TestNetworkFieldsShapeTheLaunch"
 
 	overlayTest = "shared/overlay.TestApply"
-	reservedFix = "capacity type reserved is not supported yet: Nodewright launches spot and on-demand only; remove reserved from the values"
+	// reservedTest launches into reservations first, then overflows;
+	// reservationsTest resolves the terms and launches into one.
+	reservedTest     = "shared/provision.TestReservationsFillFirstThenOverflow"
+	reservationsTest = "shared/fleet.TestResolveCapacityReservations"
 )
 
 // SupportTable classifies every field of Karpenter v1.14.1's NodePool and
@@ -90,7 +93,7 @@ var SupportTable = []Support{
 	honouredValue(pool, "spec.template.spec.requirements[].operator", "Gte", operatorTest),
 	honouredValue(pool, "spec.template.spec.requirements[].operator", "Lte", operatorTest),
 	honoured(pool, "spec.template.spec.requirements[].values", operatorTest),
-	refusedValue(pool, "spec.template.spec.requirements[].values", LabelCapacityType+"=reserved", reservedFix),
+	honouredValue(pool, "spec.template.spec.requirements[].values", LabelCapacityType+"=reserved", reservedTest),
 	honoured(pool, "spec.template.spec.startupTaints[].effect", planTest),
 	honoured(pool, "spec.template.spec.startupTaints[].key", planTest),
 	refused(pool, "spec.template.spec.startupTaints[].timeAdded", "timeAdded is set by Kubernetes when a taint lands on a node; remove it"),
@@ -132,7 +135,10 @@ var SupportTable = []Support{
 	honoured(class, "spec.blockDeviceMappings[].ebs.volumeSize", launchTest),
 	honoured(class, "spec.blockDeviceMappings[].ebs.volumeType", launchTest),
 	honoured(class, "spec.blockDeviceMappings[].rootVolume", "shared/catalog.TestSettingsForNodeClass"),
-	refused(class, "spec.capacityReservationSelectorTerms", "capacity reservations are not supported yet: Nodewright launches spot and on-demand only; remove the terms"),
+	honoured(class, "spec.capacityReservationSelectorTerms[].id", reservationsTest),
+	honoured(class, "spec.capacityReservationSelectorTerms[].instanceMatchCriteria", reservationsTest),
+	honoured(class, "spec.capacityReservationSelectorTerms[].ownerID", reservationsTest),
+	honoured(class, "spec.capacityReservationSelectorTerms[].tags", reservationsTest),
 	honoured(class, "spec.connectionTracking.tcpEstablishedTimeout", networkTest),
 	honoured(class, "spec.connectionTracking.udpStreamTimeout", networkTest),
 	honoured(class, "spec.connectionTracking.udpTimeout", networkTest),

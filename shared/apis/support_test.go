@@ -14,8 +14,11 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
 	awsapis "github.com/aws/karpenter-provider-aws/pkg/apis"
@@ -371,10 +374,11 @@ func TestValidateRefusesBuiltObjects(t *testing.T) {
 	np.Name = "built"
 	np.Spec.Template.Spec.NodeClassRef = &NodeClassReference{Group: AWSGroup, Kind: EC2NodeClassKind, Name: "x"}
 	np.Spec.Template.Spec.Requirements = []NodeSelectorRequirementWithMinValues{{Key: LabelCapacityType, Operator: "In", Values: []string{"on-demand", "reserved"}}}
+	np.Spec.Template.Spec.Taints = []corev1.Taint{{Key: "team", Value: "ml", Effect: corev1.TaintEffectNoSchedule, TimeAdded: &metav1.Time{Time: time.Unix(1e9, 0)}}}
 	replicas := int64(3)
 	np.Spec.Replicas = &replicas
 	err := np.Validate()
-	want := `spec.template.spec.requirements[0].values: "reserved": ` + reservedFix
+	want := `spec.template.spec.taints[0].timeAdded: timeAdded is set by Kubernetes when a taint lands on a node; remove it`
 	if err == nil || err.Error() != want {
 		t.Fatalf("got %v\nwant %s", err, want)
 	}

@@ -32,9 +32,11 @@ type NodeClassInput struct {
 }
 
 // NodeClass is the EC2NodeClass's status: the subnets (one per zone, the
-// one launches use), security groups and AMIs it resolved to, and
-// SubnetsReady, SecurityGroupsReady, AMIsReady, InstanceProfileReady,
-// CapacityReservationsReady (True: Nodewright selects no reservation),
+// one launches use), security groups, AMIs and capacity reservations
+// (active, or expiring: a Capacity Block within its reclaim lead) it
+// resolved to, and SubnetsReady, SecurityGroupsReady, AMIsReady,
+// InstanceProfileReady, CapacityReservationsReady (True once looked up:
+// selecting none is no fault, as in Karpenter),
 // ValidationSucceeded and the root Ready. A failed lookup leaves the
 // resolved lists as they were and makes Ready Unknown.
 func NodeClass(in NodeClassInput) apis.EC2NodeClassStatus {
@@ -59,6 +61,7 @@ func NodeClass(in NodeClassInput) apis.EC2NodeClassStatus {
 		for _, g := range res.Class.SecurityGroups {
 			st.SecurityGroups = append(st.SecurityGroups, apis.SecurityGroupStatus{ID: g})
 		}
+		st.CapacityReservations = reservationStatuses(res.Class.Reservations, in.Now)
 		for _, a := range res.Class.AMIs {
 			st.AMIs = append(st.AMIs, apis.AMIStatus{ID: a.ID, Name: a.Name, Requirements: []apis.NodeSelectorRequirementWithMinValuesStatus{
 				{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{a.Arch}},
@@ -109,6 +112,7 @@ func NodeClassChange(desired, current apis.EC2NodeClassStatus) (apis.EC2NodeClas
 	out := desired
 	if out.Subnets == nil && out.SecurityGroups == nil && out.AMIs == nil {
 		out.Subnets, out.SecurityGroups, out.AMIs = current.Subnets, current.SecurityGroups, current.AMIs
+		out.CapacityReservations = current.CapacityReservations
 	}
 	out.Conditions = keepTimes(desired.Conditions, current.Conditions)
 	cur := current
@@ -124,5 +128,28 @@ func joinComma(ss []string) string {
 		}
 		out += s
 	}
+	return out
+}
+
+// reservationStatuses are the class's reservations as Karpenter's status
+// lists them, by ID.
+func reservationStatuses(rs []fleet.Reservation, now time.Time) []apis.CapacityReservationStatus {
+	var out []apis.CapacityReservationStatus
+	for _, r := range rs {
+		if r.Ended {
+			continue // Karpenter's status lists active reservations
+		}
+		s := apis.CapacityReservationStatus{AvailabilityZone: r.Zone, ID: r.ID, InstanceMatchCriteria: r.InstanceMatchCriteria,
+			InstanceType: r.InstanceType, OwnerID: r.OwnerID, ReservationType: r.Type, State: apis.CapacityReservationStateActive}
+		if !r.End.IsZero() {
+			end := metav1.NewTime(r.End)
+			s.EndTime = &end
+		}
+		if r.EndingAt(now) {
+			s.State = apis.CapacityReservationStateExpiring
+		}
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out
 }

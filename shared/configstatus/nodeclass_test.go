@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/fleet"
@@ -57,5 +58,41 @@ func TestNodeClass(t *testing.T) {
 	failed, _ := NodeClassChange(NodeClass(NodeClassInput{Class: class, Resolution: &fleet.Resolution{Err: errors.New("throttled")}, Now: t0}), st)
 	if len(failed.Subnets) != 1 {
 		t.Errorf("a failed lookup dropped the resolved subnets: %+v", failed)
+	}
+}
+
+// TestNodeClassCapacityReservations: the status lists the reservations the
+// class resolved to, as Karpenter's does (a Capacity Block within its
+// reclaim lead is expiring), with CapacityReservationsReady True; a failed
+// lookup keeps the list the class had.
+func TestNodeClassCapacityReservations(t *testing.T) {
+	class := &apis.EC2NodeClass{}
+	class.Name = "gpu"
+	res := &fleet.Resolution{Name: "gpu", Class: &fleet.NodeClass{Name: "gpu",
+		Subnets: []fleet.Subnet{{ID: "subnet-a", Zone: "us-east-1a"}}, SecurityGroups: []string{"sg-1"}, AMIs: []fleet.AMI{{ID: "ami-1", Arch: "amd64"}},
+		Reservations: []fleet.Reservation{
+			{ID: "cr-odcr", InstanceType: "p5.48xlarge", Zone: "us-east-1b", OwnerID: "123456789012", Type: apis.CapacityReservationTypeDefault, InstanceMatchCriteria: "targeted"},
+			{ID: "cr-block", InstanceType: "p5.48xlarge", Zone: "us-east-1a", Type: apis.CapacityReservationTypeCapacityBlock, End: t0.Add(30 * time.Minute)},
+		}}}
+	st := NodeClass(NodeClassInput{Class: class, Resolution: res, Now: t0})
+	got := map[string]string{}
+	for _, r := range st.CapacityReservations {
+		got[r.ID] = r.InstanceType + " " + r.AvailabilityZone + " " + r.ReservationType + " " + r.State
+	}
+	want := map[string]string{"cr-odcr": "p5.48xlarge us-east-1b default active", "cr-block": "p5.48xlarge us-east-1a capacity-block expiring"}
+	if len(got) != len(want) || got["cr-odcr"] != want["cr-odcr"] || got["cr-block"] != want["cr-block"] {
+		t.Errorf("capacityReservations %v, want %v", got, want)
+	}
+	if st.CapacityReservations[0].ID != "cr-block" || st.CapacityReservations[0].EndTime == nil {
+		t.Errorf("capacityReservations %+v: want them by ID, the block with its end", st.CapacityReservations)
+	}
+	for _, c := range st.Conditions {
+		if c.Type == ConditionCapacityReservationsReady && c.Status != "True" {
+			t.Errorf("%s %s", c.Type, c.Status)
+		}
+	}
+	failed, _ := NodeClassChange(NodeClass(NodeClassInput{Class: class, Resolution: &fleet.Resolution{Err: errors.New("throttled")}, Now: t0}), st)
+	if len(failed.CapacityReservations) != 2 {
+		t.Errorf("a failed lookup dropped the reservations: %+v", failed.CapacityReservations)
 	}
 }

@@ -116,6 +116,15 @@ type Inputs struct {
 	SpotToSpot bool
 	// Budget bounds the run's work (the zero value: no bound).
 	Budget Budget
+	// CurrentReservations are, per EC2NodeClass, the capacity reservations
+	// its selector resolves to now, ended ones included: a node whose
+	// record names a reservation not among them has drifted (a class not
+	// listed: not checked).
+	CurrentReservations map[string]map[string]bool
+	// EndingBlocks are the Capacity Blocks within their reclaim lead
+	// (fleet.BlockReclaimLead) of their end, by reservation ID, with that
+	// end: their nodes expire, drained ahead of EC2's reclaim (nil: none).
+	EndingBlocks map[string]time.Time
 	// StatusChecks are the EC2 status checks of Nodewright's instances, by
 	// instance ID, as the consolidation function polled them
 	// (DescribeInstanceStatus); an instance not listed passes (nil: not

@@ -150,8 +150,15 @@ func (v *view) consolidatable(n *nodeInfo, nominated map[string]bool) string {
 	return ""
 }
 
-// expired says whether the node has outlived its pool's expireAfter.
+// expired says whether the node has outlived its pool's expireAfter, or
+// runs in a Capacity Block that is about to end.
 func (v *view) expired(n *nodeInfo) string {
+	if n.rec != nil && n.rec.Claim.CapacityReservationID != "" {
+		if end, ok := v.in.EndingBlocks[n.rec.Claim.CapacityReservationID]; ok {
+			return fmt.Sprintf("expired: its Capacity Block %s ends at %s, in %s", n.rec.Claim.CapacityReservationID,
+				end.UTC().Format(time.RFC3339), end.Sub(v.now).Round(time.Second))
+		}
+	}
 	d := n.pool.Spec.Template.Spec.ExpireAfter.Duration
 	if d == nil {
 		return ""
@@ -200,6 +207,11 @@ func (v *view) drifted(n *nodeInfo) (DriftReason, string) {
 	}
 	if subnets, ok := v.in.CurrentSubnets[r.NodeClass]; ok && len(subnets) > 0 && r.SubnetID != "" && !subnets[r.SubnetID] {
 		return DriftSubnet, fmt.Sprintf("subnet %s is no longer selected by EC2NodeClass %s (now %s)", r.SubnetID, r.NodeClass, sortedKeys(subnets))
+	}
+	if id := r.Claim.CapacityReservationID; id != "" {
+		if selected, ok := v.in.CurrentReservations[r.NodeClass]; ok && !selected[id] {
+			return DriftCapacityReservation, fmt.Sprintf("capacity reservation %s is no longer selected by EC2NodeClass %s (now %s)", id, r.NodeClass, sortedKeys(selected))
+		}
 	}
 	return v.placementDrifted(n)
 }

@@ -39,6 +39,10 @@ const (
 	// DriftInstanceTypeNotFound: the node's instance type is no longer
 	// offered in the region (Karpenter's core drift reason).
 	DriftInstanceTypeNotFound DriftReason = "InstanceTypeNotFound"
+	// DriftCapacityReservation: the node's capacity reservation is no
+	// longer among those its class selects (one that ended is still
+	// selected: its nodes run on-demand, not drifted).
+	DriftCapacityReservation DriftReason = "CapacityReservationDrift"
 )
 
 // drift replaces drifted nodes within their pools' Drifted budgets

@@ -319,6 +319,9 @@ func (v *view) offeringPrice(typ, zone, capacityType string) (float64, bool) {
 					best = min(best, p)
 				}
 			}
+		case apis.CapacityTypeReserved:
+			// Already paid for: no paid replacement is ever cheaper.
+			best = min(best, scheduling.ReservedPrice(it.OnDemandPrice))
 		}
 	}
 	return best, !math.IsInf(best, 1)

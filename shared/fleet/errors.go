@@ -37,6 +37,10 @@ type FleetError struct {
 	Message      string `json:"message,omitempty"`
 }
 
+// CodeReservationCapacityExceeded is EC2's fleet error for a launch into a
+// capacity reservation that has no instance left.
+const CodeReservationCapacityExceeded = "ReservationCapacityExceeded"
+
 // capacityCodes are the fleet error codes that mean "this offering has no
 // capacity for you now" rather than "this request is wrong": the offering is
 // marked unavailable and the solve tries others.
@@ -47,7 +51,7 @@ var capacityCodes = map[string]bool{
 	"UnfulfillableCapacity":             true,
 	"Unsupported":                       true,
 	"InsufficientFreeAddressesInSubnet": true,
-	"ReservationCapacityExceeded":       true,
+	CodeReservationCapacityExceeded:     true,
 	"SpotMaxPriceTooLow":                true,
 }
 

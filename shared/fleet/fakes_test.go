@@ -47,6 +47,10 @@ type fakeEC2 struct {
 	// placementGroups answer DescribePlacementGroups.
 	placementGroups []ec2types.PlacementGroup
 	placementCalls  []*ec2.DescribePlacementGroupsInput
+	// capacityReservations answers DescribeCapacityReservations (by ID
+	// when the call names IDs); crCalls are its calls.
+	capacityReservations []ec2types.CapacityReservation
+	crCalls              []*ec2.DescribeCapacityReservationsInput
 
 	// reservations answers DescribeInstances, one page per element.
 	reservations [][]ec2types.Reservation
@@ -112,6 +116,19 @@ func newFakeEC2() *fakeEC2 {
 		},
 		templates: map[string]*ec2.CreateLaunchTemplateInput{},
 	}
+}
+
+func (f *fakeEC2) DescribeCapacityReservations(_ context.Context, in *ec2.DescribeCapacityReservationsInput, _ ...func(*ec2.Options)) (*ec2.DescribeCapacityReservationsOutput, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.crCalls = append(f.crCalls, in)
+	out := &ec2.DescribeCapacityReservationsOutput{}
+	for _, cr := range f.capacityReservations {
+		if len(in.CapacityReservationIds) == 0 || slices.Contains(in.CapacityReservationIds, aws.ToString(cr.CapacityReservationId)) {
+			out.CapacityReservations = append(out.CapacityReservations, cr)
+		}
+	}
+	return out, nil
 }
 
 func (f *fakeEC2) DescribeSubnets(_ context.Context, in *ec2.DescribeSubnetsInput, _ ...func(*ec2.Options)) (*ec2.DescribeSubnetsOutput, error) {

@@ -30,7 +30,8 @@ type Running struct {
 	NodePool  string
 	// ManagedBy: the instance carries Nodewright's managed-by tag.
 	ManagedBy bool
-	// CapacityType is spot or on-demand (the instance's lifecycle);
+	// CapacityType is spot or on-demand (the instance's lifecycle), or
+	// reserved when it was launched into a reservation;
 	// ImageID its AMI.
 	CapacityType string
 	ImageID      string
@@ -68,6 +69,9 @@ func (l *Launcher) Instances(ctx context.Context) ([]Running, error) {
 				sort.Strings(run.SecurityGroups)
 				if i.InstanceLifecycle == ec2types.InstanceLifecycleTypeSpot {
 					run.CapacityType = apis.CapacityTypeSpot
+				}
+				if launchedIntoReservation(i) {
+					run.CapacityType = apis.CapacityTypeReserved
 				}
 				if i.Placement != nil {
 					run.Zone = aws.ToString(i.Placement.AvailabilityZone)

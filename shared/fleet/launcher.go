@@ -17,6 +17,7 @@ import (
 
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/catalog"
+	"github.com/nodewright/nodewright/shared/scheduling"
 )
 
 // DefaultCacheTTL is how long a Launcher trusts a resolved EC2NodeClass
@@ -190,8 +191,11 @@ func validate(req Request) error {
 		return errors.New("claim has no zones")
 	}
 	for _, ct := range req.Claim.CapacityTypes {
+		if ct == apis.CapacityTypeReserved && req.Claim.CapacityReservationID != "" && len(req.Claim.CapacityTypes) == 1 {
+			continue
+		}
 		if ct != apis.CapacityTypeSpot && ct != apis.CapacityTypeOnDemand {
-			return fmt.Errorf("capacity type %q: Nodewright launches spot and on-demand", ct)
+			return fmt.Errorf("capacity type %q: Nodewright launches spot and on-demand, and reserved into the one reservation a claim names", ct)
 		}
 	}
 	return nil
@@ -246,7 +250,7 @@ func (l *Launcher) groupByAMI(nc *NodeClass, types []string) ([][]string, []AMI,
 }
 
 // makeTemplates makes (or finds) one launch template per AMI.
-func (l *Launcher) makeTemplates(ctx context.Context, req Request, nc *NodeClass, groups [][]string, images []AMI) ([]templateOverrides, error) {
+func (l *Launcher) makeTemplates(ctx context.Context, req Request, nc *NodeClass, groups [][]string, images []AMI, rsv *Reservation) ([]templateOverrides, error) {
 	partition := claimPartition(nc.PlacementGroup, req.Claim.Requirements)
 	userData, err := l.userData(withLabels(req, placementLabels(nc.PlacementGroup, partition)))
 	if err != nil {
@@ -257,7 +261,7 @@ func (l *Launcher) makeTemplates(ctx context.Context, req Request, nc *NodeClass
 	for i, types := range groups {
 		in, err := launchTemplateInput(templateSpec{
 			Cluster: l.cfg.Cluster, NodePool: req.Claim.NodePool, NodeClass: req.NodeClass, AMI: images[i],
-			SecurityGroups: nc.SecurityGroups, InstanceProfile: l.cfg.InstanceProfile, UserData: userData,
+			SecurityGroups: nc.SecurityGroups, InstanceProfile: l.cfg.InstanceProfile, UserData: userData, Reservation: rsv,
 			Networking: templateNetworking{EFA: efa(types[0]), PlacementGroup: nc.PlacementGroup, Partition: partition},
 			CPUCredits: catalog.CreditMode(types),
 		})
@@ -371,6 +375,12 @@ func templateGone(errs []FleetError) bool {
 }
 
 func (l *Launcher) price(typ, zone, ct string) float64 {
+	if ct == apis.CapacityTypeReserved {
+		if it, ok := l.catalog().Get(typ); ok {
+			return scheduling.ReservedPrice(it.OnDemandPrice)
+		}
+		return 0
+	}
 	if ct == apis.CapacityTypeSpot {
 		if l.cfg.Spot == nil {
 			return 0

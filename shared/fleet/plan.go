@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
 	"github.com/nodewright/nodewright/shared/apis"
 )
@@ -56,6 +57,9 @@ type Plan struct {
 	// PlacementGroup is the ID of the placement group the templates launch
 	// into ("": none; recorded for placement group drift).
 	PlacementGroup string `json:"placementGroup,omitempty"`
+	// Reservation is the capacity reservation the fleet launches into
+	// (CapacityType reserved), nil for on-demand and spot.
+	Reservation *Reservation `json:"reservation,omitempty"`
 }
 
 // PlannedTemplate is one launch template of a plan.
@@ -95,6 +99,10 @@ func (l *Launcher) Prepare(ctx context.Context, req Request) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
+	rsv, err := claimReservation(nc, req.Claim, l.cfg.Now())
+	if err != nil {
+		return nil, err
+	}
 	subnets := claimSubnets(nc, req.Claim.Zones)
 	if len(subnets) == 0 {
 		return nil, fmt.Errorf("EC2NodeClass %s has no subnet in the claim's zones %v (it has %v)", nc.Name, req.Claim.Zones, nc.Zones())
@@ -104,7 +112,7 @@ func (l *Launcher) Prepare(ctx context.Context, req Request) (*Plan, error) {
 		return nil, err
 	}
 	groups, images = splitByEFA(groups, images, efaOf(req, l.catalog()))
-	templates, err := l.makeTemplates(ctx, req, nc, groups, images)
+	templates, err := l.makeTemplates(ctx, req, nc, groups, images, rsv)
 	if err != nil {
 		return nil, err
 	}
@@ -117,10 +125,13 @@ func (l *Launcher) Prepare(ctx context.Context, req Request) (*Plan, error) {
 		CapacityType: capacityTypeOf(req.Claim.CapacityTypes), Subnets: subnets, Exclude: req.Exclude,
 		Tags: instanceTags(l.cfg.Cluster.Name, req.Claim.NodePool, req.Name, req.NodeClass), Context: req.NodeClass.Spec.Context,
 		SecurityGroups: nc.SecurityGroups, Order: req.Claim.InstanceTypes,
-		PriceOverlaid: req.Claim.PriceOverlaid,
+		PriceOverlaid: req.Claim.PriceOverlaid, Reservation: rsv,
 	}
 	if nc.PlacementGroup != nil {
 		p.PlacementGroup = nc.PlacementGroup.ID
+	}
+	if rsv != nil {
+		p.CapacityType = apis.CapacityTypeReserved
 	}
 	for i, t := range templates {
 		p.Templates = append(p.Templates, PlannedTemplate{Name: t.Name, ImageID: images[i].ID, Types: t.Types})
@@ -183,5 +194,15 @@ func planInput(p *Plan) (*ec2.CreateFleetInput, error) {
 		}
 		skip = func(typ, zone string) bool { return out[[2]string{typ, zone}] }
 	}
-	return fleetInput(p.Token, p.Count, p.CapacityType, ts, p.Subnets, p.Tags, p.Context, skip)
+	if p.Reservation == nil {
+		return fleetInput(p.Token, p.Count, p.CapacityType, ts, p.Subnets, p.Tags, p.Context, skip)
+	}
+	in, err := fleetInput(p.Token, p.Count, apis.CapacityTypeOnDemand, ts, p.Subnets, p.Tags, p.Context, skip)
+	if err == nil && p.Reservation.IsBlock() {
+		// A Capacity Block is its own market: the fleet asks for
+		// capacity-block capacity, with no on-demand options.
+		in.TargetCapacitySpecification.DefaultTargetCapacityType = ec2types.DefaultTargetCapacityTypeCapacityBlock
+		in.OnDemandOptions = nil
+	}
+	return in, err
 }

@@ -45,7 +45,12 @@ func (l *Launcher) resolve(ctx context.Context, nc *apis.EC2NodeClass) (*NodeCla
 	if err != nil {
 		return nil, err
 	}
-	return &NodeClass{Name: nc.Name, Subnets: subnets, SubnetIDs: subnetIDs, SecurityGroups: sgs, AMIs: amis, PlacementGroup: pg}, nil
+	reservations, err := l.reservations(ctx, nc.Spec.CapacityReservationSelectorTerms)
+	if err != nil {
+		return nil, err
+	}
+	return &NodeClass{Name: nc.Name, Subnets: subnets, SubnetIDs: subnetIDs, SecurityGroups: sgs, AMIs: amis, PlacementGroup: pg,
+		Reservations: reservations, ResolvedAt: l.cfg.Now()}, nil
 }
 
 // tagFilters turns selector tags into EC2 filters: tag:<key>=<value>, or

@@ -6,6 +6,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+
+	"github.com/nodewright/nodewright/shared/apis"
 )
 
 // launched is the instance an instant fleet launched.
@@ -59,6 +61,9 @@ func zoneOfOverride(o *ec2types.FleetLaunchTemplateOverrides, zoneOf map[string]
 // lifecycle maps a fleet lifecycle (spot, on-demand, or empty) to a
 // capacity type, defaulting to the requested one.
 func lifecycle(l, requested string) string {
+	if requested == apis.CapacityTypeReserved {
+		return requested // EC2 reports a reservation's instances as on-demand or capacity-block
+	}
 	switch l {
 	case "spot", "on-demand":
 		return l

@@ -40,6 +40,9 @@ type templateSpec struct {
 	// CPUCredits is the credit mode of the template's burstable types, as
 	// priced (catalog.CreditMode); "" when none is burstable.
 	CPUCredits string
+	// Reservation is the capacity reservation the template launches into
+	// (nil: none).
+	Reservation *Reservation
 }
 
 // nodeLabels are the labels a node passes to its kubelet: the claim's
@@ -145,6 +148,7 @@ func launchTemplateInput(s templateSpec) (*ec2.CreateLaunchTemplateInput, error)
 	if nc.Spec.EnclaveOptions != nil && nc.Spec.EnclaveOptions.Enabled != nil {
 		data.EnclaveOptions = &ec2types.LaunchTemplateEnclaveOptionsRequest{Enabled: nc.Spec.EnclaveOptions.Enabled}
 	}
+	reservationSpec(data, s.Reservation)
 	name, err := templateName(s.Cluster.Name, data, tags)
 	if err != nil {
 		return nil, err

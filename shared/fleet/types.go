@@ -1,6 +1,8 @@
 package fleet
 
 import (
+	"time"
+
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/scheduling"
 )
@@ -101,6 +103,11 @@ type NodeClass struct {
 	AMIs []AMI
 	// PlacementGroup is the group placementGroupSelector names (nil: none).
 	PlacementGroup *PlacementGroup `json:",omitempty"`
+	// Reservations are the capacity reservations the class's
+	// capacityReservationSelectorTerms select, sorted by ID, and
+	// ResolvedAt when EC2 reported their room (launches since took some).
+	Reservations []Reservation
+	ResolvedAt   time.Time
 }
 
 // Zones returns the zones of the node class's subnets, sorted.

@@ -45,7 +45,8 @@ type Decision struct {
 	// Deadline is when the node goes whatever the drain achieved (zero:
 	// drain honouring PDBs with no end).
 	Deadline time.Time
-	// MarkUnavailable: the instance's offering lost capacity (spot).
+	// MarkUnavailable: the instance's offering lost capacity (spot, or a
+	// reservation taking its capacity back).
 	MarkUnavailable bool
 	// Note says why nothing is done, for the log.
 	Note string
@@ -62,7 +63,9 @@ func Decide(in trigger.Interruption, rec *state.NodeClaim, pool *apis.NodePool, 
 	case trigger.KindSpotInterruption:
 		return Decision{Act: true, Reason: string(in.Kind), Deadline: in.Deadline, MarkUnavailable: rec.CapacityType == apis.CapacityTypeSpot}
 	case trigger.KindCapacityReservationInterruption:
-		return Decision{Act: true, Reason: string(in.Kind), Deadline: in.Deadline}
+		// The reservation is taking its capacity back: no replacement or
+		// other launch goes into it for a while (Karpenter marks it full).
+		return Decision{Act: true, Reason: string(in.Kind), Deadline: in.Deadline, MarkUnavailable: rec.CapacityType == apis.CapacityTypeReserved}
 	case trigger.KindScheduledChange:
 		return Decision{Act: true, Reason: string(in.Kind), Deadline: in.Deadline}
 	case trigger.KindStateChange:

@@ -16,6 +16,7 @@ func TestDecide(t *testing.T) {
 	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 	spotRec := &state.NodeClaim{Name: "default-aaaaa", CapacityType: apis.CapacityTypeSpot}
 	odRec := &state.NodeClaim{Name: "default-bbbbb", CapacityType: apis.CapacityTypeOnDemand}
+	reservedRec := &state.NodeClaim{Name: "default-ccccc", CapacityType: apis.CapacityTypeReserved}
 	plain := &apis.NodePool{}
 	proactive := &apis.NodePool{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{AnnotationRebalance: RebalanceReplace}}}
 	warn := now.Add(-10 * time.Second)
@@ -32,6 +33,7 @@ func TestDecide(t *testing.T) {
 		{"spot warning", trigger.Interruption{Kind: trigger.KindSpotInterruption, Deadline: warn.Add(trigger.SpotNotice)}, spotRec, plain, true, warn.Add(2 * time.Minute), true, ""},
 		{"spot warning on an on-demand record marks nothing", trigger.Interruption{Kind: trigger.KindSpotInterruption, Deadline: warn.Add(trigger.SpotNotice)}, odRec, plain, true, warn.Add(2 * time.Minute), false, ""},
 		{"capacity reservation", trigger.Interruption{Kind: trigger.KindCapacityReservationInterruption, Deadline: warn.Add(trigger.SpotNotice)}, odRec, plain, true, warn.Add(2 * time.Minute), false, ""},
+		{"capacity reservation of a reserved node marks its offering", trigger.Interruption{Kind: trigger.KindCapacityReservationInterruption, Deadline: warn.Add(trigger.SpotNotice)}, reservedRec, plain, true, warn.Add(2 * time.Minute), true, ""},
 		{"scheduled change", trigger.Interruption{Kind: trigger.KindScheduledChange, Deadline: now.Add(48 * time.Hour)}, odRec, plain, true, now.Add(48 * time.Hour), false, ""},
 		{"stopping", trigger.Interruption{Kind: trigger.KindStateChange, State: "stopping"}, odRec, plain, true, now, false, ""},
 		{"stopped", trigger.Interruption{Kind: trigger.KindStateChange, State: "stopped"}, odRec, plain, true, now, false, ""},

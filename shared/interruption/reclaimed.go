@@ -8,8 +8,8 @@ import (
 
 // reclaimed is the offering an interruption takes back, or warns it is at
 // elevated risk of taking back, which the node's replacement must not land
-// on: a spot instance's, when the decision marks it unavailable (EC2
-// reclaims it) or on a rebalance recommendation (the spot warning often
+// on: a spot or reserved instance's, when the decision marks it unavailable
+// (EC2 or the reservation reclaims it) or on a rebalance recommendation (the spot warning often
 // follows within minutes; the offering is avoided, not marked).
 func reclaimed(kind trigger.Kind, d Decision, rec *state.NodeClaim) []state.Offering {
 	atRisk := kind == trigger.KindRebalanceRecommendation && rec.CapacityType == apis.CapacityTypeSpot

@@ -12,6 +12,7 @@ import (
 
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/fleet"
+	"github.com/nodewright/nodewright/shared/scheduling"
 	"github.com/nodewright/nodewright/shared/state"
 )
 
@@ -270,6 +271,12 @@ func (t *taggedInstances) of(ctx context.Context, members []*state.NodeClaim) ([
 
 // priceOf is the hourly price of an offering (0 when unknown).
 func (l *Launcher) priceOf(typ, zone, capacityType string) float64 {
+	if capacityType == apis.CapacityTypeReserved {
+		if it, ok := l.Catalog.Get(typ); ok {
+			return scheduling.ReservedPrice(it.OnDemandPrice)
+		}
+		return 0
+	}
 	if capacityType == apis.CapacityTypeSpot {
 		if l.Spot == nil {
 			return 0

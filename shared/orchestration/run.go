@@ -361,6 +361,7 @@ func (r *Run) inputs(ctx context.Context) (disruption.Inputs, *provision.View, e
 	}
 	in.CurrentSubnets, in.CurrentSecurityGroups = placements(resolved)
 	in.CurrentPlacementGroups = placementGroups(resolved)
+	in.EndingBlocks, in.CurrentReservations = endingBlocks(resolved, in.Now), selectedReservations(resolved)
 	if r.Spot != nil {
 		if err := r.Spot.Ensure(ctx); err == nil {
 			in.Spot = r.Spot

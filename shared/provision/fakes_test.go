@@ -62,6 +62,8 @@ type fakeFleet struct {
 	// unresolved answers ResolveAll for the classes it names with their
 	// error; every other class resolves whole, in st.Zones().
 	unresolved map[string]error
+	// reservations are the capacity reservations each class resolves to.
+	reservations map[string][]fleet.Reservation
 }
 
 func (f *fakeFleet) Zones(context.Context, []*apis.EC2NodeClass) ([]string, error) {
@@ -77,7 +79,8 @@ func (f *fakeFleet) ResolveAll(_ context.Context, classes []*apis.EC2NodeClass) 
 			out = append(out, fleet.Resolution{Name: c.Name, Err: err})
 			continue
 		}
-		nc := &fleet.NodeClass{Name: c.Name, SecurityGroups: []string{"sg-1"}, AMIs: []fleet.AMI{{ID: "ami-1", Arch: "amd64"}}}
+		nc := &fleet.NodeClass{Name: c.Name, SecurityGroups: []string{"sg-1"}, AMIs: []fleet.AMI{{ID: "ami-1", Arch: "amd64"}},
+			Reservations: f.reservations[c.Name]}
 		for i, z := range st.Zones() {
 			nc.Subnets = append(nc.Subnets, fleet.Subnet{ID: fmt.Sprintf("subnet-%d", i), Zone: z, AvailableIPs: 100})
 		}

@@ -113,6 +113,9 @@ type Inputs struct {
 	// none do).
 	NodeCostRates *nodecost.Rates
 	PublicIPv4    func(class string) bool
+	// Reservations are the capacity reservations the classes select
+	// (Reservations): they offer capacity type reserved.
+	Reservations []scheduling.Reservation
 }
 
 // MergeOverlays is the deployed NodeOverlays with the cluster's: one
@@ -297,7 +300,7 @@ func Prepare(in Inputs) Prepared {
 	out.Input = scheduling.Input{
 		Pods: pods, Nodes: snodes, NodePools: pools, NodeClasses: in.NodeClasses,
 		DaemonSets: in.View.DaemonSets, InstanceTypes: in.Catalog.Types(), Capacity: ov.Capacity, Zones: in.Zones,
-		Spot: in.Spot, Unavailable: in.Unavailable, Volumes: in.View.Volumes,
+		Spot: in.Spot, Unavailable: in.Unavailable, Volumes: in.View.Volumes, Reservations: in.Reservations,
 	}
 	if in.NodeCostRates != nil {
 		costs, err := nodecost.PerPool(pools, in.NodeClasses, in.PublicIPv4, *in.NodeCostRates)

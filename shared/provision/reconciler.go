@@ -410,6 +410,7 @@ func (r *Reconciler) Round(ctx context.Context, lease *state.Lease) (*Report, er
 	if err := r.redrive(ctx, w, rep); err != nil {
 		return rep, err
 	}
+	r.demoteEnded(ctx, w)
 	r.register(ctx, w, rep)
 	r.keepStatic(ctx, lease, w, rep)
 	err = r.solveAndLaunch(ctx, lease, w, nil, "provisioning", rep)
@@ -459,6 +460,7 @@ func (r *Reconciler) solveAndLaunch(ctx context.Context, lease *state.Lease, w *
 			View: w.view, Records: w.records, NodePools: w.pools, NodeClasses: w.classes, Catalog: r.Catalog,
 			Zones: w.zones, Spot: r.spot(rep), Unavailable: unavailable.Has, Only: only, Readiness: w.readiness,
 			NodeOverlays: MergeOverlays(r.NodeOverlays, w.view), NodeCostRates: NodeCostRates(w.zones), PublicIPv4: PublicIPv4(w.resolved),
+			Reservations: Reservations(w.resolved, w.records, r.Now()),
 		})
 		if attempt == 0 {
 			rep.Warnings = append(rep.Warnings, prep.Warnings...)

@@ -47,6 +47,9 @@ type Input struct {
 	Spot catalog.SpotPricer
 	// Unavailable reports offerings EC2 refused recently (nil: none).
 	Unavailable func(instanceType, zone, capacityType string) bool
+	// Reservations are the capacity reservations the NodeClasses select
+	// (nil: none): they offer capacity type reserved.
+	Reservations []Reservation
 	// MaxInstanceTypes caps each NodeClaim's instance types (0: 60).
 	MaxInstanceTypes int
 	// MinValuesPolicy is Strict ("" too) or BestEffort.
@@ -151,6 +154,11 @@ type NodeClaim struct {
 	CapacityType  string   `json:"capacityType"`
 	CapacityTypes []string `json:"capacityTypes"`
 	Zones         []string `json:"zones"`
+	// CapacityReservationID and CapacityReservationType name the
+	// reservation a reserved claim launches into (its only type, zone and
+	// capacity type are the reservation's).
+	CapacityReservationID   string `json:"capacityReservationID,omitempty"`
+	CapacityReservationType string `json:"capacityReservationType,omitempty"`
 	// PricePerHour is the price of the cheapest offering of the cheapest type.
 	PricePerHour float64 `json:"pricePerHour"`
 	// NodeCostPerHour is the part of PricePerHour that is not the

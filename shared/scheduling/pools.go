@@ -99,7 +99,7 @@ func (s *solver) newPool(np *apis.NodePool, classes map[string]*apis.EC2NodeClas
 			p.minValueOn = append(p.minValueOn, r.Key)
 		}
 	}
-	p.mask = u.offeringMask(reqs)
+	p.mask = u.offeringMask(reqs) &^ u.reservedElsewhere(p.nodeClass)
 	allowed := u.typeRequirementBits(reqs, u.all)
 	allowed.and(u.offeredIn(p.mask))
 	p.exotic = allowed.clone()

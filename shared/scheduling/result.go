@@ -19,8 +19,9 @@ func (s *solver) result() *Result {
 		}
 	}
 	headroom := s.limitHeadroom()
+	room := s.reservationRoom()
 	for _, c := range s.claims {
-		nc, reason := s.finalize(c, headroom[c.pool])
+		nc, reason := s.finalizeReserving(c, headroom[c.pool], room)
 		if reason != "" {
 			for _, p := range c.pods {
 				res.Unschedulable = append(res.Unschedulable, Unschedulable{Pod: podKey(p), Reason: reason})
@@ -97,7 +98,7 @@ func (s *solver) limitHeadroom() map[*pool]*vec {
 // a pool with limits a type may exceed the expected type's size in a limited
 // resource only by what is left of the pool's headroom, which the claim then
 // uses up, so that whatever EC2 launches keeps the pool within its limits.
-func (s *solver) finalize(c *claim, headroom *vec) (NodeClaim, string) {
+func (s *solver) finalize(c *claim, headroom *vec, mask uint64) (NodeClaim, string) {
 	st, p := c.state, c.pool
 	fit := s.fitSet(c, st, c.total).clone()
 	if headroom != nil {
@@ -111,11 +112,11 @@ func (s *solver) finalize(c *claim, headroom *vec) (NodeClaim, string) {
 			return true
 		})
 	}
-	opts := s.priced(c, fit, st.mask, true)
+	opts := s.priced(c, fit, mask, true)
 	if len(st.minKeys) > 0 && !s.bestEffort {
 		// Dropping dear spot offerings may drop types that minValues needs.
 		if _, short := s.minValuesKept(p, s.truncate(opts, st.minKeys), st.minKeys); short != "" {
-			opts = s.priced(c, fit, st.mask, false)
+			opts = s.priced(c, fit, mask, false)
 		}
 	} else {
 		opts = dropSurplusFirst(opts)

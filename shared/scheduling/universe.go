@@ -14,8 +14,8 @@ import (
 )
 
 // capacityTypes are the capacity types offerings can have, in the order
-// prices are stored.
-var capacityTypes = []string{apis.CapacityTypeOnDemand, apis.CapacityTypeSpot}
+// prices are stored (reserved offerings come from Input.Reservations).
+var capacityTypes = []string{apis.CapacityTypeOnDemand, apis.CapacityTypeSpot, apis.CapacityTypeReserved}
 
 // universe indexes the instance types of a solve: their labels as bitsets
 // per (key, value), and their offerings as bitsets per (zone, capacity type)
@@ -38,6 +38,10 @@ type universe struct {
 	// when not offered or unavailable).
 	price []float64
 	slots int
+	// reservedSlots are every zone's reserved slot; reservedBy the ones
+	// each EC2NodeClass's reservations cover.
+	reservedSlots uint64
+	reservedBy    map[string]uint64
 
 	// vols resolves pods' volumes (nil: the input has none); podVols
 	// caches it per pod.
@@ -158,6 +162,7 @@ func (u *universe) indexOfferings(in *Input) {
 			u.price[t*u.slots+z*nc+c] = o.Price
 		}
 	}
+	u.indexReservations(in)
 }
 
 // isTypeKey says whether instance types carry the label key (so requirements

@@ -19,7 +19,8 @@ func TestConfigRefusesWhatNodewrightWouldIgnore(t *testing.T) {
 		"  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: demo}}]\n  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: demo}}]\n"
 	const pool = "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: default}\nspec:\n  template:\n    spec:\n" +
 		"      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}\n" +
-		"      requirements: [{key: karpenter.sh/capacity-type, operator: In, values: [on-demand, reserved]}]\n"
+		"      requirements: [{key: karpenter.sh/capacity-type, operator: In, values: [on-demand, reserved]}]\n" +
+		"      taints: [{key: team, effect: NoSchedule, timeAdded: '2026-01-01T00:00:00Z'}]\n"
 	dir := t.TempDir()
 	write := func(name, body string) {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
@@ -29,11 +30,11 @@ func TestConfigRefusesWhatNodewrightWouldIgnore(t *testing.T) {
 	write("class.yaml", class)
 	write("pool.yaml", pool)
 	_, _, err := Config(Options{Env: map[string]string{names.EnvConfigDir: dir}})
-	want := `pool.yaml: document 1 (NodePool default): spec.template.spec.requirements[0].values: "reserved": capacity type reserved is not supported yet`
+	want := `pool.yaml: document 1 (NodePool default): spec.template.spec.taints[0].timeAdded: timeAdded is set by Kubernetes`
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("got %v\nwant %s", err, want)
 	}
-	write("pool.yaml", strings.Replace(pool, ", reserved", "", 1))
+	write("pool.yaml", strings.Replace(pool, ", timeAdded: '2026-01-01T00:00:00Z'", "", 1))
 	pools, classes, err := Config(Options{Env: map[string]string{names.EnvConfigDir: dir}})
 	if err != nil || len(pools) != 1 || len(classes) != 1 {
 		t.Fatalf("valid configuration: %d pools, %d classes, %v", len(pools), len(classes), err)

@@ -162,6 +162,17 @@ func (e *EC2) DescribeSubnets(ctx context.Context, in *ec2.DescribeSubnetsInput,
 	return out, err
 }
 
+// DescribeCapacityReservations answers that the account has none (the
+// fault suite's classes select none).
+func (e *EC2) DescribeCapacityReservations(ctx context.Context, _ *ec2.DescribeCapacityReservationsInput, _ ...func(*ec2.Options)) (*ec2.DescribeCapacityReservationsOutput, error) {
+	var out *ec2.DescribeCapacityReservationsOutput
+	err := e.w.call(ctx, "EC2", "DescribeCapacityReservations", []fault{ec2Throttled}, func() error {
+		out = &ec2.DescribeCapacityReservationsOutput{}
+		return nil
+	})
+	return out, err
+}
+
 func (e *EC2) DescribeSecurityGroups(ctx context.Context, in *ec2.DescribeSecurityGroupsInput, _ ...func(*ec2.Options)) (*ec2.DescribeSecurityGroupsOutput, error) {
 	var out *ec2.DescribeSecurityGroupsOutput
 	err := e.w.call(ctx, "EC2", "DescribeSecurityGroups", []fault{ec2Throttled}, func() error {

@@ -54,7 +54,10 @@ type Options struct {
 	// (DescribeInstanceTypeOfferings leaves them out: see
 	// awsfront.RemoveOffering).
 	MissingOfferings []Offering
-	Log              *slog.Logger // default JSON to <state>/localcloud.log
+	// Reservations are capacity reservations the account holds (see
+	// awsfront.AddReservation).
+	Reservations []awsfront.Reservation
+	Log          *slog.Logger // default JSON to <state>/localcloud.log
 	// ReadyTimeout bounds the wait for each server; default 60s.
 	ReadyTimeout time.Duration
 	// AWSOnly starts only the AWS side (moto, the front, the seeded
@@ -340,6 +343,9 @@ func (c *Cloud) upAWS(ctx context.Context, moto *proc.Process) error {
 	}
 	for _, o := range c.Options.MissingOfferings {
 		front.RemoveOffering(o.InstanceType, o.Zone)
+	}
+	for _, r := range c.Options.Reservations {
+		front.AddReservation(r)
 	}
 	front.SetEKSCluster(awsfront.EKSCluster{Name: c.Cluster.Name, Endpoint: c.Cluster.Endpoint, Version: c.Cluster.Version,
 		ServiceCIDR: c.Cluster.ServiceCIDR, CAData: c.Cluster.CAData})

@@ -34,6 +34,7 @@ import (
 	"github.com/nodewright/nodewright/shared/webhookconfig"
 	"github.com/nodewright/nodewright/test/harness"
 	"github.com/nodewright/nodewright/test/localcloud"
+	"github.com/nodewright/nodewright/test/localcloud/awsfront"
 	"github.com/nodewright/nodewright/test/localcloud/cloudfault"
 	"github.com/nodewright/nodewright/test/report"
 	"github.com/nodewright/nodewright/test/run"
@@ -134,6 +135,16 @@ func CloudOptions(sc *scenario.Scenario, cfg *Config) localcloud.Options {
 	o := localcloud.Options{Cluster: cfg.Cluster, Region: sc.Cloud.Region, Zones: sc.Cloud.Zones, BootDelay: sc.Cloud.BootDelay, PriceSeed: sc.Cloud.Seed, InstallCRDs: true}
 	for _, m := range sc.Cloud.MissingOfferings {
 		o.MissingOfferings = append(o.MissingOfferings, localcloud.Offering{InstanceType: m.InstanceType, Zone: m.Zone})
+	}
+	for _, r := range sc.Cloud.Reservations {
+		res := awsfront.Reservation{ID: r.ID, InstanceType: r.InstanceType, Zone: r.Zone, Count: r.Count, Type: awsfront.ReservationDefault}
+		if r.Block {
+			res.Type = awsfront.ReservationCapacityBlock
+		}
+		if r.EndsAfter > 0 {
+			res.End = time.Now().Add(r.EndsAfter)
+		}
+		o.Reservations = append(o.Reservations, res)
 	}
 	return o
 }
@@ -500,7 +511,7 @@ func (pl *player) finish(ctx context.Context, rep *report.Report) error {
 	for _, e := range pl.sc.Expect.Launched {
 		n := 0
 		for _, node := range rep.Nodes {
-			if e.Matches(node.InstanceType, node.Zone, node.PricePerHour) {
+			if e.Matches(node.InstanceType, node.Zone, node.CapacityType, node.PricePerHour) {
 				n++
 			}
 		}

@@ -69,7 +69,7 @@ func (c *PodsCondition) String() string {
 // of CapacityType, when set) number within [Min, Max].
 type NodesCondition struct {
 	NodePool     string `yaml:"nodePool" check:"nonempty"`
-	CapacityType string `yaml:"capacityType" check:"capacityType"`
+	CapacityType string `yaml:"capacityType" check:"nodeCapacityType"`
 	Range        `yaml:",inline" check:"whole,bound"`
 }
 

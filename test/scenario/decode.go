@@ -28,6 +28,7 @@ import (
 //	positive         a duration must be more than 0 (durations are never negative)
 //	selector         a Kubernetes label selector
 //	capacityType     spot or on-demand
+//	nodeCapacityType spot, on-demand or reserved (a node's)
 //	fault            a fault of the local cloud (package cloudfault)
 //	defaultNamespace a namespace/name whose namespace defaults to "default"
 //	whole            a Range of whole numbers, with count (and a plain number) for min = max
@@ -45,7 +46,7 @@ type decoder struct {
 
 type rules struct {
 	required, nonempty, path, positive, selector, capacityType, fault bool
-	defaultNamespace, whole, bound                                    bool
+	defaultNamespace, whole, bound, nodeCapacityType                  bool
 	def, empty, unique, word                                          string
 }
 
@@ -66,6 +67,8 @@ func parseRules(tag string) rules {
 			r.selector = true
 		case "capacityType":
 			r.capacityType = true
+		case "nodeCapacityType":
+			r.nodeCapacityType = true
 		case "fault":
 			r.fault = true
 		case "defaultNamespace":
@@ -311,6 +314,8 @@ func (d *decoder) str(n *yaml.Node, path, s string, v reflect.Value, r rules) er
 		}
 	case r.capacityType && s != "spot" && s != "on-demand":
 		return d.errf(n, path, "capacity type %q: want spot or on-demand", s)
+	case r.nodeCapacityType && s != "spot" && s != "on-demand" && s != "reserved":
+		return d.errf(n, path, "capacity type %q: want spot, on-demand or reserved", s)
 	case r.fault:
 		if _, err := cloudfault.Lookup(s); err != nil {
 			return d.errf(n, path, "unknown interruption %q (known: %s)", s, strings.Join(cloudfault.Names(), ", "))

@@ -48,6 +48,21 @@ type Cloud struct {
 	Seed      uint64        `yaml:"seed"`
 	// MissingOfferings are instance types EC2 does not offer in a zone.
 	MissingOfferings []Offering `yaml:"missingOfferings" check:"unique=offering"`
+	// Reservations are capacity reservations the account holds (the AWS
+	// front emulates them).
+	Reservations []Reservation `yaml:"reservations" check:"unique=reservation"`
+}
+
+// Reservation is a capacity reservation of Count instances of a type in
+// a zone: an On-Demand Capacity Reservation, or with Block a Capacity
+// Block for ML; EndsAfter (from the scenario's start) ends it (0: never).
+type Reservation struct {
+	ID           string        `yaml:"id" check:"required,nonempty"`
+	InstanceType string        `yaml:"instanceType" check:"required,nonempty"`
+	Zone         string        `yaml:"zone" check:"required,nonempty"`
+	Count        int           `yaml:"count" check:"required"`
+	Block        bool          `yaml:"block" check:"word=true"`
+	EndsAfter    time.Duration `yaml:"endsAfter"`
 }
 
 // Offering is an instance type in a zone.
@@ -99,25 +114,27 @@ type Expect struct {
 }
 
 // LaunchedCount counts the launched NodeClaims of an instance type, in a
-// zone, at a price per hour (those set; at least one).
+// zone, of a capacity type, at a price per hour (those set; at least one).
 type LaunchedCount struct {
 	InstanceType string   `yaml:"instanceType" check:"nonempty"`
 	Zone         string   `yaml:"zone" check:"nonempty"`
+	CapacityType string   `yaml:"capacityType" check:"nodeCapacityType"`
 	PricePerHour *float64 `yaml:"pricePerHour"`
 	Range        `yaml:",inline" check:"whole,bound"`
 }
 
 func (c *LaunchedCount) check() string {
-	if c.InstanceType == "" && c.Zone == "" && c.PricePerHour == nil {
-		return "want instanceType, zone or pricePerHour"
+	if c.InstanceType == "" && c.Zone == "" && c.CapacityType == "" && c.PricePerHour == nil {
+		return "want instanceType, zone, capacityType or pricePerHour"
 	}
 	return ""
 }
 
-// Matches says whether a NodeClaim launched as typ in zone at price
-// matches (a price within a millionth of a dollar).
-func (c *LaunchedCount) Matches(typ, zone string, price float64) bool {
+// Matches says whether a NodeClaim launched as typ in zone, of capacity
+// type ct, at price matches (a price within a millionth of a dollar).
+func (c *LaunchedCount) Matches(typ, zone, ct string, price float64) bool {
 	return (c.InstanceType == "" || c.InstanceType == typ) && (c.Zone == "" || c.Zone == zone) &&
+		(c.CapacityType == "" || c.CapacityType == ct) &&
 		(c.PricePerHour == nil || math.Abs(*c.PricePerHour-price) < 1e-6)
 }
 

@@ -162,11 +162,11 @@ func TestParseErrors(t *testing.T) {
 		{"pods running without selector", "name: x\nsteps: [{sleep: 1s}]\nexpect: {podsRunningAtEnd: {count: 3}}\n", `expect.podsRunningAtEnd: missing field "selector"`},
 		{"duplicate field", "name: x\nname: y\nsteps: [{sleep: 1s}]\n", `s.yaml:2: field "name" given twice`},
 		{"zone twice", "name: x\ncloud: {zones: [a, a]}\nsteps: [{sleep: 1s}]\n", `s.yaml:2: cloud.zones[1]: zone "a" listed twice`},
-		{"unknown cloud field", "name: x\ncloud:\n  boot: 1s\nsteps: [{sleep: 1s}]\n", `s.yaml:3: cloud: unknown field "boot" (known: bootDelay, missingOfferings, region, seed, zones)`},
+		{"unknown cloud field", "name: x\ncloud:\n  boot: 1s\nsteps: [{sleep: 1s}]\n", `s.yaml:3: cloud: unknown field "boot" (known: bootDelay, missingOfferings, region, reservations, seed, zones)`},
 		{"zone outside the region", "name: x\ncloud: {region: eu-west-1, zones: [us-east-1a]}\nsteps: [{sleep: 1s}]\n", `cloud: zone us-east-1a is not in region eu-west-1`},
 		{"missing offering in another zone", "name: x\ncloud: {region: eu-west-1, missingOfferings: [{instanceType: c5.large, zone: eu-west-1d}]}\nsteps: [{sleep: 1s}]\n", `cloud: missingOfferings: zone eu-west-1d is not one of the cloud's (eu-west-1a, eu-west-1b, eu-west-1c)`},
 		{"missing offering without a type", "name: x\ncloud: {missingOfferings: [{zone: us-east-1a}]}\nsteps: [{sleep: 1s}]\n", `cloud.missingOfferings[0]: missing field "instanceType"`},
-		{"launched without a filter", "name: x\nsteps: [{sleep: 1s}]\nexpect: {launched: [{count: 0}]}\n", `expect.launched[0]: want instanceType, zone or pricePerHour`},
+		{"launched without a filter", "name: x\nsteps: [{sleep: 1s}]\nexpect: {launched: [{count: 0}]}\n", `expect.launched[0]: want instanceType, zone, capacityType or pricePerHour`},
 		{"launched without a bound", "name: x\nsteps: [{sleep: 1s}]\nexpect: {launched: [{zone: us-east-1a}]}\n", `expect.launched[0]: want min, max or count`},
 		{"regionFigures not read", "name: x\nsteps:\n  - waitFor: {regionFigures: yes}\n", `steps[0].waitFor.regionFigures: want read, got "yes"`},
 		{"config not a list", "name: x\nconfig: a.yaml\nsteps: [{sleep: 1s}]\n", `s.yaml:2: config: want a list, got "a.yaml"`},
@@ -269,8 +269,8 @@ expect:
 		t.Errorf("waitFor %+v", s.Steps[0].WaitFor)
 	}
 	l := s.Expect.Launched
-	if len(l) != 2 || !l[0].Matches("c5.large", "eu-west-1c", 0.1) || l[0].Matches("c5.large", "eu-west-1b", 0.1) ||
-		!l[1].Matches("m5.large", "eu-west-1a", 0.10752) || l[1].Matches("m5.large", "eu-west-1a", 0.096) {
+	if len(l) != 2 || !l[0].Matches("c5.large", "eu-west-1c", "spot", 0.1) || l[0].Matches("c5.large", "eu-west-1b", "spot", 0.1) ||
+		!l[1].Matches("m5.large", "eu-west-1a", "on-demand", 0.10752) || l[1].Matches("m5.large", "eu-west-1a", "on-demand", 0.096) {
 		t.Errorf("launched %+v", l)
 	}
 	if got := l[0].String(); got != "c5.large in eu-west-1c = 0" {

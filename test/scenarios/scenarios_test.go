@@ -31,8 +31,8 @@ func shipped(t *testing.T) []string {
 		t.Fatal(err)
 	}
 	sort.Strings(files)
-	want := []string{"consolidation-scale-down.yaml", "default.yaml", "do-not-disrupt.yaml", "getting-started.yaml", "gpu-pool.yaml",
-		"missing-offering.yaml", "node-overlay.yaml", "nodepool-limit.yaml", "region-eu-west-1.yaml", "spot-capacity-fallback.yaml", "spot-interruption-pdb.yaml", "static-pool.yaml"}
+	want := []string{"capacity-block-ends.yaml", "consolidation-scale-down.yaml", "default.yaml", "do-not-disrupt.yaml", "getting-started.yaml", "gpu-pool.yaml",
+		"missing-offering.yaml", "node-overlay.yaml", "nodepool-limit.yaml", "region-eu-west-1.yaml", "reservation-overflow.yaml", "spot-capacity-fallback.yaml", "spot-interruption-pdb.yaml", "static-pool.yaml"}
 	if strings.Join(files, " ") != strings.Join(want, " ") {
 		t.Fatalf("scenarios %v, want %v", files, want)
 	}

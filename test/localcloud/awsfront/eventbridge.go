@@ -100,6 +100,8 @@ func (f *Front) changeState(w http.ResponseWriter, r *http.Request, req request)
 		states := []string{"shutting-down", "terminated"}
 		if req.action == "StopInstances" {
 			states = []string{"stopping", "stopped"}
+		} else {
+			f.releaseReservations(ids)
 		}
 		if err := f.sendStateChanges(r.Context(), ids, states...); err != nil {
 			f.log.Error("state-change notification", "err", err)

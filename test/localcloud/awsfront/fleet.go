@@ -224,15 +224,29 @@ func (f *Front) createFleet(w http.ResponseWriter, r *http.Request, req request)
 			resp.Errors = append(resp.Errors, unsupportedError(fr, o))
 			continue
 		}
-		pool := PoolKey{o.Type, o.Zone, fr.capacityType}
-		got := f.take(pool, remaining)
-		if got == 0 {
-			resp.Errors = append(resp.Errors, iceError(fr, o))
-			continue
+		// A template that targets a capacity reservation launches into it
+		// (on-demand instances) while it has room; others draw on the pools.
+		as, got, reserved := fr, 0, f.targetOf(fr.configs[o.config].spec)
+		var settle func(launched []string)
+		if reserved != "" {
+			n, code, msg := f.takeReservation(reserved, o, remaining)
+			if n == 0 {
+				resp.Errors = append(resp.Errors, fleetError{LT: ltOf(fr, o), Lifecycle: fr.capacityType, Code: code, Message: msg})
+				continue
+			}
+			got, as.capacityType = n, OnDemand
+			settle = func(launched []string) { f.settleReservation(reserved, n, launched) }
+		} else {
+			pool := PoolKey{o.Type, o.Zone, fr.capacityType}
+			if got = f.take(pool, remaining); got == 0 {
+				resp.Errors = append(resp.Errors, iceError(fr, o))
+				continue
+			}
+			settle = func(launched []string) { f.giveBack(pool, got-len(launched)) }
 		}
-		inst, fleetID, status, body, err := f.launch(r, req.form, fr, o, got)
+		inst, fleetID, status, body, err := f.launch(r, req.form, as, o, got)
 		if err != nil || status != http.StatusOK {
-			f.giveBack(pool, got)
+			settle(nil)
 			if err != nil {
 				writeEC2Error(w, http.StatusInternalServerError, "InternalError", err.Error())
 				return
@@ -240,8 +254,8 @@ func (f *Front) createFleet(w http.ResponseWriter, r *http.Request, req request)
 			writeRaw(w, status, body)
 			return
 		}
-		f.giveBack(pool, got-len(inst.InstanceIDs))
-		if got < remaining {
+		settle(inst.InstanceIDs)
+		if got < remaining && reserved == "" {
 			// The pool ran out part way: EC2 reports it like an empty one.
 			resp.Errors = append(resp.Errors, iceError(fr, o))
 		}

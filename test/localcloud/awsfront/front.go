@@ -87,6 +87,7 @@ type Front struct {
 	eks       *EKSCluster            // DescribeCluster's answer
 	secrets   map[string]string      // access key -> secret of credentials AssumeRole handed out
 	removed   map[[2]string]bool     // (type, zone) not offered (RemoveOffering)
+	rsv       reservationBook        // capacity reservations (AddReservation)
 	closed    bool
 	wg        sync.WaitGroup
 
@@ -121,6 +122,7 @@ func New(cfg Config) (*Front, error) {
 		throttles: map[string]int{},
 		throttled: map[string]int{},
 		params:    map[string]string{},
+		rsv:       newReservationBook(),
 		tokens:    map[string]fleetCall{},
 		zoneOf:    map[string]string{},
 		timers:    map[*time.Timer]string{},
@@ -255,7 +257,12 @@ func (f *Front) handle(w http.ResponseWriter, r *http.Request, req request) bool
 		return true
 	}
 	presignedCallerIdentity(r)
+	if req.form != nil && req.action == "CreateLaunchTemplate" {
+		f.rememberTemplateTarget(req.form) // and moto makes the template
+	}
 	switch {
+	case req.form != nil && req.action == "DescribeCapacityReservations":
+		f.describeCapacityReservations(w, req)
 	case req.form != nil && req.action == "AssumeRole":
 		f.assumeRole(w, r, req)
 	case req.form != nil && req.action == "CreateFleet" && req.form.Get("Type") == "instant":
