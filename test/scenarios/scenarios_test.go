@@ -32,7 +32,7 @@ func shipped(t *testing.T) []string {
 	}
 	sort.Strings(files)
 	want := []string{"capacity-block-ends.yaml", "consolidation-scale-down.yaml", "default.yaml", "do-not-disrupt.yaml", "getting-started.yaml", "gpu-pool.yaml",
-		"missing-offering.yaml", "node-overlay.yaml", "nodepool-limit.yaml", "region-eu-west-1.yaml", "reservation-overflow.yaml", "spot-capacity-fallback.yaml", "spot-interruption-pdb.yaml", "static-pool.yaml"}
+		"missing-offering.yaml", "node-images.yaml", "node-overlay.yaml", "nodepool-limit.yaml", "region-eu-west-1.yaml", "reservation-overflow.yaml", "spot-capacity-fallback.yaml", "spot-interruption-pdb.yaml", "static-pool.yaml"}
 	if strings.Join(files, " ") != strings.Join(want, " ") {
 		t.Fatalf("scenarios %v, want %v", files, want)
 	}
