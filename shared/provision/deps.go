@@ -45,6 +45,8 @@ type Nodes interface {
 	// finalizer (apis.FinalizerTermination) to a Node: the labels last, so
 	// that the registered label is on a Node only once the rest is.
 	MarkNode(ctx context.Context, name string, labels, annotations map[string]string) error
+	// Relabel sets a Node's labels, and removes those whose value is nil.
+	Relabel(ctx context.Context, name string, labels map[string]*string) error
 	// RemoveFinalizer takes the termination finalizer off a Node (the API
 	// server then deletes a Node being deleted).
 	RemoveFinalizer(ctx context.Context, name string) error

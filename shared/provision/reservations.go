@@ -43,7 +43,9 @@ func Reservations(resolved []fleet.Resolution, records []*state.NodeClaim, now t
 // instances on-demand from then on) to capacity type on-demand, as
 // Karpenter does: the record (priced on-demand from now, so consolidation
 // weighs them as paid) and the Node's label; they are neither drained nor
-// drifted. A write that fails is tried again next round.
+// drifted. The Node first (its capacity type on-demand, its reservation
+// labels removed), then the record: a crash or a failed write between
+// them leaves the record reserved, and the next round does both again.
 func (r *Reconciler) demoteEnded(ctx context.Context, w *world) {
 	ended := map[string]bool{}
 	for _, res := range w.resolved {
@@ -63,6 +65,15 @@ func (r *Reconciler) demoteEnded(ctx context.Context, w *world) {
 		if rec.CapacityType != apis.CapacityTypeReserved || !ended[rec.Claim.CapacityReservationID] {
 			continue
 		}
+		if rec.NodeName != "" && r.Nodes != nil {
+			onDemand := apis.CapacityTypeOnDemand
+			err := r.Nodes.Relabel(ctx, rec.NodeName, map[string]*string{apis.LabelCapacityType: &onDemand,
+				apis.LabelCapacityReservationID: nil, apis.LabelCapacityReservationType: nil})
+			if err != nil {
+				r.Log.Warn("capacity reservation ended: node not relabelled; the next round tries again", "node", rec.NodeName, "error", err)
+				continue
+			}
+		}
 		rec.CapacityType = apis.CapacityTypeOnDemand
 		if it, ok := r.Catalog.Get(rec.InstanceType); ok {
 			rec.PricePerHour = it.OnDemandPrice
@@ -72,10 +83,5 @@ func (r *Reconciler) demoteEnded(ctx context.Context, w *world) {
 			continue
 		}
 		r.Log.Info("capacity reservation ended: node now on-demand", "nodeClaim", rec.Name, "node", rec.NodeName, "reservation", rec.Claim.CapacityReservationID)
-		if rec.NodeName != "" && r.Nodes != nil {
-			if err := r.Nodes.MarkNode(ctx, rec.NodeName, map[string]string{apis.LabelCapacityType: apis.CapacityTypeOnDemand}, nil); err != nil {
-				r.Log.Warn("capacity reservation ended: node not relabelled", "node", rec.NodeName, "error", err)
-			}
-		}
 	}
 }

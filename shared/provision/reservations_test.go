@@ -2,6 +2,7 @@ package provision
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -87,15 +88,20 @@ func TestReservationsFillFirstThenOverflow(t *testing.T) {
 	}
 }
 
-// relabellingNodes records the labels each MarkNode call sets.
+// relabellingNodes records the labels each Relabel call sets (nil:
+// removed), or fails every call.
 type relabellingNodes struct {
 	sweepNodes
-	marked map[string][]map[string]string
+	fail   bool
+	marked map[string][]map[string]*string
 }
 
-func (n *relabellingNodes) MarkNode(_ context.Context, name string, labels, _ map[string]string) error {
+func (n *relabellingNodes) Relabel(_ context.Context, name string, labels map[string]*string) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	if n.fail {
+		return errors.New("the API server is unavailable")
+	}
 	n.marked[name] = append(n.marked[name], labels)
 	return nil
 }
@@ -103,17 +109,19 @@ func (n *relabellingNodes) MarkNode(_ context.Context, name string, labels, _ ma
 // TestEndedReservationNodesGoOnDemand: when a default reservation ends,
 // its running nodes are relabelled on-demand and their records priced
 // on-demand, as Karpenter does; they are not drained. While it is active
-// they stay reserved.
+// they stay reserved. The Node is relabelled before the record moves: a
+// relabel that fails leaves the record reserved, for the next round.
 func TestEndedReservationNodesGoOnDemand(t *testing.T) {
-	for _, ended := range []bool{true, false} {
-		t.Run(fmt.Sprintf("ended=%v", ended), func(t *testing.T) {
+	for _, tc := range []struct{ ended, fail bool }{{true, false}, {false, false}, {true, true}} {
+		ended := tc.ended
+		t.Run(fmt.Sprintf("ended=%v,relabelFails=%v", ended, tc.fail), func(t *testing.T) {
 			clock := testingclock.NewFakeClock(t0)
 			ctx := context.Background()
 			it, _ := cat.Get("m5.large")
 			n := st.Node(st.NodeOptions{Name: "ip-r", InstanceType: it, Zone: "us-east-1b", CapacityType: apis.CapacityTypeReserved, NodePool: "default"}).Node
 			n.Spec.ProviderID = "aws:///us-east-1b/i-r"
 			r, fl, _, _ := testReconciler(t, clock, func(time.Time) (*View, error) { return &View{Nodes: []*corev1.Node{n}}, nil })
-			nodes := &relabellingNodes{marked: map[string][]map[string]string{}}
+			nodes := &relabellingNodes{fail: tc.fail, marked: map[string][]map[string]*string{}}
 			r.Nodes = nodes
 			class := r.NodeClasses[0].Name
 			fl.reservations = map[string][]fleet.Reservation{class: {{ID: "cr-1", InstanceType: "m5.large", Zone: "us-east-1b",
@@ -134,12 +142,15 @@ func TestEndedReservationNodesGoOnDemand(t *testing.T) {
 			}
 			relabelled := false
 			for _, l := range nodes.marked[n.Name] {
-				relabelled = relabelled || l[apis.LabelCapacityType] == apis.CapacityTypeOnDemand
+				v, removed := l[apis.LabelCapacityReservationID]
+				relabelled = relabelled || (l[apis.LabelCapacityType] != nil && *l[apis.LabelCapacityType] == apis.CapacityTypeOnDemand &&
+					removed && v == nil)
 			}
 			want := apis.CapacityTypeReserved
-			if ended {
+			if ended && !tc.fail {
 				want = apis.CapacityTypeOnDemand
 			}
+			ended = ended && !tc.fail
 			if got.CapacityType != want || relabelled != ended || (ended && got.PricePerHour != it.OnDemandPrice) {
 				t.Errorf("record %s at $%v/h, node relabelled on-demand %v; want %s, relabelled %v", got.CapacityType, got.PricePerHour, relabelled, want, ended)
 			}

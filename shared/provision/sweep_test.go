@@ -49,6 +49,9 @@ func (n *sweepNodes) MarkNode(context.Context, string, map[string]string, map[st
 	return nil
 }
 func (n *sweepNodes) RemoveFinalizer(context.Context, string) error { return nil }
+func (n *sweepNodes) Relabel(context.Context, string, map[string]*string) error {
+	return nil
+}
 func (n *sweepNodes) Untaint(context.Context, string, string) error { return nil }
 
 func (n *sweepNodes) Taint(_ context.Context, name string, _ corev1.Taint, _ bool) error {

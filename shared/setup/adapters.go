@@ -45,6 +45,10 @@ func (s cacheSource) Pods(ctx context.Context) ([]*corev1.Pod, error) {
 // nodeWriter writes Nodes through the lean client.
 type nodeWriter struct{ c *kube.Client }
 
+func (w nodeWriter) Relabel(ctx context.Context, name string, labels map[string]*string) error {
+	return w.c.Label(ctx, name, labels)
+}
+
 func (w nodeWriter) MarkNode(ctx context.Context, name string, labels, annotations map[string]string) error {
 	if _, err := w.c.AddFinalizer(ctx, name, apis.FinalizerTermination); err != nil {
 		return err

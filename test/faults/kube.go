@@ -115,6 +115,23 @@ func (k *Kube) MarkNode(ctx context.Context, name string, lbls, annotations map[
 	})
 }
 
+func (k *Kube) Relabel(ctx context.Context, name string, lbls map[string]*string) error {
+	return k.w.call(ctx, "Kube", "Relabel", []fault{kubeConflict}, func() error {
+		n, err := k.node(name)
+		if err != nil {
+			return err
+		}
+		for key, v := range lbls {
+			if v == nil {
+				delete(n.Labels, key)
+			} else {
+				n.Labels[key] = *v
+			}
+		}
+		return nil
+	})
+}
+
 func (k *Kube) RemoveFinalizer(ctx context.Context, name string) error {
 	return k.w.call(ctx, "Kube", "RemoveFinalizer", []fault{kubeConflict}, func() error {
 		n, err := k.node(name)
