@@ -30,6 +30,8 @@ package adoption
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"time"
 
@@ -227,6 +229,20 @@ func claim(rec *state.NodeClaim, pool *apis.NodePool, obj *nodeclaim.NodeClaim) 
 		NodePool: rec.NodePool, NodeClass: rec.NodeClass,
 		InstanceTypes: []string{rec.InstanceType}, CapacityType: rec.CapacityType, CapacityTypes: []string{rec.CapacityType},
 		Zones: []string{rec.Zone}, Labels: map[string]string{},
+	}
+	if obj == nil || len(obj.Spec.Requirements) == 0 {
+		// Without Karpenter's NodeClaim, its requirements as Karpenter
+		// writes them: the pool's, narrowed to what the instance is.
+		pinned := map[string]string{apis.LabelNodePool: rec.NodePool, apis.LabelInstanceType: rec.InstanceType,
+			apis.LabelZone: rec.Zone, apis.LabelCapacityType: rec.CapacityType}
+		for _, r := range pool.Spec.Template.Spec.Requirements {
+			if _, ok := pinned[r.Key]; !ok {
+				c.Requirements = append(c.Requirements, corev1.NodeSelectorRequirement{Key: r.Key, Operator: r.Operator, Values: r.Values})
+			}
+		}
+		for _, k := range slices.Sorted(maps.Keys(pinned)) {
+			c.Requirements = append(c.Requirements, corev1.NodeSelectorRequirement{Key: k, Operator: corev1.NodeSelectorOpIn, Values: []string{pinned[k]}})
+		}
 	}
 	if obj == nil {
 		for k, v := range pool.Spec.Template.ObjectMeta.Labels {

@@ -2,6 +2,7 @@ package adoption
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -134,6 +135,19 @@ func TestDecide(t *testing.T) {
 			check: func(t *testing.T, p Plan) {
 				if len(p.Adopt) != 1 || p.Adopt[0].Phase != state.Initialized || p.Adopt[0].NodeClass != "node-label-class" {
 					t.Fatalf("plan %+v", p)
+				}
+				// The NodeClaim object made from the record needs
+				// requirements (Karpenter's CRD requires them): the pool's,
+				// narrowed to the instance.
+				got := map[string]string{}
+				for _, r := range p.Adopt[0].Claim.Requirements {
+					got[r.Key] = fmt.Sprint(r.Operator, r.Values)
+				}
+				for k, v := range map[string]string{apis.LabelInstanceType: "In[m5.large]", apis.LabelZone: "In[us-east-1a]",
+					apis.LabelCapacityType: "In[spot]", apis.LabelNodePool: "In[web]"} {
+					if got[k] != v {
+						t.Errorf("requirement %s: %q, want %q (all: %v)", k, got[k], v, got)
+					}
 				}
 			},
 		},
