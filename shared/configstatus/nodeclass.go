@@ -114,7 +114,7 @@ func NodeClassChange(desired, current apis.EC2NodeClassStatus) (apis.EC2NodeClas
 		out.Subnets, out.SecurityGroups, out.AMIs = current.Subnets, current.SecurityGroups, current.AMIs
 		out.CapacityReservations = current.CapacityReservations
 	}
-	out.Conditions = keepTimes(desired.Conditions, current.Conditions)
+	out.Conditions = apis.KeepTransitionTimes(desired.Conditions, current.Conditions)
 	cur := current
 	cur.Conditions = sortedConditions(current.Conditions)
 	return out, !semanticEqual(out, cur)

@@ -108,24 +108,10 @@ func Desired(in Input) apis.NodePoolStatus {
 // when not).
 func Change(desired, current apis.NodePoolStatus) (apis.NodePoolStatus, bool) {
 	out := desired
-	out.Conditions = keepTimes(desired.Conditions, current.Conditions)
+	out.Conditions = apis.KeepTransitionTimes(desired.Conditions, current.Conditions)
 	cur := current
 	cur.Conditions = sortedConditions(current.Conditions)
 	return out, !semanticEqual(out, cur)
-}
-
-// keepTimes gives each desired condition the transition time of the
-// current one when its status and reason are the same.
-func keepTimes(desired, current []metav1.Condition) []metav1.Condition {
-	out := slices.Clone(desired)
-	for i, d := range out {
-		for _, c := range current {
-			if c.Type == d.Type && c.Status == d.Status && c.Reason == d.Reason {
-				out[i].LastTransitionTime = c.LastTransitionTime
-			}
-		}
-	}
-	return out
 }
 
 func sortedConditions(cs []metav1.Condition) []metav1.Condition {

@@ -68,7 +68,7 @@ func PlanSync(desired, current []*NodeClaim) Plan {
 			u.Meta = &metav1.ObjectMeta{Labels: map[string]string{LabelManagedBy: d.Labels[LabelManagedBy]}}
 		}
 		st := d.Status
-		st.Conditions = keepTransitions(st.Conditions, c.Status.Conditions)
+		st.Conditions = apis.KeepTransitionTimes(st.Conditions, c.Status.Conditions)
 		if !apiequality.Semantic.DeepEqual(st, c.Status) {
 			u.Status = &st
 		}
@@ -124,20 +124,6 @@ func metaChange(d, c *NodeClaim) *metav1.ObjectMeta {
 		return nil
 	}
 	return m
-}
-
-// keepTransitions gives each desired condition the transition time of the
-// current one when its status and reason are the same.
-func keepTransitions(desired, current []metav1.Condition) []metav1.Condition {
-	out := slices.Clone(desired)
-	for i, d := range out {
-		for _, c := range current {
-			if c.Type == d.Type && c.Status == d.Status && c.Reason == d.Reason {
-				out[i].LastTransitionTime = c.LastTransitionTime
-			}
-		}
-	}
-	return out
 }
 
 // Deleted names Nodewright's NodeClaims being deleted (`kubectl delete
