@@ -9,7 +9,9 @@ import (
 
 	"github.com/nodewright/nodewright/shared/adoption"
 	"github.com/nodewright/nodewright/shared/apis"
+	"github.com/nodewright/nodewright/shared/catalog"
 	"github.com/nodewright/nodewright/shared/fleet"
+	"github.com/nodewright/nodewright/shared/launch"
 	"github.com/nodewright/nodewright/shared/nodeclaim"
 	"github.com/nodewright/nodewright/shared/state"
 )
@@ -99,15 +101,9 @@ func (r *Reconciler) adoptKarpenters(ctx context.Context, view *View, objs []*no
 // offeringPrice is an offering's price per hour from the round's catalog
 // and spot prices, as a launch records it (0: unknown).
 func (r *Reconciler) offeringPrice(instanceType, zone, capacityType string) float64 {
-	if capacityType == apis.CapacityTypeSpot {
-		if r.Spot == nil {
-			return 0
-		}
-		p, _ := r.Spot.SpotPrice(instanceType, zone)
-		return p
+	var spot catalog.SpotPricer
+	if r.Spot != nil {
+		spot = r.Spot
 	}
-	if it, ok := r.Catalog.Get(instanceType); ok {
-		return it.OnDemandPrice
-	}
-	return 0
+	return launch.OfferingPrice(r.Catalog, spot, instanceType, zone, capacityType)
 }
