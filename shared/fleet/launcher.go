@@ -375,20 +375,27 @@ func templateGone(errs []FleetError) bool {
 }
 
 func (l *Launcher) price(typ, zone, ct string) float64 {
-	if ct == apis.CapacityTypeReserved {
-		if it, ok := l.catalog().Get(typ); ok {
+	return OfferingPrice(l.catalog(), l.cfg.Spot, typ, zone, ct)
+}
+
+// OfferingPrice is the hourly price an offering's record carries: a
+// reserved one's as already paid (scheduling.ReservedPrice), a spot one's
+// from spot (nil: 0), an on-demand one's from the catalog; 0 when unknown.
+func OfferingPrice(cat *catalog.Catalog, spot catalog.SpotPricer, typ, zone, capacityType string) float64 {
+	if capacityType == apis.CapacityTypeReserved {
+		if it, ok := cat.Get(typ); ok {
 			return scheduling.ReservedPrice(it.OnDemandPrice)
 		}
 		return 0
 	}
-	if ct == apis.CapacityTypeSpot {
-		if l.cfg.Spot == nil {
+	if capacityType == apis.CapacityTypeSpot {
+		if spot == nil {
 			return 0
 		}
-		p, _ := l.cfg.Spot.SpotPrice(typ, zone)
+		p, _ := spot.SpotPrice(typ, zone)
 		return p
 	}
-	if it, ok := l.catalog().Get(typ); ok {
+	if it, ok := cat.Get(typ); ok {
 		return it.OnDemandPrice
 	}
 	return 0

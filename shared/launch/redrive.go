@@ -11,9 +11,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/nodewright/nodewright/shared/apis"
-	"github.com/nodewright/nodewright/shared/catalog"
 	"github.com/nodewright/nodewright/shared/fleet"
-	"github.com/nodewright/nodewright/shared/scheduling"
 	"github.com/nodewright/nodewright/shared/state"
 )
 
@@ -272,30 +270,7 @@ func (t *taggedInstances) of(ctx context.Context, members []*state.NodeClaim) ([
 
 // priceOf is the hourly price of an offering (0 when unknown).
 func (l *Launcher) priceOf(typ, zone, capacityType string) float64 {
-	return OfferingPrice(l.Catalog, l.Spot, typ, zone, capacityType)
-}
-
-// OfferingPrice is the hourly price an offering's record carries: a
-// reserved one's as already paid (scheduling.ReservedPrice), a spot one's
-// from spot (nil: 0), an on-demand one's from the catalog; 0 when unknown.
-func OfferingPrice(cat *catalog.Catalog, spot catalog.SpotPricer, typ, zone, capacityType string) float64 {
-	if capacityType == apis.CapacityTypeReserved {
-		if it, ok := cat.Get(typ); ok {
-			return scheduling.ReservedPrice(it.OnDemandPrice)
-		}
-		return 0
-	}
-	if capacityType == apis.CapacityTypeSpot {
-		if spot == nil {
-			return 0
-		}
-		p, _ := spot.SpotPrice(typ, zone)
-		return p
-	}
-	if it, ok := cat.Get(typ); ok {
-		return it.OnDemandPrice
-	}
-	return 0
+	return fleet.OfferingPrice(l.Catalog, l.Spot, typ, zone, capacityType)
 }
 
 // liveState reports whether an instance in this state may still become a

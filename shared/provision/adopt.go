@@ -11,7 +11,6 @@ import (
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/catalog"
 	"github.com/nodewright/nodewright/shared/fleet"
-	"github.com/nodewright/nodewright/shared/launch"
 	"github.com/nodewright/nodewright/shared/nodeclaim"
 	"github.com/nodewright/nodewright/shared/state"
 )
@@ -105,5 +104,5 @@ func (r *Reconciler) offeringPrice(instanceType, zone, capacityType string) floa
 	if r.Spot != nil {
 		spot = r.Spot
 	}
-	return launch.OfferingPrice(r.Catalog, spot, instanceType, zone, capacityType)
+	return fleet.OfferingPrice(r.Catalog, spot, instanceType, zone, capacityType)
 }
