@@ -8,7 +8,8 @@
 // the zones of instance types (pricing.go), and events delivered to the
 // interruption queue the way EventBridge delivers them, with the instance
 // terminated or stopped after a notice (the primitives the faults of
-// package cloudfault are made of).
+// package cloudfault are made of). It also meters DynamoDB in read and
+// write units as DynamoDB bills them (dynamometer.go), which moto does not.
 package awsfront
 
 import (
@@ -75,6 +76,8 @@ type Front struct {
 	// one item: 3 succeeded), so writes run one at a time and reads never
 	// see half a transaction.
 	ddb sync.RWMutex
+	// meter prices the DynamoDB calls in units (dynamometer.go).
+	meter dynamoMeter
 
 	mu        sync.Mutex
 	pools     map[PoolKey]int        // remaining capacity; absent = unlimited
@@ -220,6 +223,8 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			f.ddb.Lock()
 			defer f.ddb.Unlock()
 		}
+		f.serveDynamo(w, r, op, body)
+		return
 	}
 	f.forward(w, r, body)
 }
