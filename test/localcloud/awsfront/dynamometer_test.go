@@ -89,7 +89,9 @@ func TestDynamoDBUnitsThroughMoto(t *testing.T) {
 	tbl := aws.String("state")
 	s := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
 	str := func(n int) types.AttributeValue { return s(strings.Repeat("x", n)) }
-	key := func(sk string) map[string]types.AttributeValue { return map[string]types.AttributeValue{"pk": s("n#1"), "sk": s(sk)} }
+	key := func(sk string) map[string]types.AttributeValue {
+		return map[string]types.AttributeValue{"pk": s("n#1"), "sk": s(sk)}
+	}
 	with := func(sk string, data int, phase bool) map[string]types.AttributeValue {
 		it := key(sk)
 		it["data"] = str(data)
