@@ -26,10 +26,13 @@ type FunctionSettings struct {
 // (interruptionQueueVisibility).
 const interruptionTimeout = 5 * time.Minute
 
-// Settings returns every function's settings.
+// Settings returns every function's settings. Memory comes from
+// MemoryTable (memory.go): each function's measured peak at 5,000 nodes and
+// 150,000 pods with headroom; the rest is explained here.
 //
 //   - provision: the solve is CPU-bound and Lambda's CPU grows with memory
-//     (1,769 MB is one full vCPU), so 2,048 MB; 5 minutes covers batching
+//     (1,769 MB is one full vCPU; the memory the cluster read needs gives
+//     more). 5 minutes covers batching
 //     (10 s at most), the solve, CreateFleet and the state writes with a wide
 //     margin. Reserved concurrency 2: one invocation holds the cluster's
 //     DynamoDB lease (single flight per cluster) and one more may wait on it
@@ -37,30 +40,31 @@ const interruptionTimeout = 5 * time.Minute
 //     then queues in Lambda's async queue (and ages out after a minute)
 //     instead of fanning out into hundreds of pod listings against the API
 //     server.
-//   - interruption: I/O-bound (cordon, evict, terminate), 512 MB. 5 minutes
+//   - interruption: I/O-bound (cordon, evict, terminate), but it reads the
+//     cluster's view like provision. 5 minutes
 //     is more than a spot warning's 2 minutes plus a drain blocked by a PDB
 //     (client-go waits about 100 s per eviction retried on 429); longer
 //     drains continue from DynamoDB state in the next invocation. Reserved 5
 //     (and the event source's maximum concurrency 5) lets a burst of spot
 //     reclaims be handled in parallel without starving the other functions.
-//   - consolidation: simulates like provision, so 2,048 MB; 15 minutes, the
+//   - consolidation: reads and simulates like provision; 15 minutes, the
 //     Lambda maximum, since evaluating every node of a large cluster takes a
 //     while; multi-step actions resume from DynamoDB. Reserved 1: decisions
 //     must not race one another.
-//   - webhook: parses one AdmissionReview and maybe sends one async invoke:
-//     256 MB (a faster cold start than 128 MB, since CPU scales with
+//   - webhook: parses one AdmissionReview and maybe sends one async invoke
+//     (256 MB: a faster cold start than 128 MB, since CPU scales with
 //     memory), 5 s timeout (the API server gives up after 2 s and ignores
 //     the call), reserved 10 so it can never eat the account's concurrency.
 //   - rotation: Secrets Manager calls it four times per rotation of the
-//     webhook's token (once a month by default): 128 MB, 30 s, no reserved
+//     webhook's token (once a month by default): 30 s, no reserved
 //     concurrency.
 func Settings() map[string]FunctionSettings {
 	return map[string]FunctionSettings{
-		FnProvision:     {2048, 5 * time.Minute, 2, "pending pods to EC2 CreateFleet"},
-		FnInterruption:  {512, interruptionTimeout, 5, "spot interruptions, rebalance, scheduled changes"},
-		FnConsolidation: {2048, 15 * time.Minute, 1, "removes or replaces underused, expired and drifted nodes"},
-		FnWebhook:       {256, 5 * time.Second, 10, "pending-pod webhook behind a Function URL"},
-		FnRotation:      {128, 30 * time.Second, 0, "rotates the webhook's token in Secrets Manager"},
+		FnProvision:     {memoryMB(FnProvision), 5 * time.Minute, 2, "pending pods to EC2 CreateFleet"},
+		FnInterruption:  {memoryMB(FnInterruption), interruptionTimeout, 5, "spot interruptions, rebalance, scheduled changes"},
+		FnConsolidation: {memoryMB(FnConsolidation), 15 * time.Minute, 1, "removes or replaces underused, expired and drifted nodes"},
+		FnWebhook:       {memoryMB(FnWebhook), 5 * time.Second, 10, "pending-pod webhook behind a Function URL"},
+		FnRotation:      {memoryMB(FnRotation), 30 * time.Second, 0, "rotates the webhook's token in Secrets Manager"},
 	}
 }
 
@@ -118,6 +122,7 @@ func (s *Stack) addFunctions() {
 // to any log group, so it gets write access to its own group only.
 func (s *Stack) newFunction(fn string, env map[string]*string, layers []awslambda.ILayerVersion) awslambda.Function {
 	set := Settings()[fn]
+	env[envGoMemLimit] = jsii.String(GoMemLimit(set.MemoryMB))
 	logs := awslogs.NewLogGroup(s.Stack, jsii.String(title(fn)+"Logs"), &awslogs.LogGroupProps{
 		Retention:     s.props.LogRetention,
 		RemovalPolicy: awscdk.RemovalPolicy_DESTROY,

@@ -124,7 +124,7 @@ func TestFunctionSettings(t *testing.T) {
 				return
 			}
 			if fn == FnRotation {
-				if p["Layers"] != nil || len(env) != 2 {
+				if p["Layers"] != nil || len(env) != 3 { // cluster name, log level, GOMEMLIMIT
 					t.Errorf("rotation: layers %v, env %v", p["Layers"], env)
 				}
 				return
