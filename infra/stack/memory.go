@@ -63,7 +63,7 @@ func MemoryTable() map[string]MemorySizing {
 		FnConsolidation: {PeakMiB: 1434, Estimate: true, Source: readPeakSource, SettingMB: 2176},
 		// The interruption function reads the cluster's view to find the
 		// pods of the nodes it drains, so it needs the same read's memory
-		// (it had 512 MB, enough only to about 15,000 pods).
+		// (it had 512 MB, which a cold read of about 55,000 pods fills).
 		FnInterruption: {PeakMiB: 1434, Estimate: true, Source: readPeakSource, SettingMB: 2176},
 		FnWebhook: {PeakMiB: 32, Estimate: true, SettingMB: 256,
 			Source: "estimate: one AdmissionReview and one asynchronous invoke, independent of the cluster's size; the Go runtime and a 13 MB binary",
