@@ -108,3 +108,24 @@ var DesignPointValues = map[string]int{
 	metrics.LabelMethod: 6, metrics.LabelProvider: 1, metrics.LabelError: 4, metrics.LabelCondition: 2,
 	metrics.LabelImageID: 3,
 }
+
+// FunctionLogBytes are the functions' own JSON log lines per invocation,
+// measured in one `make run` of test/scenarios/default.yaml on 2026-11-27
+// (its functions.log: 184 lines, 49,943 bytes; invocations counted by
+// request id, the webhook's by its one line per call): provision 12,574
+// bytes over 7 invocations, consolidation 16,270 over 10, interruption
+// 5,029 over 2, webhook 16,063 over 60. A small cluster's figures: a
+// function logs per action, not per pod, so they are the reference until
+// `make bench-scale` counts its own. They leave out Lambda's platform
+// records (PlatformLogBytes) and the EMF records (EMFBytesPerPoint times
+// the data points an invocation emits).
+var FunctionLogBytes = map[string]float64{
+	"provision":     12574.0 / 7,
+	"consolidation": 16270.0 / 10,
+	"interruption":  5029.0 / 2,
+	"webhook":       16063.0 / 60,
+}
+
+// PlatformLogBytes is an estimate of what Lambda itself writes to a JSON-format
+// log group per invocation: its platform.start and platform.report records.
+const PlatformLogBytes = 600
