@@ -19,6 +19,9 @@ type write struct {
 	put    ddbItem // PutItem's item
 	kind   string  // Put, Update, Delete or ConditionCheck
 	before ddbItem
+	// after is an update's item after it, when its answer carried it
+	// (ReturnValues ALL_NEW); nil: read it from moto.
+	after ddbItem
 }
 
 // prepare reads the schema and the item before the write.
@@ -52,9 +55,12 @@ func (c *ddbCall) settle(w *write, ok, transactional bool) (opCost, error) {
 	case "Put":
 		after = w.put
 	case "Update":
-		var err error
-		if after, err = c.item(w.table, w.key); err != nil {
-			return opCost{}, err
+		after = w.after
+		if after == nil {
+			var err error
+			if after, err = c.item(w.table, w.key); err != nil {
+				return opCost{}, err
+			}
 		}
 	case "ConditionCheck":
 		after = w.before
@@ -74,8 +80,9 @@ func (a *opCost) plus(b opCost) {
 // costs.
 func meterWrite(c *ddbCall, body []byte, send func() (int, []byte)) (opCost, error) {
 	var in struct {
-		TableName string
-		Key, Item ddbItem
+		TableName    string
+		Key, Item    ddbItem
+		ReturnValues string
 	}
 	if err := json.Unmarshal(body, &in); err != nil {
 		return opCost{}, err
@@ -93,6 +100,12 @@ func meterWrite(c *ddbCall, body []byte, send func() (int, []byte)) (opCost, err
 	failed := status != http.StatusOK && errorType(answer) == "ConditionalCheckFailedException"
 	if status != http.StatusOK && !failed {
 		return opCost{}, nil
+	}
+	if !failed && w.kind == "Update" && in.ReturnValues == "ALL_NEW" {
+		var out struct{ Attributes ddbItem }
+		if json.Unmarshal(answer, &out) == nil {
+			w.after = out.Attributes // the whole item after: no read needed
+		}
 	}
 	cost, err := c.settle(w, !failed, false)
 	cost.condFailed = failed
