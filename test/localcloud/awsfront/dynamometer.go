@@ -135,7 +135,7 @@ func (f *Front) serveDynamo(w http.ResponseWriter, r *http.Request, op string, b
 		status, answer = tee.status, tee.body()
 		return status, answer
 	}
-	cost, err := meter(&ddbCall{f: f, r: r, ctx: r.Context()}, body, send)
+	cost, err := meter(&ddbCall{f: f, r: r, op: op, ctx: r.Context()}, body, send)
 	send() // a meter that failed before sending still forwards the call
 	if err != nil {
 		f.log.Warn("dynamodb units not metered", "op", op, "err", err)
@@ -185,6 +185,7 @@ func (t *teeWriter) body() []byte {
 type ddbCall struct {
 	f   *Front
 	r   *http.Request
+	op  string // the forwarded call's operation
 	ctx context.Context
 }
 

@@ -8,7 +8,16 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
-	"strings"
+)
+
+// writeKind is what a write does to its item.
+type writeKind int
+
+const (
+	kindPut writeKind = iota
+	kindUpdate
+	kindDelete
+	kindCheck // a transaction's ConditionCheck: reads, and is billed as a write
 )
 
 // write is one item a write acts on: what it asked and what was there.
@@ -17,7 +26,7 @@ type write struct {
 	schema tableSchema
 	key    ddbItem
 	put    ddbItem // PutItem's item
-	kind   string  // Put, Update, Delete or ConditionCheck
+	kind   writeKind
 	before ddbItem
 	// after is an update's item after it, when its answer carried it
 	// (ReturnValues ALL_NEW); nil: read it from moto.
@@ -52,9 +61,9 @@ func (c *ddbCall) settle(w *write, ok, transactional bool) (opCost, error) {
 	}
 	var after ddbItem
 	switch w.kind {
-	case "Put":
+	case kindPut:
 		after = w.put
-	case "Update":
+	case kindUpdate:
 		after = w.after
 		if after == nil {
 			var err error
@@ -62,7 +71,7 @@ func (c *ddbCall) settle(w *write, ok, transactional bool) (opCost, error) {
 				return opCost{}, err
 			}
 		}
-	case "ConditionCheck":
+	case kindCheck:
 		after = w.before
 	}
 	t, x, err := writeCost(w.schema, w.before, after, transactional)
@@ -87,11 +96,12 @@ func meterWrite(c *ddbCall, body []byte, send func() (int, []byte)) (opCost, err
 	if err := json.Unmarshal(body, &in); err != nil {
 		return opCost{}, err
 	}
-	w := &write{table: in.TableName, key: in.Key, put: in.Item, kind: "Update"}
-	if in.Item != nil {
-		w.kind = "Put"
-	} else if strings.HasSuffix(c.r.Header.Get("X-Amz-Target"), ".DeleteItem") {
-		w.kind = "Delete"
+	w := &write{table: in.TableName, key: in.Key, put: in.Item, kind: kindUpdate}
+	switch c.op {
+	case "PutItem":
+		w.kind = kindPut
+	case "DeleteItem":
+		w.kind = kindDelete
 	}
 	if err := c.prepare(w); err != nil {
 		return opCost{}, err
@@ -101,7 +111,7 @@ func meterWrite(c *ddbCall, body []byte, send func() (int, []byte)) (opCost, err
 	if status != http.StatusOK && !failed {
 		return opCost{}, nil
 	}
-	if !failed && w.kind == "Update" && in.ReturnValues == "ALL_NEW" {
+	if !failed && w.kind == kindUpdate && in.ReturnValues == "ALL_NEW" {
 		var out struct{ Attributes ddbItem }
 		if json.Unmarshal(answer, &out) == nil {
 			w.after = out.Attributes // the whole item after: no read needed
@@ -125,9 +135,9 @@ func meterBatchWrite(c *ddbCall, body []byte, send func() (int, []byte)) (opCost
 	var writes []*write
 	for _, table := range tableNames(in.RequestItems) {
 		for _, r := range in.RequestItems[table] {
-			w := &write{table: table, kind: "Delete"}
+			w := &write{table: table, kind: kindDelete}
 			if r.PutRequest != nil {
-				w.kind, w.put = "Put", r.PutRequest.Item
+				w.kind, w.put = kindPut, r.PutRequest.Item
 			} else if r.DeleteRequest != nil {
 				w.key = r.DeleteRequest.Key
 			}
@@ -182,13 +192,13 @@ func meterTransactWrite(c *ddbCall, body []byte, send func() (int, []byte)) (opC
 		var w *write
 		switch {
 		case t.Put != nil:
-			w = &write{table: t.Put.TableName, put: t.Put.Item, kind: "Put"}
+			w = &write{table: t.Put.TableName, put: t.Put.Item, kind: kindPut}
 		case t.Update != nil:
-			w = &write{table: t.Update.TableName, key: t.Update.Key, kind: "Update"}
+			w = &write{table: t.Update.TableName, key: t.Update.Key, kind: kindUpdate}
 		case t.Delete != nil:
-			w = &write{table: t.Delete.TableName, key: t.Delete.Key, kind: "Delete"}
+			w = &write{table: t.Delete.TableName, key: t.Delete.Key, kind: kindDelete}
 		case t.ConditionCheck != nil:
-			w = &write{table: t.ConditionCheck.TableName, key: t.ConditionCheck.Key, kind: "ConditionCheck"}
+			w = &write{table: t.ConditionCheck.TableName, key: t.ConditionCheck.Key, kind: kindCheck}
 		default:
 			return opCost{}, fmt.Errorf("transact item with no action")
 		}
