@@ -5,10 +5,12 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -262,6 +264,11 @@ func TestDynamoDBUnitsThroughMoto(t *testing.T) {
 		wantWrite += o.Write + o.IndexWrite
 	}
 	t.Logf("usage: %+v", f.DynamoDBUsage())
+	for _, o := range f.DynamoDBUsage() {
+		if o.Unmetered != 0 {
+			t.Errorf("%s: %d calls not metered", o.Operation, o.Unmetered)
+		}
+	}
 	// 1+0.5+0.5 + 2+1+0.5 + 1 + 1.5 + 4 reads; 2+4 + 6+3+3 + 2 + 8+8 + 2 + 6+1 writes.
 	if read != 12 || write != 45 || read != wantRead || write != wantWrite {
 		t.Errorf("DynamoDBUnits = %v read, %v write; want 12 and 45 (the breakdown's sums %v, %v)", read, write, wantRead, wantWrite)
@@ -275,4 +282,52 @@ func usageOf(f *Front, op string) DynamoDBOpUnits {
 		}
 	}
 	return DynamoDBOpUnits{Operation: op}
+}
+
+// A call that succeeds but cannot be priced (the front's own reads fail)
+// is counted as unmetered, so a benchmark can tell its totals are short; a
+// call that failed anyway is not.
+func TestDynamoDBUnmetered(t *testing.T) {
+	var forwardStatus atomic.Int32
+	stub := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+		if strings.HasSuffix(r.Header.Get("X-Amz-Target"), ".PutItem") {
+			w.WriteHeader(int(forwardStatus.Load()))
+			_, _ = w.Write([]byte(`{}`))
+			return
+		}
+		http.Error(w, `{"__type":"com.amazonaws.dynamodb.v20120810#InternalServerError"}`, http.StatusInternalServerError)
+	}))
+	t.Cleanup(stub.Close)
+	f, err := New(Config{MotoURL: stub.URL, Region: "us-east-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = f.Close() })
+	put := func() {
+		req, _ := http.NewRequest(http.MethodPost, f.URL(), strings.NewReader(`{"TableName":"t","Item":{"pk":{"S":"a"}}}`))
+		req.Header.Set("X-Amz-Target", "DynamoDB_20120810.PutItem")
+		req.Header.Set("Content-Type", "application/x-amz-json-1.0")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != int(forwardStatus.Load()) {
+			t.Errorf("client got %d, moto answered %d", resp.StatusCode, forwardStatus.Load())
+		}
+	}
+	forwardStatus.Store(http.StatusBadRequest)
+	put()
+	if u := usageOf(f, "PutItem"); u.Calls != 0 || u.Unmetered != 0 {
+		t.Errorf("a failed call: %+v, want nothing counted", u)
+	}
+	forwardStatus.Store(http.StatusOK)
+	put()
+	if u := usageOf(f, "PutItem"); u.Calls != 1 || u.Unmetered != 1 || u.Write != 0 {
+		t.Errorf("a succeeded call the front could not price: %+v, want 1 call, 1 unmetered", u)
+	}
 }
