@@ -12,6 +12,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/nodewright/nodewright/shared/state"
 	"github.com/nodewright/nodewright/shared/state/statetest"
@@ -184,5 +185,183 @@ func TestWarmReadsReturnWhatAFullReadWould(t *testing.T) {
 				t.Errorf("only %d warm reads: the test does not exercise the change log", warm)
 			}
 		})
+	}
+}
+
+// fill sets every field of v (a pointer) to a non-zero value, recursively.
+func fill(v reflect.Value, depth int) {
+	switch v.Kind() {
+	case reflect.Pointer:
+		if depth > 6 {
+			return
+		}
+		v.Set(reflect.New(v.Type().Elem()))
+		fill(v.Elem(), depth+1)
+	case reflect.Struct:
+		if v.Type() == reflect.TypeOf(time.Time{}) {
+			v.Set(reflect.ValueOf(t0))
+			return
+		}
+		if v.Type() == reflect.TypeOf(resource.Quantity{}) {
+			v.Set(reflect.ValueOf(resource.MustParse("1")))
+			return
+		}
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				fill(v.Field(i), depth+1)
+			}
+		}
+	case reflect.Slice:
+		v.Set(reflect.MakeSlice(v.Type(), 2, 2))
+		for i := range 2 {
+			fill(v.Index(i), depth+1)
+		}
+	case reflect.Map:
+		v.Set(reflect.MakeMap(v.Type()))
+		k, e := reflect.New(v.Type().Key()).Elem(), reflect.New(v.Type().Elem()).Elem()
+		fill(k, depth+1)
+		fill(e, depth+1)
+		v.SetMapIndex(k, e)
+	case reflect.String:
+		v.SetString("x")
+	case reflect.Bool:
+		v.SetBool(true)
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		v.SetInt(1)
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		v.SetUint(1)
+	case reflect.Float32, reflect.Float64:
+		v.SetFloat(1)
+	}
+}
+
+// shared reports a slice, map or pointer that a and b share (by path).
+func shared(a, b reflect.Value, path string) string {
+	switch a.Kind() {
+	case reflect.Pointer:
+		if a.IsNil() {
+			return ""
+		}
+		if a.Pointer() == b.Pointer() {
+			return path
+		}
+		return shared(a.Elem(), b.Elem(), path)
+	case reflect.Struct:
+		if a.Type() == reflect.TypeOf(time.Time{}) || a.Type() == reflect.TypeOf(resource.Quantity{}) {
+			return ""
+		}
+		for i := range a.NumField() {
+			if a.Type().Field(i).IsExported() {
+				if p := shared(a.Field(i), b.Field(i), path+"."+a.Type().Field(i).Name); p != "" {
+					return p
+				}
+			}
+		}
+	case reflect.Slice:
+		if a.Len() > 0 && a.Pointer() == b.Pointer() {
+			return path
+		}
+		for i := range a.Len() {
+			if p := shared(a.Index(i), b.Index(i), fmt.Sprintf("%s[%d]", path, i)); p != "" {
+				return p
+			}
+		}
+	case reflect.Map:
+		if a.Len() > 0 && a.Pointer() == b.Pointer() {
+			return path
+		}
+		for _, k := range a.MapKeys() {
+			if p := shared(a.MapIndex(k), b.MapIndex(k), path+"["+fmt.Sprint(k)+"]"); p != "" {
+				return p
+			}
+		}
+	}
+	return ""
+}
+
+// NodeClaims hands out records the caller may change: Clone copies every
+// field (a field added later without a copy fails here), and a record
+// changed by its reader is not what the next read returns.
+func TestNodeClaimsHandsOutCopies(t *testing.T) {
+	var full state.NodeClaim
+	fill(reflect.ValueOf(&full).Elem(), 0)
+	c := full.Clone()
+	if !reflect.DeepEqual(c, &full) {
+		t.Fatalf("the clone differs from the record")
+	}
+	if p := shared(reflect.ValueOf(c).Elem(), reflect.ValueOf(&full).Elem(), "NodeClaim"); p != "" {
+		t.Fatalf("the clone shares %s with the record", p)
+	}
+
+	clk := &clock{t: t0}
+	s := newStoreOn(t, statetest.NewChecked(), clk)
+	ctx := context.Background()
+	l, _ := s.Acquire(ctx, state.LeaseProvision, "a", time.Minute)
+	v := state.Versions{Pools: map[string]int64{}}
+	if err := s.CreateNodeClaims(ctx, l, []*state.NodeClaim{realistic("default-abcde", 3)}, &v); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // cold, then warm
+		recs, err := s.NodeClaims(ctx)
+		if err != nil || len(recs) != 1 {
+			t.Fatalf("%d records, %v", len(recs), err)
+		}
+		if recs[0].Phase != state.Initialized || recs[0].Claim.Pods[0] != "team-00/web-frontend-7d9f8b6c5-00000" {
+			t.Fatalf("a reader's changes reached the store's copy: phase %s, pods %v", recs[0].Phase, recs[0].Claim.Pods)
+		}
+		recs[0].Phase, recs[0].Claim.Pods[0] = state.Terminating, "changed"
+		clk.Add(time.Second)
+	}
+}
+
+// A write that conflicts drops the cache: the caller reads again, and
+// that read reads every record. Its own writes, and a read within the
+// log's retention, do not.
+func TestFullReadsAfterAConflictOrALongGap(t *testing.T) {
+	db := &queries{DB: statetest.NewChecked()}
+	clk := &clock{t: t0}
+	a, b := newStoreOn(t, db, clk), newStoreOn(t, db, clk)
+	ctx := context.Background()
+	l, _ := a.Acquire(ctx, state.LeaseProvision, "a", time.Hour)
+	v := state.Versions{Pools: map[string]int64{}}
+	if err := a.CreateNodeClaims(ctx, l, []*state.NodeClaim{{Name: "n1", Reason: "1"}, {Name: "n2", Reason: "1"}}, &v); err != nil {
+		t.Fatal(err)
+	}
+	read := func(s *state.Store) (map[string]int64, int) {
+		t.Helper()
+		before := db.fullReads()
+		recs, err := s.NodeClaims(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return versions(recs), db.fullReads() - before
+	}
+	if _, full := read(b); full != 1 {
+		t.Fatalf("first read: %d full reads, want 1", full)
+	}
+	recs, _ := a.NodeClaims(ctx)
+	recs[0].Reason = "2"
+	if err := a.PutNodeClaim(ctx, recs[0]); err != nil {
+		t.Fatal(err)
+	}
+	clk.Add(5 * time.Second)
+	if got, full := read(b); full != 0 || got["n1"] != 2 {
+		t.Fatalf("warm read after another's write: %v, %d full reads; want n1 at 2 and none", got, full)
+	}
+	stale, _ := b.NodeClaims(ctx)
+	stale[0].Reason = "3"
+	recs[0].Reason = "3"
+	if err := a.PutNodeClaim(ctx, recs[0]); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.PutNodeClaim(ctx, stale[0]); !errors.Is(err, state.ErrConflict) {
+		t.Fatalf("a write from a stale read: %v, want ErrConflict", err)
+	}
+	if got, full := read(b); full != 1 || got["n1"] != 3 {
+		t.Fatalf("read after a conflict: %v, %d full reads; want n1 at 3 and one", got, full)
+	}
+	clk.Add(11 * time.Minute)
+	if _, full := read(b); full != 1 {
+		t.Fatalf("read after 11 minutes: %d full reads, want 1 (the gap is past the log's retention less the overlap)", full)
 	}
 }

@@ -334,3 +334,14 @@ func equal(a, b types.AttributeValue) bool {
 	}
 	return false
 }
+
+// Item returns a copy of the item at (pk, sk), nil if there is none.
+func (d *DB) Item(pk, sk string) map[string]types.AttributeValue {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	it, ok := d.items[pk+"\x00"+sk]
+	if !ok {
+		return nil
+	}
+	return clone(it)
+}
