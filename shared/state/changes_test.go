@@ -365,3 +365,52 @@ func TestFullReadsAfterAConflictOrALongGap(t *testing.T) {
 		t.Fatalf("read after 11 minutes: %d full reads, want 1 (the gap is past the log's retention less the overlap)", full)
 	}
 }
+
+// hooked runs before, once, when a transaction arrives: what happens
+// between a write's change stamp and its commit.
+type hooked struct {
+	*statetest.DB
+	before func()
+}
+
+func (h *hooked) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, opts ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	if f := h.before; f != nil {
+		h.before = nil
+		f()
+	}
+	return h.DB.TransactWriteItems(ctx, in, opts...)
+}
+
+// A write stamped before another container's read began and committed
+// after it (its request took 15 s) is in that container's next read: the
+// overlap covers a commit up to ChangeCommitTimeout late.
+func TestAWriteCommittedLateIsInTheNextRead(t *testing.T) {
+	db := &hooked{DB: statetest.NewChecked()}
+	clk := &clock{t: t0}
+	a, b := newStoreOn(t, db, clk), newStoreOn(t, db, clk)
+	ctx := context.Background()
+	l, _ := a.Acquire(ctx, state.LeaseProvision, "a", time.Hour)
+	v := state.Versions{Pools: map[string]int64{}}
+	if err := a.CreateNodeClaims(ctx, l, []*state.NodeClaim{{Name: "n1", Reason: "1"}}, &v); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.NodeClaims(ctx); err != nil {
+		t.Fatal(err)
+	}
+	recs, _ := a.NodeClaims(ctx)
+	recs[0].Reason = "2"
+	db.before = func() {
+		clk.Add(15 * time.Second)
+		if got, err := b.NodeClaims(ctx); err != nil || versions(got)["n1"] != 1 {
+			t.Fatalf("read while the write is on its way: %v, %v", versions(got), err)
+		}
+	}
+	if err := a.PutNodeClaim(ctx, recs[0]); err != nil {
+		t.Fatal(err)
+	}
+	clk.Add(time.Second)
+	got, err := b.NodeClaims(ctx)
+	if err != nil || versions(got)["n1"] != 2 {
+		t.Fatalf("the read after the late commit: %v, %v; want n1 at version 2", versions(got), err)
+	}
+}
