@@ -268,6 +268,11 @@ func (s *Store) readChanges(ctx context.Context, start time.Time) error {
 			}
 		}
 	}
+	if len(need) > maxBatchGet && 2*len(need) > len(c.recs) {
+		// Most records changed (a BatchGetItem rounds each record up to
+		// 4 KB, a query only their sum): read them all.
+		return s.readAll(ctx, start)
+	}
 	got, err := s.getRecords(ctx, slices.Sorted(maps.Keys(need)))
 	if err != nil {
 		return err

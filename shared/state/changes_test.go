@@ -414,3 +414,40 @@ func TestAWriteCommittedLateIsInTheNextRead(t *testing.T) {
 		t.Fatalf("the read after the late commit: %v, %v; want n1 at version 2", versions(got), err)
 	}
 }
+
+// When most records changed, a read reads them all: one query costs less
+// than getting each (BatchGetItem rounds each record up to 4 KB).
+func TestMostRecordsChangedReadsThemAll(t *testing.T) {
+	db := &queries{DB: statetest.New()}
+	clk := &clock{t: t0}
+	a, b := newStoreOn(t, db, clk), newStoreOn(t, db, clk)
+	ctx := context.Background()
+	l, _ := a.Acquire(ctx, state.LeaseProvision, "a", time.Hour)
+	var recs []*state.NodeClaim
+	for i := range 300 {
+		recs = append(recs, &state.NodeClaim{Name: fmt.Sprintf("n%03d", i)})
+	}
+	v := state.Versions{Pools: map[string]int64{}}
+	if err := a.CreateNodeClaims(ctx, l, recs, &v); err != nil {
+		t.Fatal(err)
+	}
+	for _, changed := range []int{120, 200} {
+		if _, err := b.NodeClaims(ctx); err != nil {
+			t.Fatal(err)
+		}
+		clk.Add(2 * time.Minute)
+		for _, r := range recs[:changed] {
+			if err := a.PutNodeClaim(ctx, r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		before := db.fullReads()
+		got, err := b.NodeClaims(ctx)
+		if err != nil || len(got) != 300 || got[0].Version != recs[0].Version {
+			t.Fatalf("%d records, the first at version %d, %v", len(got), got[0].Version, err)
+		}
+		if full, want := db.fullReads()-before, map[int]int{120: 0, 200: 1}[changed]; full != want {
+			t.Errorf("%d of 300 records changed: %d full reads, want %d", changed, full, want)
+		}
+	}
+}
