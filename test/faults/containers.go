@@ -33,24 +33,22 @@ func function(flow string) string {
 	return "provision"
 }
 
-// storeOf is the Store of the container that runs ctx's invocation.
-func (f *flows) storeOf(ctx context.Context) (*state.Store, error) {
+// storeOf is the Store of the container that runs ctx's invocation (nil
+// if none could be made: the reconciler refuses a nil Store).
+func (f *flows) storeOf(ctx context.Context) *state.Store {
 	inv := ctx.Value(invKey{}).(*invocation)
 	if s := f.containers.of[inv]; s != nil {
-		return s, nil
+		return s
 	}
 	fn := function(inv.flow)
 	var s *state.Store
 	if idle := f.containers.idle[fn]; len(idle) > 0 {
 		s, f.containers.idle[fn] = idle[len(idle)-1], idle[:len(idle)-1]
-	} else {
-		var err error
-		if s, err = state.New(f.w.dynamo, table, clusterName, f.w.clock.Now); err != nil {
-			return nil, err
-		}
+	} else if s, _ = state.New(f.w.dynamo, table, clusterName, f.w.clock.Now); s == nil {
+		return nil
 	}
 	f.containers.of[inv] = s
-	return s, nil
+	return s
 }
 
 // release ends inv's hold on its container: idle again, unless the
@@ -62,4 +60,11 @@ func (f *flows) release(inv *invocation) {
 		fn := function(inv.flow)
 		f.containers.idle[fn] = append(f.containers.idle[fn], s)
 	}
+}
+
+// finished is Sim.finished: a failed or dead interruption's message goes
+// back to the queue, and the container is released.
+func (f *flows) finished(inv *invocation) {
+	f.requeue(inv)
+	f.release(inv)
 }

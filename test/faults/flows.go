@@ -186,11 +186,7 @@ func newFlows(w *World, cfg config, seed uint64) (*flows, error) {
 	key[0], key[1] = byte(seed), byte(seed>>8)
 	f := &flows{w: w, cfg: cfg, names: rand.NewChaCha8(key), msgOf: map[*invocation]events.SQSMessage{}, receives: map[*invocation]int{},
 		containers: containers{idle: map[string][]*state.Store{}, of: map[*invocation]*state.Store{}}}
-	w.sim.arrive = f.arrivals
-	w.sim.finished = func(inv *invocation) {
-		f.requeue(inv)
-		f.release(inv)
-	}
+	w.sim.arrive, w.sim.finished = f.arrivals, f.finished
 	return f, nil
 }
 
@@ -234,14 +230,9 @@ func (d drainer) Drain(ctx context.Context, node string, opts provision.DrainOpt
 
 var quiet = slog.New(slog.DiscardHandler)
 
-// reconciler is the reconciler of the container that runs ctx's
-// invocation.
+// reconciler is the reconciler of ctx's invocation's container.
 func (f *flows) reconciler(ctx context.Context) (*provision.Reconciler, error) {
-	w := f.w
-	store, err := f.storeOf(ctx)
-	if err != nil {
-		return nil, err
-	}
+	w, store := f.w, f.storeOf(ctx)
 	sp := spotPrices{f.cfg.cat}
 	l, err := fleet.New(fleet.Config{
 		Cluster:         fleet.Cluster{Name: clusterName, Endpoint: "https://api.test", CertificateAuthority: []byte("ca"), ServiceCIDR: "10.100.0.0/16", KubernetesVersion: "1.35"},
