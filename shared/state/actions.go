@@ -100,6 +100,8 @@ func (s *Store) StartAction(ctx context.Context, a *Action, claims []*NodeClaim)
 		ait[names.TTLAttribute] = expiry(now.Add(actionRetention))
 	}
 	items := []types.TransactWriteItem{s.putItem(ait, "attribute_not_exists(#pk)", map[string]string{"#pk": names.PartitionKey}, nil)}
+	c := change{put: make(map[string]int64, len(claims))}
+	written := make([]*NodeClaim, len(claims))
 	marked := make([]NodeClaim, len(claims))
 	for i, nc := range claims {
 		if nc.Disruption != nil {
@@ -115,17 +117,24 @@ func (s *Store) StartAction(ctx context.Context, a *Action, claims []*NodeClaim)
 		}
 		cond, nm, vals := versionCondition(nc.Version)
 		items = append(items, s.putItem(it, cond, nm, vals))
+		m.Version = nc.Version + 1
+		c.put[m.Name] = m.Version
+		written[i] = m
 	}
-	if len(items) > maxTransactItems {
-		return fmt.Errorf("start action %s: %d nodes in one action (at most %d)", a.ID, len(claims), maxTransactItems-1)
+	// The action, its records and the change item.
+	if len(items)+1 > maxTransactItems {
+		return fmt.Errorf("start action %s: %d nodes in one action (at most %d)", a.ID, len(claims), maxTransactItems-2)
 	}
-	if err := s.transact(ctx, "start action "+a.ID, items); err != nil {
+	if len(claims) == 0 {
+		if err := s.transact(ctx, "start action "+a.ID, items); err != nil {
+			return err
+		}
+	} else if err := s.transactRecords(ctx, "start action "+a.ID, items, c, written); err != nil {
 		return err
 	}
 	a.Version = 1
 	for i, nc := range claims {
 		*nc = marked[i]
-		nc.Version++
 	}
 	return nil
 }

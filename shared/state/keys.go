@@ -39,6 +39,12 @@ const (
 	PrefixAction = "action#"
 	// PrefixMessage + message or event ID: an interruption message handled.
 	PrefixMessage = "message#"
+	// PrefixChange + <unix millis, 13 digits>#<record>#<version>: a change
+	// to NodeClaim records, written in the same transaction as the records
+	// it names and kept ChangeRetention (changes.go). A Store's warm
+	// NodeClaims reads these instead of every record; a read of the whole
+	// partition skips them.
+	PrefixChange = "change#"
 	// KeyLaunchVersion is the cluster's launch version: every launcher's
 	// records are written conditioned on it and advance it (the launch
 	// fence).

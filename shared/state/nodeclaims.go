@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sort"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -252,14 +251,19 @@ func (s *Store) createNodeClaims(ctx context.Context, lease *Lease, claims []*No
 	for _, p := range poolNames {
 		items = append(items, s.bumpPool(p, v.Pools[p]))
 	}
-	size := 0
+	c := change{put: make(map[string]int64, len(claims))}
+	for _, nc := range claims {
+		c.put[nc.Name] = 1
+	}
+	log := s.changeItem(c, s.now())
+	size := writeSize(log)
 	for _, w := range items {
 		size += writeSize(w)
 	}
 	for _, n := range sizes {
 		size += n
 	}
-	if len(items)+len(recs) > maxTransactItems || size > maxTransactBytes {
+	if len(items)+1+len(recs) > maxTransactItems || size > maxTransactBytes {
 		if len(claims) == 1 {
 			return fmt.Errorf("create nodeclaim %s: its record is %d bytes, more than a transaction takes", claims[0].Name, sizes[0])
 		}
@@ -270,11 +274,14 @@ func (s *Store) createNodeClaims(ctx context.Context, lease *Lease, claims []*No
 		return s.createNodeClaims(ctx, lease, claims[half:], recs[half:], sizes[half:], v)
 	}
 	items = append(items, recs...)
-	if err := s.transact(ctx, fmt.Sprintf("create %d nodeclaims", len(claims)), items); err != nil {
-		return s.explainFence(ctx, lease, err)
-	}
 	for _, nc := range claims {
 		nc.Version = 1
+	}
+	if err := s.transactRecords(ctx, fmt.Sprintf("create %d nodeclaims", len(claims)), items, c, claims); err != nil {
+		for _, nc := range claims {
+			nc.Version = 0
+		}
+		return s.explainFence(ctx, lease, err)
 	}
 	v.Cluster++
 	for _, p := range poolNames {
@@ -304,20 +311,24 @@ func (s *Store) PutNodeClaim(ctx context.Context, nc *NodeClaim) error {
 		return err
 	}
 	cond, nm, values := versionCondition(nc.Version)
-	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName: aws.String(s.table), Item: it,
-		ConditionExpression: aws.String(cond), ExpressionAttributeNames: nm, ExpressionAttributeValues: values,
-	})
-	if err := wrapConditional(err, "update nodeclaim "+nc.Name); err != nil {
+	nc.Version++
+	w := s.putItem(it, cond, nm, values)
+	if err := s.transactRecords(ctx, "update nodeclaim "+nc.Name, []types.TransactWriteItem{w}, change{put: map[string]int64{nc.Name: nc.Version}}, []*NodeClaim{nc}); err != nil {
+		nc.Version--
 		return err
 	}
-	nc.Version++
 	return nil
 }
 
 // DeleteNodeClaim removes the record if it still has nc.Version.
+// ErrConflict if another invocation changed it.
 func (s *Store) DeleteNodeClaim(ctx context.Context, nc *NodeClaim) error {
-	return s.deleteVersioned(ctx, Key(PrefixNodeClaim, nc.Name), nc.Version)
+	cond, nm, values := versionCondition(nc.Version)
+	w := types.TransactWriteItem{Delete: &types.Delete{
+		TableName: aws.String(s.table), Key: s.key(Key(PrefixNodeClaim, nc.Name)),
+		ConditionExpression: aws.String(cond), ExpressionAttributeNames: nm, ExpressionAttributeValues: values,
+	}}
+	return s.transactRecords(ctx, "delete nodeclaim "+nc.Name, []types.TransactWriteItem{w}, change{del: map[string]int64{nc.Name: nc.Version}}, nil)
 }
 
 // GetNodeClaim reads one record (ErrNotFound if there is none).
@@ -327,24 +338,6 @@ func (s *Store) GetNodeClaim(ctx context.Context, name string) (*NodeClaim, erro
 		return nil, fmt.Errorf("nodeclaim %s: %w", name, err)
 	}
 	return decodeNodeClaim(it)
-}
-
-// NodeClaims reads every record of the cluster, sorted by name.
-func (s *Store) NodeClaims(ctx context.Context) ([]*NodeClaim, error) {
-	items, err := s.query(ctx, s.cluster, PrefixNodeClaim)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]*NodeClaim, 0, len(items))
-	for _, it := range items {
-		nc, err := decodeNodeClaim(it)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, nc)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out, nil
 }
 
 // NodeClaimByInstance finds the record of an instance through the
@@ -414,4 +407,60 @@ func (s *Store) bumpVersion(sk string, expect int64) types.TransactWriteItem {
 		u.ExpressionAttributeValues[":cur"] = num(expect)
 	}
 	return types.TransactWriteItem{Update: u}
+}
+
+// Clone is a deep copy of nc (what NodeClaims hands out, so that a caller
+// changing its records leaves the Store's copy alone).
+func (nc *NodeClaim) Clone() *NodeClaim {
+	if nc == nil {
+		return nil
+	}
+	out := *nc
+	out.Claim = cloneClaim(nc.Claim)
+	out.Capacity = cloneResources(nc.Capacity)
+	out.Launch = slices.Clone(nc.Launch)
+	out.SecurityGroups = slices.Clone(nc.SecurityGroups)
+	if nc.Disruption != nil {
+		d := *nc.Disruption
+		out.Disruption = &d
+	}
+	return &out
+}
+
+func cloneClaim(c scheduling.NodeClaim) scheduling.NodeClaim {
+	out := c
+	out.InstanceTypes = slices.Clone(c.InstanceTypes)
+	out.CapacityTypes = slices.Clone(c.CapacityTypes)
+	out.Zones = slices.Clone(c.Zones)
+	out.Pods = slices.Clone(c.Pods)
+	if c.Requirements != nil {
+		out.Requirements = make([]corev1.NodeSelectorRequirement, len(c.Requirements))
+		for i := range c.Requirements {
+			c.Requirements[i].DeepCopyInto(&out.Requirements[i])
+		}
+	}
+	out.Labels = maps.Clone(c.Labels)
+	out.Taints = cloneTaints(c.Taints)
+	out.StartupTaints = cloneTaints(c.StartupTaints)
+	out.Requests = cloneResources(c.Requests)
+	out.MinValues = maps.Clone(c.MinValues)
+	return out
+}
+
+func cloneTaints(ts []corev1.Taint) []corev1.Taint {
+	if ts == nil {
+		return nil
+	}
+	out := make([]corev1.Taint, len(ts))
+	for i := range ts {
+		ts[i].DeepCopyInto(&out[i])
+	}
+	return out
+}
+
+func cloneResources(r corev1.ResourceList) corev1.ResourceList {
+	if r == nil {
+		return nil
+	}
+	return r.DeepCopy()
 }

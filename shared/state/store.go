@@ -24,6 +24,7 @@ type DynamoDB interface {
 	Query(context.Context, *dynamodb.QueryInput, ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
 	TransactWriteItems(context.Context, *dynamodb.TransactWriteItemsInput, ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
 	BatchWriteItem(context.Context, *dynamodb.BatchWriteItemInput, ...func(*dynamodb.Options)) (*dynamodb.BatchWriteItemOutput, error)
+	BatchGetItem(context.Context, *dynamodb.BatchGetItemInput, ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
 }
 
 // Errors callers branch on.
@@ -42,12 +43,15 @@ var (
 	ErrLeaseLost = errors.New("state: lease lost")
 )
 
-// Store reads and writes one cluster's state.
+// Store reads and writes one cluster's state. It keeps the NodeClaim
+// records it last read (NodeClaims): one Store per Lambda container, safe
+// for concurrent use.
 type Store struct {
 	db      DynamoDB
 	table   string
 	cluster string
 	now     func() time.Time
+	cache   recordCache
 }
 
 // New returns a Store for cluster's items in table. now is the clock every

@@ -70,6 +70,8 @@ var DynamoExpected = []string{
 	"transaction, two operations on one item: ValidationException",
 	"transaction, all conditions holding: ok",
 	"query by prefix: ok a,b",
+	"query a sort-key range: ok b",
+	"batch get two keys, one absent: ok a",
 	"query the instance index: ok b",
 }
 
@@ -148,6 +150,20 @@ func DynamoContract(ctx context.Context, db state.DynamoDB, table, pk string) []
 		ExpressionAttributeValues: item{":pk": &types.AttributeValueMemberS{Value: pk}, ":p": &types.AttributeValueMemberS{Value: "x#"}}, ConsistentRead: aws.Bool(true),
 	})
 	note("query by prefix", err, sortKeys(q, err, "x#"))
+	q, err = db.Query(ctx, &dynamodb.QueryInput{
+		TableName: &table, KeyConditionExpression: aws.String("#pk = :pk AND #sk BETWEEN :from AND :to"),
+		ExpressionAttributeNames: map[string]string{"#pk": names.PartitionKey, "#sk": names.SortKey},
+		ExpressionAttributeValues: item{":pk": &types.AttributeValueMemberS{Value: pk}, ":from": &types.AttributeValueMemberS{Value: "x#b"},
+			":to": &types.AttributeValueMemberS{Value: "x#~"}}, ConsistentRead: aws.Bool(true),
+	})
+	note("query a sort-key range", err, sortKeys(q, err, "x#"))
+	bg, err := db.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{
+		table: {Keys: []item{key("x#a"), key("x#zz")}, ConsistentRead: aws.Bool(true)}}})
+	var got string
+	if err == nil {
+		got = sortKeys(&dynamodb.QueryOutput{Items: bg.Responses[table]}, nil, "x#")
+	}
+	note("batch get two keys, one absent", err, got)
 	// The index is eventually consistent in DynamoDB (and moto answers at
 	// once): ask until it answers.
 	var iq *dynamodb.QueryOutput

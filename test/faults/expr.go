@@ -14,7 +14,7 @@ import (
 
 // The DynamoDB expression subset shared/state (and the webhook's hints)
 // writes: conditions made of comparisons (= <> < <= > >=), AND, OR, NOT,
-// parentheses, attribute_exists, attribute_not_exists and begins_with over
+// parentheses, BETWEEN, attribute_exists, attribute_not_exists and begins_with over
 // #names and :values; updates made of SET (with if_not_exists and +/-),
 // REMOVE and ADD (numbers and string sets). Anything else is an error, so
 // a new expression in the store fails the suite instead of passing
@@ -242,6 +242,21 @@ func (p *condParser) primary() (bool, error) {
 	b, err := p.operand()
 	if err != nil {
 		return false, err
+	}
+	if op == "BETWEEN" {
+		// a BETWEEN b AND c: b <= a <= c.
+		if err := p.expect("AND"); err != nil {
+			return false, err
+		}
+		c, err := p.operand()
+		if err != nil {
+			return false, err
+		}
+		lo, err := compare(a, ">=", b)
+		if err != nil || !lo {
+			return false, err
+		}
+		return compare(a, "<=", c)
 	}
 	return compare(a, op, b)
 }

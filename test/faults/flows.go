@@ -170,11 +170,11 @@ func newWorld(sim *Sim, cfg config) *World {
 // flows builds each invocation's components over the world, as a cold
 // Lambda container would.
 type flows struct {
-	w     *World
-	cfg   config
-	store *state.Store
-	names *rand.ChaCha8
-	queue []queued
+	w          *World
+	cfg        config
+	containers containers
+	names      *rand.ChaCha8
+	queue      []queued
 	// msgOf is the message each interruption invocation handles;
 	// receives, how many times the queue handed it out so far.
 	msgOf    map[*invocation]events.SQSMessage
@@ -182,14 +182,11 @@ type flows struct {
 }
 
 func newFlows(w *World, cfg config, seed uint64) (*flows, error) {
-	store, err := state.New(w.dynamo, table, clusterName, w.clock.Now)
-	if err != nil {
-		return nil, err
-	}
 	var key [32]byte
 	key[0], key[1] = byte(seed), byte(seed>>8)
-	f := &flows{w: w, cfg: cfg, store: store, names: rand.NewChaCha8(key), msgOf: map[*invocation]events.SQSMessage{}, receives: map[*invocation]int{}}
-	w.sim.arrive, w.sim.finished = f.arrivals, f.requeue
+	f := &flows{w: w, cfg: cfg, names: rand.NewChaCha8(key), msgOf: map[*invocation]events.SQSMessage{}, receives: map[*invocation]int{},
+		containers: containers{idle: map[string][]*state.Store{}, of: map[*invocation]*state.Store{}}}
+	w.sim.arrive, w.sim.finished = f.arrivals, f.finished
 	return f, nil
 }
 
@@ -233,9 +230,9 @@ func (d drainer) Drain(ctx context.Context, node string, opts provision.DrainOpt
 
 var quiet = slog.New(slog.DiscardHandler)
 
-// reconciler is a provision container's reconciler.
-func (f *flows) reconciler() (*provision.Reconciler, error) {
-	w := f.w
+// reconciler is the reconciler of ctx's invocation's container.
+func (f *flows) reconciler(ctx context.Context) (*provision.Reconciler, error) {
+	w, store := f.w, f.storeOf(ctx)
 	sp := spotPrices{f.cfg.cat}
 	l, err := fleet.New(fleet.Config{
 		Cluster:         fleet.Cluster{Name: clusterName, Endpoint: "https://api.test", CertificateAuthority: []byte("ca"), ServiceCIDR: "10.100.0.0/16", KubernetesVersion: "1.35"},
@@ -245,7 +242,7 @@ func (f *flows) reconciler() (*provision.Reconciler, error) {
 		return nil, err
 	}
 	return &provision.Reconciler{
-		Cluster: clusterName, Store: f.store, Source: w.kube, Fleet: l, Nodes: w.kube, Drainer: drainer{f}, Events: w.kube,
+		Cluster: clusterName, Store: store, Source: w.kube, Fleet: l, Nodes: w.kube, Drainer: drainer{f}, Events: w.kube,
 		NodeClaims: &nodeclaim.Objects{API: w.kube, Log: quiet},
 		Catalog:    f.cfg.cat, Spot: sp, NodePools: f.cfg.pools, NodeClasses: f.cfg.classes, Now: w.clock.Now, Log: quiet,
 		Names:    func(pool string) (string, error) { return fleet.NodeClaimName(pool, f.names) },
@@ -261,16 +258,16 @@ func (f *flows) reconciler() (*provision.Reconciler, error) {
 func (f *flows) provision(sweep bool) func(ctx context.Context) error {
 	return func(ctx context.Context) error {
 		inv := ctx.Value(invKey{}).(*invocation)
-		r, err := f.reconciler()
+		r, err := f.reconciler(ctx)
 		if err != nil {
 			return err
 		}
-		r.Regional = f.regional(ctx)
+		r.Regional = f.regional(ctx, r.Store)
 		var asks []string
 		if sweep {
 			asks = []string{"sweep"}
 		}
-		lease, err := f.store.Acquire(ctx, state.LeaseProvision, inv.name, time.Minute, asks...)
+		lease, err := r.Store.Acquire(ctx, state.LeaseProvision, inv.name, time.Minute, asks...)
 		if errors.Is(err, state.ErrHeld) {
 			return nil
 		}
@@ -289,7 +286,7 @@ func (f *flows) provision(sweep bool) func(ctx context.Context) error {
 					failed = err
 				}
 			}
-			rerun, err := f.store.Release(ctx, lease)
+			rerun, err := r.Store.Release(ctx, lease)
 			if err != nil {
 				return err
 			}
@@ -302,7 +299,7 @@ func (f *flows) provision(sweep bool) func(ctx context.Context) error {
 				}
 			}
 		}
-		_, _ = f.store.Release(ctx, lease)
+		_, _ = r.Store.Release(ctx, lease)
 		return failed
 	}
 }
@@ -320,8 +317,8 @@ func (f *flows) interruption(msg events.SQSMessage) func(ctx context.Context) er
 		// pauses (between drain passes, for another invocation's lease) are
 		// on the virtual clock.
 		h := &handlers.Interruption{Log: quiet, Now: f.w.clock.Now, Queue: f.w.sqs, RecheckQueue: f.w.sqs, RecheckARN: recheckQueueARN,
-			Setup: func(context.Context) (*interruption.Deps, error) {
-				r, err := f.reconciler()
+			Setup: func(ctx context.Context) (*interruption.Deps, error) {
+				r, err := f.reconciler(ctx)
 				if err != nil {
 					return nil, err
 				}
@@ -349,7 +346,7 @@ func noWait(ctx context.Context, _ time.Duration) error { return ctx.Err() }
 func (f *flows) consolidation() func(ctx context.Context) error {
 	return func(ctx context.Context) error {
 		inv := ctx.Value(invKey{}).(*invocation)
-		r, err := f.reconciler()
+		r, err := f.reconciler(ctx)
 		if err != nil {
 			return err
 		}

@@ -93,9 +93,9 @@ func (e *EC2) DescribeInstanceTypeOfferings(ctx context.Context, in *ec2.Describ
 
 // regional is a container's region figures, loaded as set-up does (one
 // table read), refreshing inline.
-func (f *flows) regional(ctx context.Context) *pricing.Regional {
+func (f *flows) regional(ctx context.Context, store *state.Store) *pricing.Regional {
 	r := &pricing.Regional{
-		Region: region, Base: f.cfg.cat, Store: f.store, Pricing: f.w.pricing, Offerings: f.w.ec2,
+		Region: region, Base: f.cfg.cat, Store: store, Pricing: f.w.pricing, Offerings: f.w.ec2,
 		Now: f.w.clock.Now, Log: quiet, Go: func(fn func()) { fn() },
 	}
 	_ = r.Load(ctx)

@@ -35,6 +35,8 @@ type DB struct {
 	calls map[string]int
 	// checked: conditions and simple updates are evaluated.
 	checked bool
+	// units are the capacity units consumed (meter.go).
+	units Units
 }
 
 // New returns an empty table.
@@ -99,6 +101,7 @@ func (d *DB) GetItem(_ context.Context, in *dynamodb.GetItemInput, _ ...func(*dy
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	it, ok := d.items[keyOf(in.Key)]
+	d.units.read(it)
 	if !ok {
 		return &dynamodb.GetItemOutput{}, nil
 	}
@@ -113,6 +116,7 @@ func (d *DB) PutItem(_ context.Context, in *dynamodb.PutItemInput, _ ...func(*dy
 	if !d.holds(d.items[keyOf(in.Item)], in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues) {
 		return nil, &types.ConditionalCheckFailedException{Message: aws.String("The conditional request failed")}
 	}
+	d.units.wrote(1, d.items[keyOf(in.Item)], in.Item)
 	d.items[keyOf(in.Item)] = clone(in.Item)
 	return &dynamodb.PutItemOutput{}, nil
 }
@@ -127,10 +131,12 @@ func (d *DB) UpdateItem(_ context.Context, in *dynamodb.UpdateItemInput, _ ...fu
 	if !d.holds(d.items[k], in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues) {
 		return nil, &types.ConditionalCheckFailedException{Message: aws.String("The conditional request failed")}
 	}
+	before := clone(d.items[k])
 	if _, ok := d.items[k]; !ok {
 		d.items[k] = clone(in.Key)
 	}
 	d.set(d.items[k], in.UpdateExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues)
+	d.units.wrote(1, before, d.items[k])
 	return &dynamodb.UpdateItemOutput{Attributes: clone(d.items[k])}, nil
 }
 
@@ -142,13 +148,15 @@ func (d *DB) DeleteItem(_ context.Context, in *dynamodb.DeleteItemInput, _ ...fu
 	if !d.holds(d.items[keyOf(in.Key)], in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues) {
 		return nil, &types.ConditionalCheckFailedException{Message: aws.String("The conditional request failed")}
 	}
+	d.units.wrote(1, d.items[keyOf(in.Key)], nil)
 	delete(d.items, keyOf(in.Key))
 	return &dynamodb.DeleteItemOutput{}, nil
 }
 
 // Query implements state.DynamoDB for the store's partition queries
-// (":pk" and an optional ":prefix" of the sort key), in sort-key order, one
-// page. Index queries find nothing.
+// (":pk" and an optional ":prefix" of the sort key, or a sort key BETWEEN
+// ":from" AND ":to"), in sort-key order, one page. Index queries find
+// nothing.
 func (d *DB) Query(_ context.Context, in *dynamodb.QueryInput, _ ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
 	d.count("Query")
 	if aws.ToString(in.IndexName) != "" {
@@ -156,16 +164,43 @@ func (d *DB) Query(_ context.Context, in *dynamodb.QueryInput, _ ...func(*dynamo
 	}
 	pk := s(in.ExpressionAttributeValues, ":pk")
 	prefix := s(in.ExpressionAttributeValues, ":prefix")
+	between := strings.Contains(aws.ToString(in.KeyConditionExpression), " BETWEEN ")
+	from, to := s(in.ExpressionAttributeValues, ":from"), s(in.ExpressionAttributeValues, ":to")
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var out []item
 	for _, it := range d.items {
-		if s(it, names.PartitionKey) == pk && strings.HasPrefix(s(it, names.SortKey), prefix) {
-			out = append(out, clone(it))
+		sk := s(it, names.SortKey)
+		if s(it, names.PartitionKey) != pk {
+			continue
 		}
+		if between && (sk < from || sk > to) || !between && !strings.HasPrefix(sk, prefix) {
+			continue
+		}
+		out = append(out, clone(it))
 	}
 	sort.Slice(out, func(i, j int) bool { return s(out[i], names.SortKey) < s(out[j], names.SortKey) })
+	d.units.queried(out)
 	return &dynamodb.QueryOutput{Items: out, Count: int32(len(out))}, nil
+}
+
+// BatchGetItem implements state.DynamoDB: every key is answered (none is
+// left unprocessed).
+func (d *DB) BatchGetItem(_ context.Context, in *dynamodb.BatchGetItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
+	d.count("BatchGetItem")
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := &dynamodb.BatchGetItemOutput{Responses: map[string][]item{}}
+	for table, ka := range in.RequestItems {
+		for _, k := range ka.Keys {
+			it, ok := d.items[keyOf(k)]
+			d.units.read(it)
+			if ok {
+				out.Responses[table] = append(out.Responses[table], clone(it))
+			}
+		}
+	}
+	return out, nil
 }
 
 // TransactWriteItems implements state.DynamoDB: puts and deletes are
@@ -200,14 +235,20 @@ func (d *DB) TransactWriteItems(_ context.Context, in *dynamodb.TransactWriteIte
 	for _, w := range in.TransactItems {
 		switch {
 		case w.Put != nil:
+			d.units.wrote(2, d.items[keyOf(w.Put.Item)], w.Put.Item)
 			d.items[keyOf(w.Put.Item)] = clone(w.Put.Item)
 		case w.Delete != nil:
+			d.units.wrote(2, d.items[keyOf(w.Delete.Key)], nil)
 			delete(d.items, keyOf(w.Delete.Key))
 		case w.Update != nil:
+			before := clone(d.items[keyOf(w.Update.Key)])
 			if _, ok := d.items[keyOf(w.Update.Key)]; !ok {
 				d.items[keyOf(w.Update.Key)] = clone(w.Update.Key)
 			}
 			d.set(d.items[keyOf(w.Update.Key)], w.Update.UpdateExpression, w.Update.ExpressionAttributeNames, w.Update.ExpressionAttributeValues)
+			d.units.wrote(2, before, d.items[keyOf(w.Update.Key)])
+		case w.ConditionCheck != nil:
+			d.units.wrote(2, d.items[keyOf(w.ConditionCheck.Key)], nil)
 		}
 	}
 	return &dynamodb.TransactWriteItemsOutput{}, nil
@@ -222,8 +263,10 @@ func (d *DB) BatchWriteItem(_ context.Context, in *dynamodb.BatchWriteItemInput,
 		for _, r := range reqs {
 			switch {
 			case r.PutRequest != nil:
+				d.units.wrote(1, d.items[keyOf(r.PutRequest.Item)], r.PutRequest.Item)
 				d.items[keyOf(r.PutRequest.Item)] = clone(r.PutRequest.Item)
 			case r.DeleteRequest != nil:
+				d.units.wrote(1, d.items[keyOf(r.DeleteRequest.Key)], nil)
 				delete(d.items, keyOf(r.DeleteRequest.Key))
 			}
 		}
@@ -290,4 +333,15 @@ func equal(a, b types.AttributeValue) bool {
 		return ok && av.Value == bv.Value
 	}
 	return false
+}
+
+// Item returns a copy of the item at (pk, sk), nil if there is none.
+func (d *DB) Item(pk, sk string) map[string]types.AttributeValue {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	it, ok := d.items[pk+"\x00"+sk]
+	if !ok {
+		return nil
+	}
+	return clone(it)
 }
