@@ -253,6 +253,15 @@ func (d *decider) consolidate(cands []*nodeInfo, multi bool) (*Command, string) 
 		}
 		return nil, deleteFail + "; no instance type is cheaper than " + money(before)
 	}
+	maxClaims := 2
+	if multi {
+		maxClaims = 1
+	}
+	// What the other nodes cannot take needs new nodes: when its requests
+	// alone rule every replacement out, do not solve.
+	if why := d.v.cannotHouse(out.short,  len(types), before, need, maxClaims); why != "" {
+		return nil, why
+	}
 	out = d.sim.simulate(cands, types, true)
 	if out.fail != "" {
 		return nil, out.fail
@@ -261,9 +270,8 @@ func (d *decider) consolidate(cands []*nodeInfo, multi bool) (*Command, string) 
 		cmd := d.command(method, ReasonUnderutilized, cands, nil, "its pods fit on the other nodes")
 		return d.approved(&cmd, cands)
 	}
-	rule := replaceRule{before: before, need: need, maxClaims: 2, allSpot: true, spotToSpot: d.v.in.SpotToSpot}
+	rule := replaceRule{before: before, need: need, maxClaims: maxClaims, allSpot: true, spotToSpot: d.v.in.SpotToSpot}
 	if multi {
-		rule.maxClaims = 1
 		rule.sameType = map[string]float64{}
 		for _, c := range cands {
 			if p, ok := rule.sameType[c.instanceType]; !ok || c.price < p {
