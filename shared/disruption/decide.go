@@ -259,7 +259,7 @@ func (d *decider) consolidate(cands []*nodeInfo, multi bool) (*Command, string) 
 	}
 	// What the other nodes cannot take needs new nodes: when its requests
 	// alone rule every replacement out, do not solve.
-	if why := d.v.cannotHouse(out.short,  len(types), before, need, maxClaims); why != "" {
+	if why := d.v.cannotHouse(out.short, len(types), before, need, maxClaims); why != "" {
 		return nil, why
 	}
 	out = d.sim.simulate(cands, types, true)
