@@ -30,6 +30,10 @@ type decider struct {
 	// rejected is the last move Balanced pools rejected (nil: none since
 	// it was recorded; balanced.go).
 	rejected *rejection
+	// batchOnly are the candidates multi-node's batch left out for its
+	// copy of the budgets, with the reason it gave: single-node, under the
+	// budgets themselves, may still take them.
+	batchOnly map[string]string
 }
 
 type blockKey struct {
@@ -89,6 +93,13 @@ func (d *decider) finish(cmds []Command) ([]Command, Report) {
 			in[n] = true
 		}
 	}
+	// A candidate only multi-node's batch left out, that no later method
+	// considered, was not reached.
+	for name, why := range d.batchOnly {
+		if d.rep.Rejected[name] == why {
+			delete(d.rep.Rejected, name)
+		}
+	}
 	for _, list := range d.cands {
 		for _, n := range list {
 			name := n.name()
@@ -105,7 +116,7 @@ func (d *decider) finish(cmds []Command) ([]Command, Report) {
 func newDecider(in *Inputs, r *registry) *decider {
 	v := newView(in)
 	d := &decider{v: v, sim: newSim(v), methods: r, cands: make([][]*nodeInfo, len(r.methods)), detail: map[*nodeInfo]string{}, drift: map[*nodeInfo]DriftReason{},
-		blocks: map[blockKey]blocking{}, unconsolidatable: map[*nodeInfo]string{},
+		blocks: map[blockKey]blocking{}, unconsolidatable: map[*nodeInfo]string{}, batchOnly: map[string]string{},
 		rep: Report{Skipped: map[string]string{}, Rejected: map[string]string{}, Blocked: map[string]string{}, Unconsolidatable: map[string]string{}}}
 	d.nominated = v.baseline()
 	d.budgets = newBudgets(v)
@@ -205,7 +216,11 @@ func (d *decider) underutilized(cands []*nodeInfo, take bool) []*nodeInfo {
 	var out []*nodeInfo
 	for _, n := range cands {
 		if !b.allows(n.pool.Name, apis.DisruptionReasonUnderutilized) {
-			d.rep.Rejected[n.name()] = "consolidation: " + b.reason(n.pool.Name, apis.DisruptionReasonUnderutilized)
+			why := "consolidation: " + b.reason(n.pool.Name, apis.DisruptionReasonUnderutilized)
+			d.rep.Rejected[n.name()] = why
+			if take {
+				d.batchOnly[n.name()] = why
+			}
 			continue
 		}
 		if take {

@@ -1,6 +1,7 @@
 package disruption
 
 import (
+	"flag"
 	"fmt"
 	"runtime"
 	"runtime/metrics"
@@ -9,6 +10,13 @@ import (
 	"testing"
 	"time"
 )
+
+// convergeFor bounds each size's convergence run on the wall clock.
+var convergeFor = 30 * time.Minute
+
+func init() {
+	flag.DurationVar(&convergeFor, "converge-for", convergeFor, "BenchmarkConsolidationConvergence: the most wall time each size's run takes")
+}
 
 // scaleSizes are the fractions of the design point the benchmarks run at.
 var scaleSizes = []float64{0.02, 0.10, 0.30, 1}
@@ -115,7 +123,8 @@ func BenchmarkConsolidationScale(b *testing.B) {
 // BenchmarkConsolidationConvergence is issue 22's convergence run: the
 // cluster at each size, then half of every Deployment's replicas removed,
 // then ticks (decide, carry out the first command, clock on by
-// scaleTickEvery) until one decides nothing or 200 have run. It logs each
+// scaleTickEvery) until one decides nothing, 200 have run or convergeFor
+// has passed (-converge-for). It logs each
 // tick's price, lower bound and their ratio, and reports the ticks it took
 // to come within 1.10x of the bound (-1: never) and the ratio it ended at.
 func BenchmarkConsolidationConvergence(b *testing.B) {
@@ -132,6 +141,7 @@ func BenchmarkConsolidationConvergence(b *testing.B) {
 				b.Logf("scaled down: %d pods on %d nodes: $%.2f/h, lower bound $%.2f/h (%.3fx), a fresh plan $%.2f/h (%.3fx)",
 					len(m.pods), len(m.nodes), m.price(), bound, m.price()/bound, plan, plan/bound)
 				b.StartTimer()
+				m.until = time.Now().Add(convergeFor)
 				ticks := m.converge(b, 200)
 				within := -1
 				for i, t := range ticks {

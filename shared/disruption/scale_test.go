@@ -56,6 +56,8 @@ type scaleModel struct {
 	records map[string]*state.NodeClaim // by Node name
 	pods    map[string]*corev1.Pod      // by namespace/name
 	seq     int
+	// until stops a convergence run at this wall-clock time (zero: never).
+	until time.Time
 }
 
 // productionPool is the users' production NodePool and its EC2NodeClass
@@ -408,7 +410,8 @@ type scaleTick struct {
 // scaleTickEvery after the last change: each decides on the
 // cluster as it is, carries out the first command (a tick starts one
 // action and carries it to its end), and moves the functions' clock on by
-// scaleTickEvery. It stops after a tick that decides nothing. Each tick's
+// scaleTickEvery. It stops after a tick that decides nothing, or once the
+// wall clock passes m.until. Each tick's
 // line has the cluster's price and the lower bound after it.
 func (m *scaleModel) converge(tb testing.TB, maxTicks int) []scaleTick {
 	tb.Helper()
@@ -428,7 +431,7 @@ func (m *scaleModel) converge(tb testing.TB, maxTicks int) []scaleTick {
 		t.Ratio = t.Price / t.LowerBound
 		t.ClusterNodes, t.Pods = len(m.nodes), len(m.pods)
 		out = append(out, t)
-		if len(cmds) == 0 {
+		if len(cmds) == 0 || (!m.until.IsZero() && time.Now().After(m.until)) {
 			break
 		}
 	}
