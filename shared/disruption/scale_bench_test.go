@@ -134,19 +134,22 @@ func BenchmarkConsolidationConvergence(b *testing.B) {
 				b.StopTimer()
 				m := newScaleModel(b, f)
 				bound0, plan0 := m.lowerBound(b)
-				b.Logf("%s built: %d nodes, %d pods, %d Deployments: $%.2f/h, lower bound $%.2f/h (%.3fx), a fresh plan $%.2f/h (%.3fx)",
+				fmt.Printf("%s built: %d nodes, %d pods, %d Deployments: $%.2f/h, lower bound $%.2f/h (%.3fx), a fresh plan $%.2f/h (%.3fx)\n",
 					sizeName(f), len(m.nodes), len(m.pods), len(m.deps), m.price(), bound0, m.price()/bound0, plan0, plan0/bound0)
 				m.scaleDown()
 				bound, plan := m.lowerBound(b)
-				b.Logf("scaled down: %d pods on %d nodes: $%.2f/h, lower bound $%.2f/h (%.3fx), a fresh plan $%.2f/h (%.3fx)",
+				fmt.Printf("%s scaled down: %d pods on %d nodes: $%.2f/h, lower bound $%.2f/h (%.3fx), a fresh plan $%.2f/h (%.3fx)\n", sizeName(f),
 					len(m.pods), len(m.nodes), m.price(), bound, m.price()/bound, plan, plan/bound)
 				b.StartTimer()
 				m.until = time.Now().Add(convergeFor)
-				ticks := m.converge(b, 200)
+				// Each tick's line is printed as it ends (a run at 100% takes
+				// minutes; b.Logf would hold them to the end).
+				ticks := m.converge(b, 200, func(i int, t scaleTick) {
+					fmt.Printf("%s tick %3d: %-11s %3d nodes -> %d replacements; %4d candidates, %4d solves %-8s wall %7s; %5d nodes, $%9.2f/h, bound $%9.2f/h, ratio %.3f\n",
+						sizeName(f), i, t.Method, t.Nodes, t.Replacements, t.Candidates, t.Solves, t.BudgetSpent, t.Wall.Round(time.Millisecond), t.ClusterNodes, t.Price, t.LowerBound, t.Ratio)
+				})
 				within := -1
 				for i, t := range ticks {
-					b.Logf("tick %3d: %-11s %3d nodes -> %d replacements; %4d candidates, %4d solves %-8s wall %7s; %5d nodes, $%9.2f/h, bound $%9.2f/h, ratio %.3f",
-						i+1, t.Method, t.Nodes, t.Replacements, t.Candidates, t.Solves, t.BudgetSpent, t.Wall.Round(time.Millisecond), t.ClusterNodes, t.Price, t.LowerBound, t.Ratio)
 					if within < 0 && t.Ratio <= 1.10 {
 						within = i + 1
 					}

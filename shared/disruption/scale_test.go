@@ -411,9 +411,10 @@ type scaleTick struct {
 // cluster as it is, carries out the first command (a tick starts one
 // action and carries it to its end), and moves the functions' clock on by
 // scaleTickEvery. It stops after a tick that decides nothing, or once the
-// wall clock passes m.until. Each tick's
+// wall clock passes m.until. each, when not nil, sees every tick as it
+// ends. Each tick's
 // line has the cluster's price and the lower bound after it.
-func (m *scaleModel) converge(tb testing.TB, maxTicks int) []scaleTick {
+func (m *scaleModel) converge(tb testing.TB, maxTicks int, each func(int, scaleTick)) []scaleTick {
 	tb.Helper()
 	var out []scaleTick
 	m.now = m.now.Add(scaleTickEvery)
@@ -431,6 +432,9 @@ func (m *scaleModel) converge(tb testing.TB, maxTicks int) []scaleTick {
 		t.Ratio = t.Price / t.LowerBound
 		t.ClusterNodes, t.Pods = len(m.nodes), len(m.pods)
 		out = append(out, t)
+		if each != nil {
+			each(len(out), t)
+		}
 		if len(cmds) == 0 || (!m.until.IsZero() && time.Now().After(m.until)) {
 			break
 		}
@@ -449,7 +453,7 @@ func TestConsolidationConverges(t *testing.T) {
 	m.scaleDown()
 	before, _ := m.lowerBound(t)
 	start := m.price() / before
-	ticks := m.converge(t, 15)
+	ticks := m.converge(t, 15, nil)
 	prev := start
 	for i, k := range ticks {
 		t.Logf("tick %d: %s of %d nodes (%d replacements), %d solves: %d nodes, $%.2f/h, bound $%.2f/h, ratio %.3f (a fresh plan %.3f)",

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nodewright/nodewright/shared/apis"
@@ -117,6 +118,13 @@ type Run struct {
 	// timer; tests and the fault suite drive it from a fake clock with
 	// Exec.Now).
 	Wait func(ctx context.Context, d time.Duration) error
+
+	// unreached are the candidates the last decision's work budget kept it
+	// from reaching: the next decision of this container considers them
+	// first (disruption.Inputs.ReachFirst). A cold container starts over
+	// in the usual order.
+	mu        sync.Mutex
+	unreached []string
 }
 
 // TickReport is what a tick did.
@@ -202,7 +210,13 @@ func (r *Run) Tick(ctx context.Context) (*TickReport, error) {
 	if err := r.fingerprint(ctx, in); err != nil {
 		return rep, err
 	}
+	r.mu.Lock()
+	in.ReachFirst = r.unreached
+	r.mu.Unlock()
 	cmds, drep := r.Decide(in)
+	r.mu.Lock()
+	r.unreached = drep.Unreached
+	r.mu.Unlock()
 	r.notDisruptedEvents(ctx, drep, in.Records)
 	r.repairNotes(ctx, in, drep)
 	rep.Candidates, rep.Skipped = drep.Candidates, drep.Skipped
