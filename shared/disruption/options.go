@@ -67,12 +67,13 @@ func priceLimit(before, need float64) float64 {
 // cannotHouse says why no replacement of candidates priced before can
 // take what the other nodes cannot ("" when one may): new nodes must take
 // at least short's requests, in at most maxClaims nodes of the k cheapest
-// types (typesUnder), for less than before by need. A node holds no more than its type's vCPUs and
-// memory, and costs no less than its type's cheapest offering, so the
-// pods' requests alone bound the nodes and the price from below; the
-// replacement simulation could only find more of either (daemonsets,
-// placement), so it is not made. This keeps single-node consolidation of
-// a packed cluster from solving once per node only to learn that.
+// types (typesUnder), for less than before by need. A node holds no more
+// than its type's vCPUs and memory and costs no less than its type's
+// cheapest offering, so the requests alone bound the nodes and the price
+// from below; the replacement simulation could only find more of either
+// (daemonsets, placement), so it is not made. This keeps single-node
+// consolidation of a packed cluster from solving once per node only to
+// learn that.
 func (v *view) cannotHouse(short shortfall, k int, before, need float64, maxClaims int) string {
 	if (short.cpu <= 0 && short.mem <= 0) || k == 0 {
 		return ""

@@ -47,18 +47,21 @@ func TestTickRecordsWhyNodesAreNotDisrupted(t *testing.T) {
 }
 
 // TestTickReachesTheRestNextTick: the candidates a decision's work budget
-// kept it from reaching are the next tick's first (Inputs.ReachFirst).
+// kept it from reaching are the next tick's first (Inputs.ReachFirst),
+// though each tick runs on its own copy of the Run (as the handler makes
+// one per invocation).
 func TestTickReachesTheRestNextTick(t *testing.T) {
 	r := newRig(t)
 	var seen [][]string
-	run := &Run{Store: tickStore{runStore{s: r.store}}, Exec: r.e, Classes: fakeClasses{},
+	run := &Run{Store: tickStore{runStore{s: r.store}}, Exec: r.e, Classes: fakeClasses{}, Carry: &Carry{},
 		Decide: func(in disruption.Inputs) ([]disruption.Command, disruption.Report) {
 			seen = append(seen, in.ReachFirst)
 			return nil, disruption.Report{BudgetSpent: "deadline", Unreached: []string{"ip-b", "ip-c"}}
 		},
 	}
 	for range 2 {
-		if _, err := run.Tick(context.Background()); err != nil {
+		tick := *run
+		if _, err := tick.Tick(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 	}
