@@ -440,6 +440,9 @@ func (m *scaleModel) converge(tb testing.TB, maxTicks int, each func(int, scaleT
 	tb.Helper()
 	var out []scaleTick
 	m.now = m.now.Add(scaleTickEvery)
+	// Ticks move pods, never add or remove them: the bound (and the fresh
+	// plan) of the pods is the same after every tick.
+	bound, plan := m.lowerBound(tb)
 	for range maxTicks {
 		t0 := time.Now()
 		cmds, rep := Decide(m.inputs())
@@ -449,8 +452,7 @@ func (m *scaleModel) converge(tb testing.TB, maxTicks int, each func(int, scaleT
 			m.apply(tb, cmds[0])
 		}
 		m.now = m.now.Add(scaleTickEvery)
-		t.Price = m.price()
-		t.LowerBound, t.Plan = m.lowerBound(tb)
+		t.Price, t.LowerBound, t.Plan = m.price(), bound, plan
 		t.Ratio = t.Price / t.LowerBound
 		t.ClusterNodes, t.Pods = len(m.nodes), len(m.pods)
 		out = append(out, t)
