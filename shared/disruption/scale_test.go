@@ -145,10 +145,11 @@ func (m *scaleModel) place(pods []*corev1.Pod, extra []*scheduling.Node) error {
 		return nil
 	}
 	nodes := append([]*scheduling.Node(nil), extra...)
+	on := m.byNode()
 	for _, name := range m.nodeNames() {
 		n := m.nodes[name]
 		free := *n
-		free.Status.Allocatable = subtractPods(n.Status.Allocatable, m.podsOn(name))
+		free.Status.Allocatable = subtractPods(n.Status.Allocatable, on[name])
 		nodes = append(nodes, &scheduling.Node{Node: &free})
 	}
 	res, err := scheduling.Solve(scheduling.Input{Pods: pods, Nodes: nodes, NodePools: []*apis.NodePool{m.pool},
@@ -235,13 +236,7 @@ func (m *scaleModel) nodeNames() []string {
 	return names
 }
 
-// podsOn are the pods bound to a node (a linear scan: the model is small
-// enough, and place calls it once per node through byNode).
-func (m *scaleModel) podsOn(node string) []*corev1.Pod {
-	return m.byNode()[node]
-}
-
-// byNode indexes the bound pods by node, cached until the next change.
+// byNode indexes the bound pods by node.
 func (m *scaleModel) byNode() map[string][]*corev1.Pod {
 	out := map[string][]*corev1.Pod{}
 	for _, p := range m.pods {
@@ -371,13 +366,10 @@ func (m *scaleModel) scaleDown() {
 // them; any the solve cannot fit go on new nodes, as provision would).
 func (m *scaleModel) apply(tb testing.TB, cmd Command) {
 	tb.Helper()
-	gone := map[string]bool{}
-	for _, n := range cmd.Nodes {
-		gone[n] = true
-	}
 	var displaced []*corev1.Pod
+	on := m.byNode()
 	for _, name := range cmd.Nodes {
-		for _, p := range m.podsOn(name) {
+		for _, p := range on[name] {
 			p.Spec.NodeName = ""
 			displaced = append(displaced, p)
 		}
