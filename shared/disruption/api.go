@@ -116,6 +116,12 @@ type Inputs struct {
 	SpotToSpot bool
 	// Budget bounds the run's work (the zero value: no bound).
 	Budget Budget
+	// ReachFirst are the Node names an earlier run's budget kept it from
+	// reaching (its Report.Unreached): single-node considers them before
+	// the other candidates (in its usual order within each), so that a
+	// budget that stops every run at the same place does not leave the
+	// same candidates out every time (nil: the usual order).
+	ReachFirst []string
 	// CurrentReservations are, per EC2NodeClass, the capacity reservations
 	// its selector resolves to now, ended ones included: a node whose
 	// record names a reservation not among them has drifted (a class not

@@ -30,6 +30,10 @@ type decider struct {
 	// rejected is the last move Balanced pools rejected (nil: none since
 	// it was recorded; balanced.go).
 	rejected *rejection
+	// batchOnly are the candidates multi-node's batch left out for its
+	// copy of the budgets, with the reason it gave: single-node, under the
+	// budgets themselves, may still take them.
+	batchOnly map[string]string
 }
 
 type blockKey struct {
@@ -89,6 +93,13 @@ func (d *decider) finish(cmds []Command) ([]Command, Report) {
 			in[n] = true
 		}
 	}
+	// A candidate only multi-node's batch left out, that no later method
+	// considered, was not reached.
+	for name, why := range d.batchOnly {
+		if d.rep.Rejected[name] == why {
+			delete(d.rep.Rejected, name)
+		}
+	}
 	for _, list := range d.cands {
 		for _, n := range list {
 			name := n.name()
@@ -105,7 +116,7 @@ func (d *decider) finish(cmds []Command) ([]Command, Report) {
 func newDecider(in *Inputs, r *registry) *decider {
 	v := newView(in)
 	d := &decider{v: v, sim: newSim(v), methods: r, cands: make([][]*nodeInfo, len(r.methods)), detail: map[*nodeInfo]string{}, drift: map[*nodeInfo]DriftReason{},
-		blocks: map[blockKey]blocking{}, unconsolidatable: map[*nodeInfo]string{},
+		blocks: map[blockKey]blocking{}, unconsolidatable: map[*nodeInfo]string{}, batchOnly: map[string]string{},
 		rep: Report{Skipped: map[string]string{}, Rejected: map[string]string{}, Blocked: map[string]string{}, Unconsolidatable: map[string]string{}}}
 	d.nominated = v.baseline()
 	d.budgets = newBudgets(v)
@@ -205,7 +216,11 @@ func (d *decider) underutilized(cands []*nodeInfo, take bool) []*nodeInfo {
 	var out []*nodeInfo
 	for _, n := range cands {
 		if !b.allows(n.pool.Name, apis.DisruptionReasonUnderutilized) {
-			d.rep.Rejected[n.name()] = "consolidation: " + b.reason(n.pool.Name, apis.DisruptionReasonUnderutilized)
+			why := "consolidation: " + b.reason(n.pool.Name, apis.DisruptionReasonUnderutilized)
+			d.rep.Rejected[n.name()] = why
+			if take {
+				d.batchOnly[n.name()] = why
+			}
 			continue
 		}
 		if take {
@@ -253,6 +268,15 @@ func (d *decider) consolidate(cands []*nodeInfo, multi bool) (*Command, string) 
 		}
 		return nil, deleteFail + "; no instance type is cheaper than " + money(before)
 	}
+	maxClaims := 2
+	if multi {
+		maxClaims = 1
+	}
+	// What the other nodes cannot take needs new nodes: when its requests
+	// alone rule every replacement out, do not solve.
+	if why := d.v.cannotHouse(out.short, len(types), before, need, maxClaims); why != "" {
+		return nil, why
+	}
 	out = d.sim.simulate(cands, types, true)
 	if out.fail != "" {
 		return nil, out.fail
@@ -261,9 +285,8 @@ func (d *decider) consolidate(cands []*nodeInfo, multi bool) (*Command, string) 
 		cmd := d.command(method, ReasonUnderutilized, cands, nil, "its pods fit on the other nodes")
 		return d.approved(&cmd, cands)
 	}
-	rule := replaceRule{before: before, need: need, maxClaims: 2, allSpot: true, spotToSpot: d.v.in.SpotToSpot}
+	rule := replaceRule{before: before, need: need, maxClaims: maxClaims, allSpot: true, spotToSpot: d.v.in.SpotToSpot}
 	if multi {
-		rule.maxClaims = 1
 		rule.sameType = map[string]float64{}
 		for _, c := range cands {
 			if p, ok := rule.sameType[c.instanceType]; !ok || c.price < p {

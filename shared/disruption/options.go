@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/catalog"
@@ -62,6 +63,51 @@ func priceLimit(before, need float64) float64 {
 	}
 	return math.Nextafter(before-need, math.Inf(1))
 }
+
+// cannotHouse says why no replacement of candidates priced before can
+// take what the other nodes cannot ("" when one may): new nodes must take
+// at least short's requests, in at most maxClaims nodes of the k cheapest
+// types (typesUnder), for less than before by need. A node holds no more
+// than its type's vCPUs and memory and costs no less than its type's
+// cheapest offering, so the requests alone bound the nodes and the price
+// from below; the replacement simulation could only find more of either
+// (daemonsets, placement), so it is not made. This keeps single-node
+// consolidation of a packed cluster from solving once per node only to
+// learn that.
+func (v *view) cannotHouse(short shortfall, k int, before, need float64, maxClaims int) string {
+	if (short.cpu <= 0 && short.mem <= 0) || k == 0 {
+		return ""
+	}
+	var maxCPU, maxMem int64
+	perCPU, perMem := math.Inf(1), math.Inf(1)
+	for i, it := range v.typesByPrice[:k] {
+		cpu, mem := int64(it.VCPU)*1000, it.MemoryMiB<<20
+		if cpu <= 0 || mem <= 0 {
+			return "" // a type the bound cannot reason about
+		}
+		maxCPU, maxMem = max(maxCPU, cpu), max(maxMem, mem)
+		perCPU, perMem = min(perCPU, v.minPrices[i]/float64(cpu)), min(perMem, v.minPrices[i]/float64(mem))
+	}
+	nodes := max(ceilDiv(short.cpu, maxCPU), ceilDiv(short.mem, maxMem))
+	if nodes > int64(maxClaims) {
+		return fmt.Sprintf("its pods need at least %d new nodes (at most %d): the other nodes have no room for %s", nodes, maxClaims, short)
+	}
+	// Shaved by a billionth so that rounding never lifts it above a price.
+	floor := max(float64(short.cpu)*perCPU, float64(short.mem)*perMem) * (1 - 1e-9)
+	if !worth(before, floor, need) {
+		return fmt.Sprintf("the cheapest replacement costs at least %s, the candidates %s: %s (the other nodes have no room for %s)",
+			money(floor), money(before), savingWord(need), short)
+	}
+	return ""
+}
+
+// String is "<cpu> cpu and <memory> memory of its pods' requests".
+func (s shortfall) String() string {
+	return fmt.Sprintf("%s cpu and %s memory of its pods' requests", resource.NewMilliQuantity(s.cpu, resource.DecimalSI), resource.NewQuantity(s.mem, resource.BinarySI))
+}
+
+// ceilDiv is a/b rounded up, for a >= 0 and b > 0.
+func ceilDiv(a, b int64) int64 { return a/b + min(a%b, 1) }
 
 // option is an instance type a replacement may launch, at its cheapest
 // offering in the replacement's zones and capacity types.

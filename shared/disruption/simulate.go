@@ -79,9 +79,10 @@ func (v *view) baseline() map[string]bool {
 
 // input is a solve of pods over the cluster without the nodes in skip (and
 // those this run removed or avoids), with the pods this run moved and
-// reserved in place, offering types for new NodeClaims. homeless counts
-// the pods no initialized node has the room for (requests alone: a solve
-// cannot do better), so a deletion can be ruled out without solving.
+// reserved in place, offering types for new NodeClaims. short is what the
+// initialized nodes cannot take of the pods (requests alone: a solve
+// cannot do better): with homeless pods a deletion is ruled out without
+// solving, and a replacement must house at least short's requests.
 //
 // When the pods to place have no inter-pod constraint (pod affinity or
 // anti-affinity, topology spread) nor host ports, a node's bound pods
@@ -91,7 +92,7 @@ func (v *view) baseline() map[string]bool {
 // when they have no room for any of the pods and count against no
 // NodePool's limits. The placements are the same, for a fraction of the
 // solver's work.
-func (s *sim) input(skip map[string]bool, pods []*corev1.Pod, types []*catalog.InstanceType) (in scheduling.Input, homeless int) {
+func (s *sim) input(skip map[string]bool, pods []*corev1.Pod, types []*catalog.InstanceType) (in scheduling.Input, short shortfall) {
 	v := s.v
 	compact := !constrained(pods)
 	asks := make([]room, len(pods))
@@ -99,6 +100,9 @@ func (s *sim) input(skip map[string]bool, pods []*corev1.Pod, types []*catalog.I
 		asks[i] = podRoom(p)
 	}
 	housed := make([]bool, len(pods))
+	// housable bounds what the initialized nodes can take: on each, its
+	// free room, and no more than the pods that fit there one by one.
+	var housable room
 	nodes := make([]*scheduling.Node, 0, len(v.nodes)+len(v.inflight)+len(s.added))
 	for _, n := range v.nodes {
 		name := n.name()
@@ -109,14 +113,17 @@ func (s *sim) input(skip map[string]bool, pods []*corev1.Pod, types []*catalog.I
 		free := v.freeRoom(n, extra)
 		useful := false
 		left := roomOf(free.Status.Allocatable)
+		var fit room
 		for i, a := range asks {
 			if left.holds(a) {
 				useful = true
 				if n.ready {
 					housed[i] = true
+					fit = fit.plus(a)
 				}
 			}
 		}
+		housable = housable.plus(room{cpu: min(left.cpu, fit.cpu), mem: min(left.mem, fit.mem)})
 		if n.repels == nil {
 			n.repels = ptrTo(repelsAny(n.pods))
 		}
@@ -136,16 +143,32 @@ func (s *sim) input(skip map[string]bool, pods []*corev1.Pod, types []*catalog.I
 		nodes = append(nodes, &scheduling.Node{Node: f.Node, InFlight: true, Pods: withExtra(nil, v.reserved[name], s.extra[name])})
 	}
 	nodes = append(nodes, s.added...)
-	for _, h := range housed {
-		if !h {
-			homeless++
+	var homeless, rest room
+	for i, h := range housed {
+		if h {
+			rest = rest.plus(asks[i])
+		} else {
+			homeless = homeless.plus(asks[i])
+			short.homeless++
 		}
 	}
+	short.cpu = homeless.plus(room{cpu: max(rest.cpu-housable.cpu, 0)}).cpu
+	short.mem = homeless.plus(room{mem: max(rest.mem-housable.mem, 0)}).mem
 	return scheduling.Input{
 		Pods: pods, Nodes: nodes, NodePools: v.launchable, NodeClasses: v.in.NodeClasses, DaemonSets: v.in.DaemonSets,
 		InstanceTypes: types, Zones: v.in.Zones, Spot: v.in.Spot, Unavailable: v.in.Unavailable, Volumes: v.in.Volumes,
 		NodeCosts: v.in.NodeCosts,
-	}, homeless
+	}, short
+}
+
+// shortfall is what the initialized nodes a simulation offers cannot take
+// of the pods it places: homeless counts the pods none of them has the
+// room for; cpu and memory bound from below the requests new capacity
+// must take (the homeless pods', and what the others ask beyond the room
+// the nodes have for them).
+type shortfall struct {
+	homeless int
+	cpu, mem int64
 }
 
 // limited reports whether the node counts against a NodePool's limits (by
@@ -181,6 +204,17 @@ func podRoom(p *corev1.Pod) room {
 
 func (r room) holds(a room) bool { return r.cpu >= a.cpu && r.mem >= a.mem && r.pods >= a.pods }
 
+// plus adds two rooms, saturating (never wrapping) in each dimension.
+func (r room) plus(a room) room {
+	add := func(x, y int64) int64 {
+		if x > math.MaxInt64-y {
+			return math.MaxInt64
+		}
+		return x + y
+	}
+	return room{cpu: add(r.cpu, a.cpu), mem: add(r.mem, a.mem), pods: add(r.pods, a.pods)}
+}
+
 func withExtra(pods []*corev1.Pod, more ...[]*corev1.Pod) []*corev1.Pod {
 	n := len(pods)
 	for _, m := range more {
@@ -205,6 +239,9 @@ type outcome struct {
 	// spent: the run's work budget was spent before this simulation, which
 	// was not made (the candidates were not reached).
 	spent bool
+	// short is what the other initialized nodes cannot take of the moving
+	// pods (see sim.input).
+	short shortfall
 }
 
 // errBudget: the run's work budget (Inputs.Budget) is spent; the
@@ -270,15 +307,15 @@ func (s *sim) simulate(cands []*nodeInfo, types []*catalog.InstanceType, strict 
 	if len(pods) == 0 {
 		return outcome{res: &scheduling.Result{}}
 	}
-	in, homeless := s.input(skip, pods, types)
-	if strict && homeless > 0 && len(types) == 0 {
-		return outcome{fail: fmt.Sprintf("%d of its pods have no room on any other initialized node", homeless)}
+	in, short := s.input(skip, pods, types)
+	if strict && short.homeless > 0 && len(types) == 0 {
+		return outcome{fail: fmt.Sprintf("%d of its pods have no room on any other initialized node", short.homeless), short: short}
 	}
 	res, err := s.v.solve(in)
 	if err != nil {
-		return outcome{fail: err.Error(), spent: errors.Is(err, errBudget)}
+		return outcome{fail: err.Error(), spent: errors.Is(err, errBudget), short: short}
 	}
-	out := outcome{res: res}
+	out := outcome{res: res, short: short}
 	if !strict {
 		return out
 	}

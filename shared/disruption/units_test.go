@@ -3,6 +3,7 @@ package disruption
 import (
 	"time"
 
+	"fmt"
 	"math/rand"
 	"strconv"
 	"strings"
@@ -354,5 +355,30 @@ func TestCompactSolveMatchesFull(t *testing.T) {
 	}
 	if compacted == 0 || trimmed == 0 {
 		t.Errorf("no solve was compacted (%d) or trimmed (%d): the test proves nothing", compacted, trimmed)
+	}
+}
+
+// TestReplacementRuledOutByRequests: a spot c8 ($0.16/h) whose five 1-CPU
+// pods no other node has the room for, where every cheaper type costs
+// $0.0399 a vCPU: new capacity for 5 CPUs costs at least $0.1995/h, more
+// than the node, so single-node rejects it without a simulation (it used
+// to solve once per such node, which at 5,000 packed nodes is most of a
+// tick's work).
+func TestReplacementRuledOutByRequests(t *testing.T) {
+	w := newWorld()
+	for k := 1; k < 8; k++ {
+		w.spot[fmt.Sprintf("c%d", k)] = 0.0399 * float64(k)
+	}
+	w.node("a", "c8", apis.CapacityTypeSpot)
+	w.pods("a", 5, "1")
+	cmds, rep := w.decide(t)
+	if len(cmds) != 0 {
+		t.Fatalf("commands %q, want none", summaries(cmds))
+	}
+	if why := rep.Rejected["a"]; !strings.Contains(why, "costs at least $0.1995/h") || !strings.Contains(why, "no saving") {
+		t.Errorf("a rejected because %q, want a replacement of at least $0.1995/h, no saving", why)
+	}
+	if rep.Solves != 0 {
+		t.Errorf("%d solves, want none (the requests alone rule every replacement out)", rep.Solves)
 	}
 }

@@ -45,3 +45,27 @@ func TestTickRecordsWhyNodesAreNotDisrupted(t *testing.T) {
 		t.Errorf("events %v after 16 minutes, want %v again", got, want)
 	}
 }
+
+// TestTickReachesTheRestNextTick: the candidates a decision's work budget
+// kept it from reaching are the next tick's first (Inputs.ReachFirst),
+// though each tick runs on its own copy of the Run (as the handler makes
+// one per invocation).
+func TestTickReachesTheRestNextTick(t *testing.T) {
+	r := newRig(t)
+	var seen [][]string
+	run := &Run{Store: tickStore{runStore{s: r.store}}, Exec: r.e, Classes: fakeClasses{}, Carry: &Carry{},
+		Decide: func(in disruption.Inputs) ([]disruption.Command, disruption.Report) {
+			seen = append(seen, in.ReachFirst)
+			return nil, disruption.Report{BudgetSpent: "deadline", Unreached: []string{"ip-b", "ip-c"}}
+		},
+	}
+	for range 2 {
+		tick := *run
+		if _, err := tick.Tick(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(seen) != 2 || len(seen[0]) != 0 || !slices.Equal(seen[1], []string{"ip-b", "ip-c"}) {
+		t.Errorf("decisions given %q first, want none, then the candidates the first did not reach", seen)
+	}
+}

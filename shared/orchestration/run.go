@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nodewright/nodewright/shared/apis"
@@ -117,6 +118,39 @@ type Run struct {
 	// timer; tests and the fault suite drive it from a fake clock with
 	// Exec.Now).
 	Wait func(ctx context.Context, d time.Duration) error
+	// Carry is what a tick leaves the next one of the same (warm)
+	// container; copies of the Run share it (nil: every tick starts over).
+	Carry *Carry
+}
+
+// Carry holds, between the ticks of a warm container, the candidates the
+// last decision's work budget kept it from reaching: the next decision
+// considers them first (disruption.Inputs.ReachFirst), so a budget that
+// stops every tick at the same place does not leave the same nodes out
+// every time. A cold container starts over in the usual order.
+type Carry struct {
+	mu        sync.Mutex
+	unreached []string
+}
+
+// reachFirst is what the last decision did not reach (nil c: nothing).
+func (c *Carry) reachFirst() []string {
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.unreached
+}
+
+// keep records what a decision did not reach.
+func (c *Carry) keep(unreached []string) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.unreached = unreached
 }
 
 // TickReport is what a tick did.
@@ -202,7 +236,9 @@ func (r *Run) Tick(ctx context.Context) (*TickReport, error) {
 	if err := r.fingerprint(ctx, in); err != nil {
 		return rep, err
 	}
+	in.ReachFirst = r.Carry.reachFirst()
 	cmds, drep := r.Decide(in)
+	r.Carry.keep(drep.Unreached)
 	r.notDisruptedEvents(ctx, drep, in.Records)
 	r.repairNotes(ctx, in, drep)
 	rep.Candidates, rep.Skipped = drep.Candidates, drep.Skipped

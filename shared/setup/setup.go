@@ -200,6 +200,7 @@ func ConsolidationRun(r *provision.Reconciler, o Options) *orchestration.Run {
 		Exec:       Executor(r, o.Now, o.Log),
 		Decide:     disruption.Decide,
 		SpotToSpot: true,
+		Carry:      &orchestration.Carry{},
 	}
 	if r.Spot != nil {
 		run.Spot = r.Spot
