@@ -113,6 +113,9 @@ type Node struct {
 	Node *corev1.Node
 	// Pods are the pods bound to the node.
 	Pods []*corev1.Pod
+	// Bound, when set, summarises the first Bound.Summarised() of Pods
+	// (Summarise): the solve reads the summary instead of those pods.
+	Bound *Bound
 	// InFlight marks a launched NodeClaim that has not registered.
 	InFlight bool
 }

@@ -22,7 +22,8 @@ type node struct {
 	taints    []corev1.Taint
 	alloc     vec
 	used      vec
-	pods      []*corev1.Pod
+	pods      []*corev1.Pod // the bound pods its summary does not hold
+	bound     *Bound
 	hostPorts []hostPort
 	inFlight  bool
 	pool      *pool
@@ -37,7 +38,7 @@ func (s *solver) buildNodes() {
 			continue
 		}
 		nd := &node{node: n.Node, name: n.Node.Name, taints: n.Node.Spec.Taints, inFlight: n.InFlight,
-			pods: n.Pods, skip: n.Node.Spec.Unschedulable || n.Node.DeletionTimestamp != nil}
+			pods: unsummarised(n), bound: n.Bound, skip: n.Node.Spec.Unschedulable || n.Node.DeletionTimestamp != nil}
 		nd.labels = make(map[string]string, len(n.Node.Labels)+2)
 		for k, v := range n.Node.Labels {
 			nd.labels[k] = v
@@ -48,7 +49,11 @@ func (s *solver) buildNodes() {
 		}
 		nd.labels[requirements.FieldNodeName] = nd.name
 		nd.alloc, _ = s.reg.fromList(n.Node.Status.Allocatable, true)
-		for _, p := range n.Pods {
+		if b := n.Bound; b != nil {
+			nd.used = s.reg.resolve(nd.used, b.pods, b.requests)
+			nd.hostPorts = append(nd.hostPorts, b.hostPorts...)
+		}
+		for _, p := range nd.pods {
 			if podstate.Terminal(p) {
 				continue
 			}

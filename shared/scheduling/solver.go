@@ -74,6 +74,9 @@ func Solve(in Input) (res *Result, err error) {
 	if len(in.NodePools) > MaxNodePools {
 		return nil, fmt.Errorf("scheduling: %d NodePools, more than the %d a solve accepts", len(in.NodePools), MaxNodePools)
 	}
+	if err := checkBound(in.Nodes, in.Pods); err != nil {
+		return nil, err
+	}
 	u := newUniverse(&in)
 	best := newSolver(&in, u, false, byCPU).solve()
 	if len(in.Pods) <= portfolioMaxPods {
