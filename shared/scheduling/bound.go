@@ -257,12 +257,7 @@ func (s *summariser) summarise(pods []*corev1.Pod) *Bound {
 		}
 		if !podstate.Terminal(p) {
 			b.pods++
-			s.amounts = s.amounts[:0]
-			for name, q := range boundRequests(p) {
-				if name != corev1.ResourcePods {
-					s.amounts = append(s.amounts, amount{name, qty.Clamped(name, q)})
-				}
-			}
+			s.amounts = appendAmounts(s.amounts[:0], boundRequests(p))
 			for _, a := range s.amounts {
 				b.requests = addAmount(b.requests, a.name, a.n)
 			}
@@ -349,6 +344,31 @@ func (b *Bound) keepNewestDaemon(p *corev1.Pod, ds string) {
 		}
 	}
 	b.daemons = append(b.daemons, p)
+}
+
+// appendAmounts appends each resource of rl but the pod slot, clamped as a
+// vec holds it. A list of cpu and memory alone (the common pod's) is read
+// by lookups, cheaper than walking the map.
+func appendAmounts(out []amount, rl corev1.ResourceList) []amount {
+	if len(rl) <= 2 {
+		found := 0
+		for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+			if q, ok := rl[name]; ok {
+				out = append(out, amount{name, qty.Clamped(name, q)})
+				found++
+			}
+		}
+		if found == len(rl) {
+			return out
+		}
+		out = out[:len(out)-found]
+	}
+	for name, q := range rl {
+		if name != corev1.ResourcePods {
+			out = append(out, amount{name, qty.Clamped(name, q)})
+		}
+	}
+	return out
 }
 
 // boundRequests is the pod's requests as podRequests reads them, without

@@ -74,9 +74,13 @@ func (s *solver) buildNodes() {
 		}
 		return 0
 	}
+	stages := make(map[*node]int, len(s.nodes))
+	for _, n := range s.nodes {
+		stages[n] = stage(n)
+	}
 	sort.SliceStable(s.nodes, func(i, j int) bool {
 		a, b := s.nodes[i], s.nodes[j]
-		if sa, sb := stage(a), stage(b); sa != sb {
+		if sa, sb := stages[a], stages[b]; sa != sb {
 			return sa < sb
 		}
 		return a.name < b.name
