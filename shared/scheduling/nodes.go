@@ -39,15 +39,8 @@ func (s *solver) buildNodes() {
 		}
 		nd := &node{node: n.Node, name: n.Node.Name, taints: n.Node.Spec.Taints, inFlight: n.InFlight,
 			pods: unsummarised(n), bound: n.Bound, skip: n.Node.Spec.Unschedulable || n.Node.DeletionTimestamp != nil}
-		nd.labels = make(map[string]string, len(n.Node.Labels)+2)
-		for k, v := range n.Node.Labels {
-			nd.labels[k] = v
-		}
-		addLabelAliases(nd.labels)
-		if _, ok := nd.labels[apis.LabelHostname]; !ok {
-			nd.labels[apis.LabelHostname] = nd.name
-		}
-		nd.labels[requirements.FieldNodeName] = nd.name
+		nd.labels = s.u.labelsOf(n.Node)
+		nd.aliased = s.u.aliasedOf(n.Node)
 		nd.alloc, _ = s.reg.fromList(n.Node.Status.Allocatable, true)
 		if b := n.Bound; b != nil {
 			nd.used = s.reg.resolve(nd.used, b.pods, b.requests)
@@ -120,9 +113,44 @@ func (s *solver) attachPools() {
 
 func (n *node) domain(key string) string { return n.labels[key] }
 
+// labelsOf is the node's labels as a solve reads them (only read once
+// built): its own, both names of aliased labels, its hostname (its name
+// when it has none) and metadata.name.
+func (u *universe) labelsOf(n *corev1.Node) map[string]string {
+	if l, ok := u.nodeLabels[n]; ok {
+		return l
+	}
+	l := make(map[string]string, len(n.Labels)+2)
+	for k, v := range n.Labels {
+		l[k] = v
+	}
+	addLabelAliases(l)
+	if _, ok := l[apis.LabelHostname]; !ok {
+		l[apis.LabelHostname] = n.Name
+	}
+	l[requirements.FieldNodeName] = n.Name
+	u.nodeLabels[n] = l
+	return l
+}
+
+// aliasedOf is withLabelAliases(n), built once per solve.
+func (u *universe) aliasedOf(n *corev1.Node) *corev1.Node {
+	if a, ok := u.nodeAliased[n]; ok {
+		return a
+	}
+	a := withLabelAliases(n)
+	u.nodeAliased[n] = a
+	return a
+}
+
 // room is how many pods of g fit on the node, ignoring topology.
 func (s *solver) nodeRoom(n *node, g *group) int {
 	if n.skip || len(g.unknown) > 0 {
+		return 0
+	}
+	// Room first: it is the cheapest test, and a full node fails it.
+	k := int(g.req.howMany(n.alloc.sub(n.used)))
+	if k <= 0 {
 		return 0
 	}
 	if !tolerates(g.tolerations, n.taints, !g.preferNoScheduleOK) {
@@ -131,8 +159,7 @@ func (s *solver) nodeRoom(n *node, g *group) int {
 	if !s.matchesNode(g, n) {
 		return 0
 	}
-	k := int(g.req.howMany(n.alloc.sub(n.used)))
-	if k > 0 && len(g.hostPorts) > 0 {
+	if len(g.hostPorts) > 0 {
 		if conflicts(g.hostPorts, n.hostPorts) {
 			return 0
 		}

@@ -105,11 +105,11 @@ func scaleDaemonSets() []*appsv1.DaemonSet {
 // buildScaleCluster builds a cluster of the given nodes, each running
 // scalePodsPerNode pods (one per DaemonSet, a batch pod that packs it as
 // consolidation would, the rest from the Deployments,
-// no two of one Deployment on a node), and scalePending pending pods: the
+// no two of one Deployment on a node), and pending pods: the
 // first Deployments scaled up (a zonal spread, a hostname spread and a
 // hostname anti-affinity that count their bound pods), a zonal affinity to
 // a running Deployment and a new plain Deployment.
-func buildScaleCluster(tb testing.TB, nodes int) scaleCluster {
+func buildScaleCluster(tb testing.TB, nodes, pending int) scaleCluster {
 	tb.Helper()
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	var types []*catalog.InstanceType
@@ -197,7 +197,7 @@ func buildScaleCluster(tb testing.TB, nodes int) scaleCluster {
 	burst := []struct {
 		d deployment
 		n int
-	}{{deps[0], 350}, {deps[2], 150}, {deps[3], 150}, {affine, 100}, {fresh, scalePending - 750}}
+	}{{deps[0], pending * 35 / 100}, {deps[2], pending * 15 / 100}, {deps[3], pending * 15 / 100}, {affine, pending / 10}, {fresh, pending - pending*75/100}}
 	for _, b := range burst {
 		for k := 0; k < b.n; k++ {
 			p := b.d.pod(fmt.Sprintf("%s-%s-new%04d", b.d.name, b.d.hash, k), "")
@@ -232,15 +232,27 @@ func BenchmarkSolveAtScale(b *testing.B) {
 	}
 	cat := catalog.Default()
 	spot := pricing.Model{Catalog: cat, Seed: 0}
+	type size struct{ nodes, pending int }
+	var sizes []size
 	for _, pct := range []int{2, 10, 30, 100} {
-		nodes := scaleNodes * pct / 100
-		b.Run(fmt.Sprintf("nodes=%d/pods=%d", nodes, nodes*scalePodsPerNode), func(b *testing.B) {
-			c := buildScaleCluster(b, nodes)
+		sizes = append(sizes, size{scaleNodes * pct / 100, scalePending})
+	}
+	// A small burst: at most 500 pending pods, the solve compares several
+	// plans (scheduling's portfolio), each over every node.
+	sizes = append(sizes, size{scaleNodes, 100})
+	for _, sz := range sizes {
+		nodes := sz.nodes
+		name := fmt.Sprintf("nodes=%d/pods=%d", nodes, nodes*scalePodsPerNode)
+		if sz.pending != scalePending {
+			name += fmt.Sprintf("/pending=%d", sz.pending)
+		}
+		b.Run(name, func(b *testing.B) {
+			c := buildScaleCluster(b, nodes, sz.pending)
 			invoke := func() *scheduling.Result {
 				prep := provision.Prepare(provision.Inputs{View: c.view, Records: c.records, NodePools: pools, NodeClasses: classes,
 					Catalog: cat, Zones: st.Zones(), Spot: spot})
-				if prep.Pending != scalePending {
-					b.Fatalf("%d pods pending, want %d (warnings: %v)", prep.Pending, scalePending, prep.Warnings)
+				if prep.Pending != sz.pending {
+					b.Fatalf("%d pods pending, want %d (warnings: %v)", prep.Pending, sz.pending, prep.Warnings)
 				}
 				res, err := scheduling.Solve(prep.Input)
 				if err != nil {
@@ -289,7 +301,7 @@ func TestSolveAtScaleSummarised(t *testing.T) {
 		t.Fatal(err)
 	}
 	cat := catalog.Default()
-	c := buildScaleCluster(t, scaleNodes*2/100)
+	c := buildScaleCluster(t, scaleNodes*2/100, scalePending)
 	prep := provision.Prepare(provision.Inputs{View: c.view, Records: c.records, NodePools: pools, NodeClasses: classes,
 		Catalog: cat, Zones: st.Zones(), Spot: pricing.Model{Catalog: cat}})
 	summarised := 0
