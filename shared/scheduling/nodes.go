@@ -17,6 +17,7 @@ import (
 type node struct {
 	node      *corev1.Node
 	aliased   *corev1.Node // node with both names of aliased labels (selectedBy builds it)
+	u         *universe    // where aliased is kept for the solve's other plans
 	name      string
 	labels    map[string]string
 	taints    []corev1.Taint
@@ -29,6 +30,7 @@ type node struct {
 	pool      *pool
 	placed    []*corev1.Pod // pending pods placed here in this solve
 	skip      bool          // cordoned or being deleted
+	coming    bool          // comingUp, read once
 }
 
 func (s *solver) buildNodes() {
@@ -39,8 +41,9 @@ func (s *solver) buildNodes() {
 		}
 		nd := &node{node: n.Node, name: n.Node.Name, taints: n.Node.Spec.Taints, inFlight: n.InFlight,
 			pods: unsummarised(n), bound: n.Bound, skip: n.Node.Spec.Unschedulable || n.Node.DeletionTimestamp != nil}
+		nd.coming = nd.isComingUp()
 		nd.labels = s.u.labelsOf(n.Node)
-		nd.aliased = s.u.aliasedOf(n.Node)
+		nd.u = s.u
 		nd.alloc, _ = s.reg.fromList(n.Node.Status.Allocatable, true)
 		if b := n.Bound; b != nil {
 			nd.used = s.reg.resolve(nd.used, b.pods, b.requests)
@@ -133,8 +136,12 @@ func (u *universe) labelsOf(n *corev1.Node) map[string]string {
 	return l
 }
 
-// aliasedOf is withLabelAliases(n), built once per solve.
+// aliasedOf is withLabelAliases(n), built once per solve (nil u: each
+// time).
 func (u *universe) aliasedOf(n *corev1.Node) *corev1.Node {
+	if u == nil {
+		return withLabelAliases(n)
+	}
 	if a, ok := u.nodeAliased[n]; ok {
 		return a
 	}
@@ -231,7 +238,10 @@ func (s *solver) settleComingUp() {
 // been initialized: no karpenter.sh/initialized=true label. A node whose
 // Ready condition is Unknown has a kubelet that stopped reporting: it is
 // going down, not coming up.
-func (n *node) comingUp() bool {
+// It is read once per node (isComingUp) when the solve builds it.
+func (n *node) comingUp() bool { return n.coming }
+
+func (n *node) isComingUp() bool {
 	if n.inFlight {
 		return true
 	}
@@ -267,7 +277,7 @@ func (n *node) selectedBy(a *nodeaffinity.RequiredNodeAffinity) bool {
 		return true
 	}
 	if n.aliased == nil {
-		n.aliased = withLabelAliases(n.node)
+		n.aliased = n.u.aliasedOf(n.node)
 	}
 	ok, err := a.Match(n.aliased)
 	return err == nil && ok
