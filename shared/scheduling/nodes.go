@@ -116,6 +116,31 @@ func (s *solver) attachPools() {
 
 func (n *node) domain(key string) string { return n.labels[key] }
 
+// pruneNodes keeps in open the nodes with room for a pod of some group. A
+// node's free room only shrinks during a solve (placements on existing
+// nodes are never taken back, except by an undo, to what it was when the
+// undo session began), so a node without room for any group now never has
+// it later. It must not run inside an undo session.
+func (s *solver) pruneNodes() {
+	if s.undo != nil {
+		return
+	}
+	open := s.open[:0:0]
+	for _, n := range s.open {
+		if n.skip {
+			continue
+		}
+		free := n.alloc.sub(n.used)
+		for _, g := range s.groups {
+			if len(g.unknown) == 0 && g.req.howMany(free) > 0 {
+				open = append(open, n)
+				break
+			}
+		}
+	}
+	s.open = open
+}
+
 // labelsOf is the node's labels as a solve reads them (only read once
 // built): its own, both names of aliased labels, its hostname (its name
 // when it has none) and metadata.name.
