@@ -18,7 +18,7 @@
 	}
 	if (name ~ /^BenchmarkSolveAtScale\//) {
 		sub(/^BenchmarkSolveAtScale\//, "", name)
-		scale[++nsc] = sprintf("%-28s %8.3f %8.3f %10.1f %10.1f %10d %7d %9d %6d", name, m["wall-s"], m["cpu-s/op"], m["peak-heap-MiB"], m["B/op"] / 1048576, m["allocs/op"], m["nodes"], m["on-existing"], m["unschedulable"])
+		scale[++nsc] = sprintf("%-42s %8.3f %8.3f %10.1f %10.1f %10d %7d %9d %6d", name, m["wall-s"], m["cpu-s/op"], m["peak-heap-MiB"], m["B/op"] / 1048576, m["allocs/op"], m["nodes"], m["on-existing"], m["unschedulable"])
 		next
 	}
 	sub(/^BenchmarkSolveDiverse\//, "", name)
@@ -26,7 +26,7 @@
 }
 END {
 	if (nsc) {
-		printf "\n%-28s %8s %8s %10s %10s %10s %7s %9s %6s\n", "cluster (+1,000 pending)", "wall-s", "cpu-s", "peak-MiB", "alloc-MiB", "allocs", "nodes", "existing", "unsch"
+		printf "\n%-42s %8s %8s %10s %10s %10s %7s %9s %6s\n", "cluster (+1,000 pending unless named)", "wall-s", "cpu-s", "peak-MiB", "alloc-MiB", "allocs", "nodes", "existing", "unsch"
 		for (i = 1; i <= nsc; i++) print scale[i]
 	}
 	if (ns) {
