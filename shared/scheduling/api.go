@@ -29,7 +29,8 @@ type Input struct {
 	// Pods are the pending pods to place (spec.nodeName empty).
 	Pods []*corev1.Pod
 	// Nodes are the existing nodes and the launched NodeClaims that have not
-	// registered yet, with the pods bound to them.
+	// registered yet, with the pods bound to them (or their summary:
+	// Summarise).
 	Nodes       []*Node
 	NodePools   []*apis.NodePool
 	NodeClasses []*apis.EC2NodeClass

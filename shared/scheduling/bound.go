@@ -423,7 +423,7 @@ func (s *summariser) term(t corev1.PodAffinityTerm, p *corev1.Pod) *termInfo {
 func checkBound(nodes []*Node, pods []*corev1.Pod) error {
 	seen := map[*boundIndex]bool{}
 	for _, n := range nodes {
-		if n == nil || n.Bound == nil || seen[n.Bound.index] {
+		if n == nil || n.Node == nil || n.Bound == nil || seen[n.Bound.index] {
 			continue
 		}
 		seen[n.Bound.index] = true
