@@ -235,7 +235,10 @@ func Prepare(in Inputs) Prepared {
 	var pods []*corev1.Pod
 	unbound := map[string]int{}
 	for _, p := range in.View.Pods {
-		key := p.Namespace + "/" + p.Name
+		var key string // namespace/name, read only with Only
+		if in.Only != nil {
+			key = p.Namespace + "/" + p.Name
+		}
 		if in.Only != nil && !in.Only[key] && p.Spec.NodeName == "" {
 			continue
 		}
@@ -288,6 +291,9 @@ func Prepare(in Inputs) Prepared {
 		}
 		return pods[i].Name < pods[j].Name
 	})
+	// The bound pods are summarised once, for the pods to place (a solve
+	// compares several plans, each of which would read them all again).
+	snodes = scheduling.Summarise(snodes, pods)
 	pools := in.NodePools
 	if broken := notReady(in.Readiness); len(broken) > 0 {
 		pools = nil

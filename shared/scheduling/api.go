@@ -29,7 +29,8 @@ type Input struct {
 	// Pods are the pending pods to place (spec.nodeName empty).
 	Pods []*corev1.Pod
 	// Nodes are the existing nodes and the launched NodeClaims that have not
-	// registered yet, with the pods bound to them.
+	// registered yet, with the pods bound to them (or their summary:
+	// Summarise).
 	Nodes       []*Node
 	NodePools   []*apis.NodePool
 	NodeClasses []*apis.EC2NodeClass
@@ -113,6 +114,9 @@ type Node struct {
 	Node *corev1.Node
 	// Pods are the pods bound to the node.
 	Pods []*corev1.Pod
+	// Bound, when set, summarises the first Bound.Summarised() of Pods
+	// (Summarise): the solve reads the summary instead of those pods.
+	Bound *Bound
 	// InFlight marks a launched NodeClaim that has not registered.
 	InFlight bool
 }

@@ -1,6 +1,8 @@
 package scheduling
 
 import (
+	"slices"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -87,7 +89,7 @@ func (s *solver) liveDaemonPods() map[string]*corev1.Pod {
 		if n == nil {
 			continue
 		}
-		for _, p := range n.Pods {
+		for _, p := range slices.Concat(n.Bound.newestDaemons(), unsummarised(n)) {
 			name, ok := daemonSetOf(p)
 			if !ok || podstate.Terminal(p) {
 				continue
@@ -110,7 +112,7 @@ func newer(a, b *corev1.Pod) bool {
 
 // daemonSetOf names the DaemonSet that controls the pod.
 func daemonSetOf(p *corev1.Pod) (string, bool) {
-	if ref := metav1.GetControllerOf(p); ref != nil && ref.Kind == "DaemonSet" {
+	if ref := metav1.GetControllerOfNoCopy(p); ref != nil && ref.Kind == "DaemonSet" {
 		return ref.Name, true
 	}
 	return "", false
@@ -147,6 +149,9 @@ func (s *solver) reserveDaemons() {
 		}
 		if want == (vec{}) {
 			continue
+		}
+		if b := n.bound; b != nil {
+			have = s.reg.resolve(have, b.daemonN, b.daemonReq)
 		}
 		for _, p := range n.pods {
 			if _, ok := daemonSetOf(p); ok && !podstate.Terminal(p) {

@@ -12,6 +12,7 @@ import (
 // group often ends up redundant once later groups have grown other claims.
 // Pods of groups whose preferences were relaxed stay where they are.
 func (s *solver) eliminate() {
+	s.pruneNodes()
 	cands := make([]*claim, 0, len(s.claims))
 	for _, c := range s.claims {
 		if !slices.ContainsFunc(c.placements, func(p placement) bool { return len(p.g.relaxed) > 0 }) {
@@ -43,7 +44,7 @@ func (s *solver) roomElsewhere(c *claim) bool {
 				break
 			}
 		}
-		for _, n := range s.nodes {
+		for _, n := range s.open {
 			if found {
 				break
 			}

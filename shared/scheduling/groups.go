@@ -199,9 +199,33 @@ func (g *group) relaxStep() string {
 // that pod labels nobody selects on don't split groups.
 func selectorKeys(pods []*corev1.Pod, nodes []*Node) map[string]bool {
 	keys := map[string]bool{}
-	add := func(sel *metav1.LabelSelector, extra []string) {
-		for _, k := range extra {
-			keys[k] = true
+	for _, p := range pods {
+		visitSelectorKeys(p, keys)
+	}
+	for _, n := range nodes {
+		if n == nil {
+			continue
+		}
+		if n.Bound != nil {
+			for _, k := range n.Bound.keys {
+				keys[k] = true
+			}
+		}
+		for _, p := range unsummarised(n) {
+			visitSelectorKeys(p, keys)
+		}
+	}
+	return keys
+}
+
+// visitSelectorKeys adds to keys the label keys the selectors of p's
+// spreads and pod (anti-)affinity terms look at.
+func visitSelectorKeys(p *corev1.Pod, keys map[string]bool) {
+	add := func(sel *metav1.LabelSelector, extra ...[]string) {
+		for _, list := range extra {
+			for _, k := range list {
+				keys[k] = true
+			}
 		}
 		if sel == nil {
 			return
@@ -213,23 +237,16 @@ func selectorKeys(pods []*corev1.Pod, nodes []*Node) map[string]bool {
 			keys[e.Key] = true
 		}
 	}
-	visit := func(p *corev1.Pod) {
-		for _, c := range p.Spec.TopologySpreadConstraints {
-			add(c.LabelSelector, c.MatchLabelKeys)
-		}
-		for _, t := range affinityTerms(p) {
-			add(t.LabelSelector, append(slices.Clone(t.MatchLabelKeys), t.MismatchLabelKeys...))
-		}
+	for _, c := range p.Spec.TopologySpreadConstraints {
+		add(c.LabelSelector, c.MatchLabelKeys)
 	}
-	for _, p := range pods {
-		visit(p)
+	a := p.Spec.Affinity
+	if a == nil {
+		return
 	}
-	for _, n := range nodes {
-		for _, p := range n.Pods {
-			visit(p)
-		}
+	for _, t := range affinityTerms(p) {
+		add(t.LabelSelector, t.MatchLabelKeys, t.MismatchLabelKeys)
 	}
-	return keys
 }
 
 // affinityTerms lists every pod (anti-)affinity term of a pod, required and

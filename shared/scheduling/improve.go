@@ -16,6 +16,7 @@ import (
 // together. Pods of groups whose preferences were relaxed stay where they
 // are.
 func (s *solver) improve(pairs bool) {
+	s.pruneNodes()
 	for pass := 0; pass < improvePasses; pass++ {
 		cands := make([]*claim, 0, len(s.claims))
 		for _, c := range s.claims {

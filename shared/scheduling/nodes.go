@@ -17,17 +17,20 @@ import (
 type node struct {
 	node      *corev1.Node
 	aliased   *corev1.Node // node with both names of aliased labels (selectedBy builds it)
+	u         *universe    // where aliased is kept for the solve's other plans
 	name      string
 	labels    map[string]string
 	taints    []corev1.Taint
 	alloc     vec
 	used      vec
-	pods      []*corev1.Pod
+	pods      []*corev1.Pod // the bound pods its summary does not hold
+	bound     *Bound
 	hostPorts []hostPort
 	inFlight  bool
 	pool      *pool
 	placed    []*corev1.Pod // pending pods placed here in this solve
 	skip      bool          // cordoned or being deleted
+	coming    bool          // comingUp, read once
 }
 
 func (s *solver) buildNodes() {
@@ -37,18 +40,16 @@ func (s *solver) buildNodes() {
 			continue
 		}
 		nd := &node{node: n.Node, name: n.Node.Name, taints: n.Node.Spec.Taints, inFlight: n.InFlight,
-			pods: n.Pods, skip: n.Node.Spec.Unschedulable || n.Node.DeletionTimestamp != nil}
-		nd.labels = make(map[string]string, len(n.Node.Labels)+2)
-		for k, v := range n.Node.Labels {
-			nd.labels[k] = v
-		}
-		addLabelAliases(nd.labels)
-		if _, ok := nd.labels[apis.LabelHostname]; !ok {
-			nd.labels[apis.LabelHostname] = nd.name
-		}
-		nd.labels[requirements.FieldNodeName] = nd.name
+			pods: unsummarised(n), bound: n.Bound, skip: n.Node.Spec.Unschedulable || n.Node.DeletionTimestamp != nil}
+		nd.coming = nd.isComingUp()
+		nd.labels = s.u.labelsOf(n.Node)
+		nd.u = s.u
 		nd.alloc, _ = s.reg.fromList(n.Node.Status.Allocatable, true)
-		for _, p := range n.Pods {
+		if b := n.Bound; b != nil {
+			nd.used = s.reg.resolve(nd.used, b.pods, b.requests)
+			nd.hostPorts = append(nd.hostPorts, b.hostPorts...)
+		}
+		for _, p := range nd.pods {
 			if podstate.Terminal(p) {
 				continue
 			}
@@ -69,9 +70,13 @@ func (s *solver) buildNodes() {
 		}
 		return 0
 	}
+	stages := make(map[*node]int, len(s.nodes))
+	for _, n := range s.nodes {
+		stages[n] = stage(n)
+	}
 	sort.SliceStable(s.nodes, func(i, j int) bool {
 		a, b := s.nodes[i], s.nodes[j]
-		if sa, sb := stage(a), stage(b); sa != sb {
+		if sa, sb := stages[a], stages[b]; sa != sb {
 			return sa < sb
 		}
 		return a.name < b.name
@@ -111,9 +116,73 @@ func (s *solver) attachPools() {
 
 func (n *node) domain(key string) string { return n.labels[key] }
 
+// pruneNodes keeps in open the nodes with room for a pod of some group. A
+// node's free room only shrinks during a solve (placements on existing
+// nodes are never taken back, except by an undo, to what it was when the
+// undo session began), so a node without room for any group now never has
+// it later. It must not run inside an undo session.
+func (s *solver) pruneNodes() {
+	if s.undo != nil {
+		return
+	}
+	open := s.open[:0:0]
+	for _, n := range s.open {
+		if n.skip {
+			continue
+		}
+		free := n.alloc.sub(n.used)
+		for _, g := range s.groups {
+			if len(g.unknown) == 0 && g.req.howMany(free) > 0 {
+				open = append(open, n)
+				break
+			}
+		}
+	}
+	s.open = open
+}
+
+// labelsOf is the node's labels as a solve reads them (only read once
+// built): its own, both names of aliased labels, its hostname (its name
+// when it has none) and metadata.name.
+func (u *universe) labelsOf(n *corev1.Node) map[string]string {
+	if l, ok := u.nodeLabels[n]; ok {
+		return l
+	}
+	l := make(map[string]string, len(n.Labels)+2)
+	for k, v := range n.Labels {
+		l[k] = v
+	}
+	addLabelAliases(l)
+	if _, ok := l[apis.LabelHostname]; !ok {
+		l[apis.LabelHostname] = n.Name
+	}
+	l[requirements.FieldNodeName] = n.Name
+	u.nodeLabels[n] = l
+	return l
+}
+
+// aliasedOf is withLabelAliases(n), built once per solve (nil u: each
+// time).
+func (u *universe) aliasedOf(n *corev1.Node) *corev1.Node {
+	if u == nil {
+		return withLabelAliases(n)
+	}
+	if a, ok := u.nodeAliased[n]; ok {
+		return a
+	}
+	a := withLabelAliases(n)
+	u.nodeAliased[n] = a
+	return a
+}
+
 // room is how many pods of g fit on the node, ignoring topology.
 func (s *solver) nodeRoom(n *node, g *group) int {
 	if n.skip || len(g.unknown) > 0 {
+		return 0
+	}
+	// Room first: it is the cheapest test, and a full node fails it.
+	k := int(g.req.howMany(n.alloc.sub(n.used)))
+	if k <= 0 {
 		return 0
 	}
 	if !tolerates(g.tolerations, n.taints, !g.preferNoScheduleOK) {
@@ -122,8 +191,7 @@ func (s *solver) nodeRoom(n *node, g *group) int {
 	if !s.matchesNode(g, n) {
 		return 0
 	}
-	k := int(g.req.howMany(n.alloc.sub(n.used)))
-	if k > 0 && len(g.hostPorts) > 0 {
+	if len(g.hostPorts) > 0 {
 		if conflicts(g.hostPorts, n.hostPorts) {
 			return 0
 		}
@@ -195,7 +263,10 @@ func (s *solver) settleComingUp() {
 // been initialized: no karpenter.sh/initialized=true label. A node whose
 // Ready condition is Unknown has a kubelet that stopped reporting: it is
 // going down, not coming up.
-func (n *node) comingUp() bool {
+// It is read once per node (isComingUp) when the solve builds it.
+func (n *node) comingUp() bool { return n.coming }
+
+func (n *node) isComingUp() bool {
 	if n.inFlight {
 		return true
 	}
@@ -231,7 +302,7 @@ func (n *node) selectedBy(a *nodeaffinity.RequiredNodeAffinity) bool {
 		return true
 	}
 	if n.aliased == nil {
-		n.aliased = withLabelAliases(n.node)
+		n.aliased = n.u.aliasedOf(n.node)
 	}
 	ok, err := a.Match(n.aliased)
 	return err == nil && ok

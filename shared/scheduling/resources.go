@@ -160,9 +160,14 @@ func (r *registry) toList(v vec) corev1.ResourceList {
 // (withDefaultRequests), so a template or a manifest that sets only limits
 // counts as the pod it becomes.
 func (r *registry) podRequests(pod *corev1.Pod) (vec, []corev1.ResourceName) {
-	v, unknown := r.fromList(resourcehelper.PodRequests(withDefaultRequests(pod), resourcehelper.PodResourcesOptions{}), false)
+	v, unknown := r.fromList(podResourceList(pod), false)
 	v[rPods] = 1
 	return v, unknown
+}
+
+// podResourceList is the pod's requests as podRequests reads them, by name.
+func podResourceList(pod *corev1.Pod) corev1.ResourceList {
+	return resourcehelper.PodRequests(withDefaultRequests(pod), resourcehelper.PodResourcesOptions{})
 }
 
 // withDefaultRequests returns the pod as the API server admits it: a

@@ -24,6 +24,9 @@ type solver struct {
 	counters []*counter
 
 	nodeByName map[string]*node
+	// open are the nodes, in order, with room for a pod of some group:
+	// the only ones placing can use (see pruneNodes).
+	open       []*node
 	counterIdx map[string]int
 	states     map[stateKey]*reqState
 	sets       map[string]*reqSet
@@ -73,6 +76,9 @@ func Solve(in Input) (res *Result, err error) {
 	}
 	if len(in.NodePools) > MaxNodePools {
 		return nil, fmt.Errorf("scheduling: %d NodePools, more than the %d a solve accepts", len(in.NodePools), MaxNodePools)
+	}
+	if err := checkBound(in.Nodes, in.Pods); err != nil {
+		return nil, err
 	}
 	u := newUniverse(&in)
 	best := newSolver(&in, u, false, byCPU).solve()
@@ -155,6 +161,8 @@ func newSolver(in *Input, u *universe, residual bool, order groupOrder) *solver 
 	s.matchCounters()
 	sortGroups(s.groups, order)
 	s.laterDemand()
+	s.open = s.nodes
+	s.pruneNodes()
 	return s
 }
 
@@ -439,7 +447,7 @@ func (s *solver) keyValues(p *pool, rs *reqSet, key string) []string {
 }
 
 func (s *solver) placeOnNodes(g *group) {
-	for _, n := range s.nodes {
+	for _, n := range s.open {
 		if len(g.pods) == 0 {
 			return
 		}

@@ -55,12 +55,7 @@ func (s *solver) counterID(key string, ns []string, all, owner bool, sel labels.
 		b.WriteString("owner|")
 	}
 	b.WriteString(key + "|")
-	if all {
-		b.WriteString("*")
-	} else {
-		b.WriteString(strings.Join(ns, ","))
-	}
-	b.WriteString("|" + sel.String())
+	b.WriteString(selectorID(ns, all, sel))
 	return b.String()
 }
 
@@ -87,6 +82,7 @@ func (s *solver) getCounter(key string, ns []string, all, owner bool, sel labels
 // it matches.
 func (s *solver) countExistingPods() {
 	for _, n := range s.nodes {
+		s.registerBoundOwners(n)
 		for _, p := range n.pods {
 			if counted(p) {
 				s.registerOwnerTerms(p)
@@ -108,6 +104,7 @@ func (s *solver) countExistingPods() {
 			}
 		}
 	}
+	s.countBound()
 }
 
 // counted says whether a bound pod counts in topology: not finished and not

@@ -48,6 +48,13 @@ type universe struct {
 	vols    *volumeIndex
 	podVols map[*corev1.Pod]podVolumes
 
+	// nodeLabels and nodeAliased are each existing node's labels as a
+	// solve reads them and the node with both names of aliased labels
+	// (nodes.go): every plan a solve compares builds its nodes alike, so
+	// they are built once.
+	nodeLabels  map[*corev1.Node]map[string]string
+	nodeAliased map[*corev1.Node]*corev1.Node
+
 	reqBits   map[string]bitset
 	maskBits  map[uint64]bitset
 	maskPrice map[uint64][]float64
@@ -65,6 +72,7 @@ func newUniverse(in *Input) *universe {
 	u := &universe{
 		types: slices.Clone(in.InstanceTypes), keys: map[string]*keyIndex{},
 		reqBits: map[string]bitset{}, maskBits: map[uint64]bitset{}, maskPrice: map[uint64][]float64{}, maskOrder: map[uint64][]int{},
+		nodeLabels: map[*corev1.Node]map[string]string{}, nodeAliased: map[*corev1.Node]*corev1.Node{},
 	}
 	sort.Slice(u.types, func(i, j int) bool { return u.types[i].Name < u.types[j].Name })
 	u.types = slices.CompactFunc(u.types, func(a, b *catalog.InstanceType) bool { return a.Name == b.Name })
