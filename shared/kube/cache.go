@@ -142,7 +142,7 @@ type Cache struct {
 // NewCache returns an empty Cache: the first Sync lists everything.
 func NewCache(c *Client, opts CacheOptions) *Cache {
 	opts.defaults()
-	return &Cache{
+	cache := &Cache{
 		c: c, opts: opts,
 		pods: newStore(c, c.core, "pods", func() listObject { return &corev1.PodList{} },
 			func(l listObject) []corev1.Pod { return l.(*corev1.PodList).Items }, TrimPod),
@@ -157,6 +157,8 @@ func NewCache(c *Client, opts CacheOptions) *Cache {
 		pvs: newStore(c, c.core, "persistentvolumes", func() listObject { return &corev1.PersistentVolumeList{} },
 			func(l listObject) []corev1.PersistentVolume { return l.(*corev1.PersistentVolumeList).Items }, TrimPersistentVolume),
 	}
+	cache.pods.filter, cache.nodes.filter = podFilter, nodeFilter
+	return cache
 }
 
 // View is the cluster as of one Sync. Its objects and slices are shared with
@@ -324,6 +326,8 @@ type store[T any] struct {
 	newList func() listObject
 	items   func(listObject) []T
 	trim    func(*T)
+	// filter, when set, drops at the wire level what trim drops (wire.go).
+	filter *wireFilter
 	// namespaced resources read their barrier in one namespace.
 	namespaced bool
 	rv         string
@@ -414,21 +418,44 @@ func (s *store[T]) barrier(ctx context.Context, opts CacheOptions) (uint64, erro
 	return rv, nil
 }
 
-// list replaces the store's objects with a fresh list.
+// list replaces the store's objects with a fresh list, decoding one object
+// at a time from each page's encoding (through the store's wire filter,
+// when it has one) and trimming it at once: neither a page's decoded list
+// nor an untrimmed object is kept.
 func (s *store[T]) list(ctx context.Context, opts CacheOptions) error {
-
 	objs := make(map[string]*T, len(s.objs))
 	ctx, cancel := context.WithTimeout(ctx, opts.RequestTimeout*10)
 	defer cancel()
-	rv, err := s.c.listPaged(ctx, s.rc, s.name, "", int64(opts.PageSize), s.newList, func(l listObject) {
+	var scratch []byte
+	rv, err := s.c.streamList(ctx, s.rc, s.name, int64(opts.PageSize), s.newList, func(b []byte) error {
+		if s.filter != nil {
+			var err error
+			if scratch, err = s.filter.apply(scratch[:0], b); err != nil {
+				return err
+			}
+			b = scratch
+		}
+		o := new(T)
+		u, ok := any(o).(interface{ Unmarshal([]byte) error })
+		if !ok {
+			return fmt.Errorf("%T has no protobuf decoder", o)
+		}
+		// Unmarshal copies what it keeps: scratch and the page are reused
+		// and released.
+		if err := u.Unmarshal(b); err != nil {
+			return err
+		}
+		s.trim(o)
+		objs[key(metaOf(o))] = o
+		return nil
+	}, func(l listObject) error {
 		items := s.items(l)
 		for i := range items {
-			// Kept in place: the page's array lives as long as one of its
-			// objects does, which costs less than copying every object out.
 			o := &items[i]
 			s.trim(o)
 			objs[key(metaOf(o))] = o
 		}
+		return nil
 	})
 	if err != nil {
 		return err
