@@ -16,9 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	storagev1 "k8s.io/api/storage/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 
 	"github.com/nodewright/nodewright/shared/apis"
@@ -47,6 +45,10 @@ type CacheOptions struct {
 	// Sync rather than watched (default 1,000): listing it costs a few tens
 	// of milliseconds and needs no wait for a bookmark.
 	ListBelow int
+	// HintGrace: in a Sync after Expect, once the hinted pods are in, a
+	// catch-up short of its barrier ends this long after the Sync began at
+	// the earliest (default 50ms; see Expect).
+	HintGrace time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 	// Log receives a line per Sync (default slog.Default()).
@@ -71,6 +73,9 @@ func (o *CacheOptions) defaults() {
 	}
 	if o.ListBelow == 0 {
 		o.ListBelow = 1000
+	}
+	if o.HintGrace <= 0 {
+		o.HintGrace = 50 * time.Millisecond
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -119,6 +124,16 @@ func (o *CacheOptions) defaults() {
 // every Sync opens fresh watches, and a Sync that comes more than IdleReset
 // after the previous one first closes pooled connections.
 //
+// When the invocation's trigger names pods (Expect), a Sync need not wait
+// for a bookmark: once the hinted pods' changes are in, catch-ups short of
+// their barrier end with a consistent prefix of the cluster's history (see
+// Expect for exactly what is then up to date).
+//
+// A cold list is decoded one object at a time from each page's protobuf,
+// through a wire filter that skips what the trim drops (wire.go), while
+// the next page is fetched (stream.go): no page is held decoded, no
+// untrimmed object is kept.
+//
 // StorageClasses, NodePools and EC2NodeClasses (tens of objects) are
 // listed on every Sync (StorageClasses as JSON into storagev1.StorageClass);
 // they are decoded, defaulted and validated by package apis, and an invalid
@@ -136,6 +151,7 @@ type Cache struct {
 	pdbs     *store[policyv1.PodDisruptionBudget]
 	pvcs     *store[corev1.PersistentVolumeClaim]
 	pvs      *store[corev1.PersistentVolume]
+	hints    *hintState // the current Expect's; nil without
 	lastSync time.Time
 }
 
@@ -220,6 +236,9 @@ type ResourceStats struct {
 	// Reason says why a resource was listed: "cold", "gone" (410),
 	// "timeout", "opaque resourceVersion".
 	Reason string
+	// Hinted: the catch-up ended short of its barrier, the hinted pods
+	// being in (see Expect).
+	Hinted bool
 }
 
 // PodsOnNode returns the pods bound to the node, sorted by namespace and name.
@@ -235,6 +254,9 @@ func (c *Cache) Sync(ctx context.Context) (*View, error) {
 		c.c.CloseIdleConnections()
 	}
 	v := &View{Stats: SyncStats{Resources: map[string]ResourceStats{}}}
+	c.pods.hints = c.hints
+	early, stop := c.hints.early(start, c.opts.HintGrace, c.opts.Now)
+	defer stop()
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	stores := []syncer{c.pods, c.nodes, c.ds, c.pdbs, c.pvcs, c.pvs}
@@ -243,7 +265,7 @@ func (c *Cache) Sync(ctx context.Context) (*View, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			st, err := s.sync(ctx, c.opts)
+			st, err := s.sync(ctx, c.opts, early)
 			errs[i] = err
 			mu.Lock()
 			v.Stats.Resources[s.resource()] = st
@@ -303,7 +325,10 @@ func (c *Cache) SyncPods(ctx context.Context) ([]*corev1.Pod, error) {
 	if !c.lastSync.IsZero() && start.Sub(c.lastSync) > c.opts.IdleReset {
 		c.c.CloseIdleConnections()
 	}
-	if _, err := c.pods.sync(ctx, c.opts); err != nil {
+	c.pods.hints = c.hints
+	early, stop := c.hints.early(start, c.opts.HintGrace, c.opts.Now)
+	defer stop()
+	if _, err := c.pods.sync(ctx, c.opts, early); err != nil {
 		return nil, fmt.Errorf("sync pods: %w", err)
 	}
 	c.lastSync = c.opts.Now()
@@ -313,7 +338,7 @@ func (c *Cache) SyncPods(ctx context.Context) ([]*corev1.Pod, error) {
 // syncer is a store of any type.
 type syncer interface {
 	resource() string
-	sync(ctx context.Context, opts CacheOptions) (ResourceStats, error)
+	sync(ctx context.Context, opts CacheOptions, early <-chan struct{}) (ResourceStats, error)
 }
 
 // store holds one resource's objects by namespace/name, and the
@@ -328,6 +353,8 @@ type store[T any] struct {
 	trim    func(*T)
 	// filter, when set, drops at the wire level what trim drops (wire.go).
 	filter *wireFilter
+	// hints, set on the pods' store, hears of the pods' changes.
+	hints *hintState
 	// namespaced resources read their barrier in one namespace.
 	namespaced bool
 	rv         string
@@ -353,7 +380,7 @@ func key(m metav1.Object) string {
 	return m.GetName()
 }
 
-func (s *store[T]) sync(ctx context.Context, opts CacheOptions) (ResourceStats, error) {
+func (s *store[T]) sync(ctx context.Context, opts CacheOptions, early <-chan struct{}) (ResourceStats, error) {
 	start := opts.Now()
 	st := ResourceStats{Mode: "watch"}
 	_, numeric := parseRV(s.rv)
@@ -369,8 +396,8 @@ func (s *store[T]) sync(ctx context.Context, opts CacheOptions) (ResourceStats, 
 		if err != nil {
 			return st, err
 		}
-		events, reason, err := s.catchUp(ctx, barrier, opts)
-		st.Events = events
+		events, hinted, reason, err := s.catchUp(ctx, barrier, opts, early)
+		st.Events, st.Hinted = events, hinted
 		if err != nil {
 			return st, err
 		}
@@ -461,95 +488,10 @@ func (s *store[T]) list(ctx context.Context, opts CacheOptions) error {
 		return err
 	}
 	s.objs, s.rv, s.view = objs, rv, nil
+	if s.hints != nil {
+		s.hints.listed()
+	}
 	return nil
-}
-
-// errGone is a watch the server refused because the revision left its
-// window.
-var errGone = errors.New("resourceVersion too old")
-
-// catchUp watches from the store's revision until an event reaches want.
-// It returns a reason to list instead ("gone", "timeout") or "" when caught up.
-func (s *store[T]) catchUp(ctx context.Context, want uint64, opts CacheOptions) (int, string, error) {
-	if have, ok := parseRV(s.rv); ok && have >= want {
-		return 0, "", nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, opts.CatchUpTimeout)
-	defer cancel()
-	events := 0
-	for {
-		done, n, err := s.watchOnce(ctx, want, opts.WatchSeconds)
-		events += n
-		switch {
-		case errors.Is(err, errGone):
-			return events, "gone", nil
-		case ctx.Err() != nil:
-			return events, "timeout", nil
-		case err != nil:
-			return events, "", fmt.Errorf("watch %s: %w", s.name, err)
-		case done:
-			return events, "", nil
-		}
-	}
-}
-
-// watchOnce opens one watch from the store's revision and applies its events
-// until one reaches want (done) or the watch ends.
-func (s *store[T]) watchOnce(ctx context.Context, want uint64, seconds int) (bool, int, error) {
-	w, err := s.rc.Get().Resource(s.name).Param("watch", "true").Param("resourceVersion", s.rv).
-		Param("allowWatchBookmarks", "true").Param("timeoutSeconds", strconv.Itoa(seconds)).Watch(ctx)
-	if err != nil {
-		if apierrors.IsGone(err) || apierrors.IsResourceExpired(err) {
-			return false, 0, errGone
-		}
-		return false, 0, err
-	}
-	defer w.Stop()
-	n := 0
-	for {
-		select {
-		case <-ctx.Done():
-			return false, n, ctx.Err()
-		case ev, ok := <-w.ResultChan():
-			if !ok {
-				return false, n, nil
-			}
-			n++
-			if ev.Type == watch.Error {
-				err := apierrors.FromObject(ev.Object)
-				if apierrors.IsGone(err) || apierrors.IsResourceExpired(err) {
-					return false, n, errGone
-				}
-				return false, n, err
-			}
-			obj, ok := ev.Object.(interface{ GetResourceVersion() string })
-			if !ok {
-				return false, n, fmt.Errorf("unexpected watch object %T", ev.Object)
-			}
-			rv := obj.GetResourceVersion()
-			s.apply(ev)
-			s.rv = rv
-			if got, ok := parseRV(rv); ok && got >= want {
-				return true, n, nil
-			}
-		}
-	}
-}
-
-func (s *store[T]) apply(ev watch.Event) {
-	o, ok := any(ev.Object).(*T)
-	if !ok {
-		return
-	}
-	k := key(metaOf(o))
-	s.view = nil
-	switch ev.Type {
-	case watch.Added, watch.Modified:
-		s.trim(o)
-		s.objs[k] = o
-	case watch.Deleted:
-		delete(s.objs, k)
-	}
 }
 
 func (s *store[T]) sorted() []*T {
