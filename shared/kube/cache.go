@@ -39,7 +39,10 @@ type CacheOptions struct {
 	// between invocations may thaw with connections the server has long
 	// closed (default 10s).
 	IdleReset time.Duration
-	// PageSize is how many objects one list page holds (default 500).
+	// PageSize is how many objects one list page holds (default 2,000: a
+	// 150,000-pod list in 75 requests, inside the functions' client rate
+	// limit of 50 a second with a burst of 100, where pages of 500 would
+	// wait for it; two pages, about 10 MB of protobuf, are held at most).
 	PageSize int
 	// ListBelow: a resource with fewer objects than this is listed on every
 	// Sync rather than watched (default 1,000): listing it costs a few tens
@@ -69,7 +72,7 @@ func (o *CacheOptions) defaults() {
 		o.IdleReset = 10 * time.Second
 	}
 	if o.PageSize <= 0 {
-		o.PageSize = DefaultPageSize
+		o.PageSize = cachePageSize
 	}
 	if o.ListBelow == 0 {
 		o.ListBelow = 1000
@@ -154,6 +157,8 @@ type Cache struct {
 	hints    *hintState // the current Expect's; nil without
 	lastSync time.Time
 }
+
+const cachePageSize = 2000
 
 // NewCache returns an empty Cache: the first Sync lists everything.
 func NewCache(c *Client, opts CacheOptions) *Cache {
