@@ -39,10 +39,11 @@ type CacheOptions struct {
 	// between invocations may thaw with connections the server has long
 	// closed (default 10s).
 	IdleReset time.Duration
-	// PageSize is how many objects one list page holds (default 2,000: a
-	// 150,000-pod list in 75 requests, inside the functions' client rate
-	// limit of 50 a second with a burst of 100, where pages of 500 would
-	// wait for it; two pages, about 10 MB of protobuf, are held at most).
+	// PageSize is how many objects one list page holds (default 1,000: a
+	// 150,000-pod list in 150 requests, inside the functions' client rate
+	// limit of 50 a second with a burst of 100 over a read of a few
+	// seconds, where pages of 500 would wait for it; two pages, a few MB
+	// of protobuf, are held at most).
 	PageSize int
 	// ListBelow: a resource with fewer objects than this is listed on every
 	// Sync rather than watched (default 1,000): listing it costs a few tens
@@ -158,7 +159,7 @@ type Cache struct {
 	lastSync time.Time
 }
 
-const cachePageSize = 2000
+const cachePageSize = 1000
 
 // NewCache returns an empty Cache: the first Sync lists everything.
 func NewCache(c *Client, opts CacheOptions) *Cache {
@@ -179,6 +180,7 @@ func NewCache(c *Client, opts CacheOptions) *Cache {
 			func(l listObject) []corev1.PersistentVolume { return l.(*corev1.PersistentVolumeList).Items }, TrimPersistentVolume),
 	}
 	cache.pods.filter, cache.nodes.filter = podFilter, nodeFilter
+	cache.pods.sharer = func() func(*corev1.Pod, []byte) { return newPodInterner().share }
 	return cache
 }
 
@@ -358,6 +360,9 @@ type store[T any] struct {
 	trim    func(*T)
 	// filter, when set, drops at the wire level what trim drops (wire.go).
 	filter *wireFilter
+	// sharer, when set, makes for each list a function that shares the
+	// parts of its objects alike in encoding (intern.go).
+	sharer func() func(o *T, enc []byte)
 	// hints, set on the pods' store, hears of the pods' changes.
 	hints *hintState
 	// namespaced resources read their barrier in one namespace.
@@ -459,6 +464,10 @@ func (s *store[T]) list(ctx context.Context, opts CacheOptions) error {
 	ctx, cancel := context.WithTimeout(ctx, opts.RequestTimeout*10)
 	defer cancel()
 	var scratch []byte
+	var share func(*T, []byte)
+	if s.sharer != nil {
+		share = s.sharer()
+	}
 	rv, err := s.c.streamList(ctx, s.rc, s.name, int64(opts.PageSize), s.newList, func(b []byte) error {
 		if s.filter != nil {
 			var err error
@@ -478,6 +487,9 @@ func (s *store[T]) list(ctx context.Context, opts CacheOptions) error {
 			return err
 		}
 		s.trim(o)
+		if share != nil {
+			share(o, b)
+		}
 		objs[key(metaOf(o))] = o
 		return nil
 	}, func(l listObject) error {

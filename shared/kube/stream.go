@@ -23,17 +23,17 @@ type listPage struct {
 // streamList pages through resource (of every namespace) and hands each
 // item's protobuf encoding to item, one at a time, or, when the server
 // answers in another encoding, each page decoded to whole. The next page is
-// fetched while the current one is handed over (one page ahead at most), so
-// the API server's work and the network overlap the caller's decoding; a
-// page's bytes are released once handed over, so no more than two pages are
-// held whatever the list's length. It returns the list's resourceVersion
+// fetched while the current one is handed over (one page ahead: the
+// hand-over is unbuffered), so the API server's work and the network
+// overlap the caller's decoding; a page's bytes are released once handed
+// over, so no more than two pages are held whatever the list's length. It returns the list's resourceVersion
 // (the first page's: pages of one list are one consistent snapshot). A
 // continue token that expires mid-way (410 Gone) fails the list: the caller
 // reads again. Nothing it starts outlives it.
 func (c *Client) streamList(ctx context.Context, rc rest.Interface, resource string, pageSize int64, newList func() listObject,
 	item func([]byte) error, whole func(listObject) error) (string, error) {
 	ctx, cancel := context.WithCancel(ctx)
-	pages := make(chan listPage, 1)
+	pages := make(chan listPage)
 	done := make(chan struct{})
 	defer func() { cancel(); <-done }()
 	go func() {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strconv"
 	"sync"
 	"testing"
@@ -74,7 +75,8 @@ func newPagedServer(t *testing.T, pods int) (*pagedServer, *Cache) {
 		s.pods = append(s.pods, corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p%d", i), Namespace: "default", ResourceVersion: "5",
 				ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}},
-				Annotations:   map[string]string{AnnotationDoNotDisrupt: "true", "big": "x"}},
+				Annotations:   map[string]string{AnnotationDoNotDisrupt: "true", "big": "x"},
+				Labels:        map[string]string{"app": []string{"web", "db"}[i/4]}},
 			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "img",
 				Env: []corev1.EnvVar{{Name: "A", Value: "b"}}}}},
 		})
@@ -122,5 +124,36 @@ func TestCacheListFailsOnAnExpiredContinueToken(t *testing.T) {
 	v, err := c.Sync(context.Background())
 	if err != nil || len(v.Pods) != 5 || s.pages != 3 {
 		t.Fatalf("after the failure: %d pods in %d pages (%v)", len(v.Pods), s.pages, err)
+	}
+}
+
+func TestCacheListSharesWhatPodsHaveAlike(t *testing.T) {
+	s, c := newPagedServer(t, 5)
+	v, err := c.Sync(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each pod is what it would be decoded and trimmed alone.
+	for i, p := range v.Pods {
+		b, err := s.pods[i].Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var alone corev1.Pod
+		if err := alone.Unmarshal(b); err != nil {
+			t.Fatal(err)
+		}
+		TrimPod(&alone)
+		if !reflect.DeepEqual(*p, alone) {
+			t.Fatalf("pod %s shared differs from alone:\n%+v\n%+v", p.Name, *p, alone)
+		}
+	}
+	same := func(a, b any) bool { return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer() }
+	p := v.Pods
+	if !same(p[0].Spec.Containers, p[4].Spec.Containers) || !same(p[0].Labels, p[3].Labels) {
+		t.Errorf("the containers of p0 and p4, or the labels of p0 and p3, are copies: want one shared value")
+	}
+	if same(p[0].Labels, p[4].Labels) || p[4].Labels["app"] != "db" {
+		t.Errorf("p4's labels %v are p0's %v", p[4].Labels, p[0].Labels)
 	}
 }
