@@ -17,7 +17,23 @@ import (
 // sharing among pods needs nothing more.
 type podInterner struct {
 	parts map[string]any
-	key   []byte
+	keys  [len(sharedParts)][]byte
+}
+
+// sharedParts are the parts shared: the message (1 ObjectMeta, 2 PodSpec)
+// and field they are in, and an id that keeps their keys apart.
+var sharedParts = [...]struct {
+	msg, num int
+	id       byte
+}{
+	{1, 11, 'l'}, // labels
+	{1, 13, 'o'}, // ownerReferences
+	{2, 2, 'c'},  // containers
+	{2, 20, 'i'}, // initContainers
+	{2, 7, 's'},  // nodeSelector
+	{2, 18, 'a'}, // affinity
+	{2, 22, 't'}, // tolerations
+	{2, 33, 'p'}, // topologySpreadConstraints
 }
 
 func newPodInterner() *podInterner { return &podInterner{parts: map[string]any{}} }
@@ -25,70 +41,69 @@ func newPodInterner() *podInterner { return &podInterner{parts: map[string]any{}
 // share replaces, in p (decoded from enc and trimmed), each part another
 // pod of the list already has with that pod's copy.
 func (in *podInterner) share(p *corev1.Pod, enc []byte) {
-	var meta, spec []byte
+	for i := range in.keys {
+		in.keys[i] = append(in.keys[i][:0], sharedParts[i].id)
+	}
 	for b := enc; len(b) > 0; {
 		f, rest, err := nextField(b)
 		if err != nil {
 			return
 		}
-		switch {
-		case f.num == 1 && f.typ == wireBytes:
-			meta = f.payload
-		case f.num == 2 && f.typ == wireBytes:
-			spec = f.payload
-		}
 		b = rest
+		if (f.num != 1 && f.num != 2) || f.typ != wireBytes {
+			continue
+		}
+		for m := f.payload; len(m) > 0; {
+			g, rest, err := nextField(m)
+			if err != nil {
+				return
+			}
+			m = rest
+			for i, sp := range sharedParts {
+				if sp.msg == f.num && sp.num == g.num {
+					in.keys[i] = append(in.keys[i], g.whole...)
+				}
+			}
+		}
 	}
-	// ObjectMeta: labels 11, ownerReferences 13.
-	if v, ok := in.one(meta, 11, 'l', p.Labels); ok {
+	if v, ok := in.one(0, p.Labels); ok {
 		p.Labels = v.(map[string]string)
 	}
-	if v, ok := in.one(meta, 13, 'o', p.OwnerReferences); ok {
+	if v, ok := in.one(1, p.OwnerReferences); ok {
 		p.OwnerReferences = v.([]metav1.OwnerReference)
 	}
-	// PodSpec: containers 2, nodeSelector 7, affinity 18, initContainers
-	// 20, tolerations 22, topologySpreadConstraints 33.
-	if v, ok := in.one(spec, 2, 'c', p.Spec.Containers); ok {
+	if v, ok := in.one(2, p.Spec.Containers); ok {
 		p.Spec.Containers = v.([]corev1.Container)
 	}
-	if v, ok := in.one(spec, 20, 'i', p.Spec.InitContainers); ok {
+	if v, ok := in.one(3, p.Spec.InitContainers); ok {
 		p.Spec.InitContainers = v.([]corev1.Container)
 	}
-	if v, ok := in.one(spec, 7, 's', p.Spec.NodeSelector); ok {
+	if v, ok := in.one(4, p.Spec.NodeSelector); ok {
 		p.Spec.NodeSelector = v.(map[string]string)
 	}
-	if v, ok := in.one(spec, 18, 'a', p.Spec.Affinity); ok {
+	if v, ok := in.one(5, p.Spec.Affinity); ok {
 		p.Spec.Affinity = v.(*corev1.Affinity)
 	}
-	if v, ok := in.one(spec, 22, 't', p.Spec.Tolerations); ok {
+	if v, ok := in.one(6, p.Spec.Tolerations); ok {
 		p.Spec.Tolerations = v.([]corev1.Toleration)
 	}
-	if v, ok := in.one(spec, 33, 'p', p.Spec.TopologySpreadConstraints); ok {
+	if v, ok := in.one(7, p.Spec.TopologySpreadConstraints); ok {
 		p.Spec.TopologySpreadConstraints = v.([]corev1.TopologySpreadConstraint)
 	}
 }
 
-// one looks up the part of msg in field num (every occurrence: a repeated
-// field or a map) under id: it returns the copy an earlier pod holds (true),
-// or records mine and returns false. A pod without the field shares nothing.
-func (in *podInterner) one(msg []byte, num int, id byte, mine any) (any, bool) {
-	in.key = append(in.key[:0], id)
-	for b := msg; len(b) > 0; {
-		f, rest, err := nextField(b)
-		if err != nil {
-			return nil, false
-		}
-		if f.num == num {
-			in.key = append(in.key, f.whole...)
-		}
-		b = rest
-	}
-	if len(in.key) == 1 {
+// one looks up part i under its key (every occurrence of its field: a
+// repeated field or a map): it returns the copy an earlier pod holds
+// (true), or records mine and returns false. A pod without the field
+// shares nothing.
+func (in *podInterner) one(i int, mine any) (any, bool) {
+	k := in.keys[i]
+	if len(k) == 1 {
 		return nil, false
 	}
-	if v, ok := in.parts[string(in.key)]; ok {
+	if v, ok := in.parts[string(k)]; ok {
 		return v, true
 	}
-	in.parts[string(in.key)] = mine
+	in.parts[string(k)] = mine
 	return nil, false
 }
