@@ -369,7 +369,11 @@ type store[T any] struct {
 	namespaced bool
 	rv         string
 	objs       map[string]*T
-	view       []*T // objs sorted by key; nil when objs changed since
+	// view is objs sorted by key as of the last sorted(), keys its keys;
+	// changed are the keys applied since (view nil: rebuild it whole).
+	view    []*T
+	keys    []string
+	changed map[string]struct{}
 }
 
 func newStore[T any](c *Client, rc rest.Interface, name string, newList func() listObject, items func(listObject) []T, trim func(*T)) *store[T] {
@@ -416,7 +420,7 @@ func (s *store[T]) sync(ctx context.Context, opts CacheOptions, early <-chan str
 	if st.Reason != "" {
 		st.Mode = "list"
 		if err := s.list(ctx, opts); err != nil {
-			s.objs, s.rv, s.view = nil, "", nil
+			s.objs, s.rv, s.view, s.keys, s.changed = nil, "", nil, nil, nil
 			return st, err
 		}
 	}
@@ -504,23 +508,55 @@ func (s *store[T]) list(ctx context.Context, opts CacheOptions) error {
 	if err != nil {
 		return err
 	}
-	s.objs, s.rv, s.view = objs, rv, nil
+	s.objs, s.rv, s.view, s.keys, s.changed = objs, rv, nil, nil, nil
 	if s.hints != nil {
 		s.hints.listed()
 	}
 	return nil
 }
 
+// sorted returns the objects sorted by key. A View keeps the slice it was
+// given, so a change makes a new one: from the previous one by a merge of
+// the changed keys (a warm Sync changes a few of 150,000 pods, and sorting
+// them all again took a quarter of a second), or whole when there is none
+// or most changed.
 func (s *store[T]) sorted() []*T {
-	if s.view != nil || len(s.objs) == 0 {
+	if len(s.objs) == 0 {
+		s.view, s.keys, s.changed = nil, nil, nil
+		return nil
+	}
+	if s.view != nil && len(s.changed) == 0 {
 		return s.view
 	}
-	keys := slices.Sorted(maps.Keys(s.objs))
-	out := make([]*T, len(keys))
-	for i, k := range keys {
-		out[i] = s.objs[k]
+	if s.view == nil || len(s.changed) > len(s.objs)/4 {
+		keys := slices.Sorted(maps.Keys(s.objs))
+		out := make([]*T, len(keys))
+		for i, k := range keys {
+			out[i] = s.objs[k]
+		}
+		s.view, s.keys, s.changed = out, keys, nil
+		return out
 	}
-	s.view = out
+	changed := slices.Sorted(maps.Keys(s.changed))
+	out := make([]*T, 0, len(s.objs))
+	keys := make([]string, 0, len(s.objs))
+	i, j := 0, 0
+	for i < len(s.keys) || j < len(changed) {
+		if j == len(changed) || (i < len(s.keys) && s.keys[i] < changed[j]) {
+			out, keys = append(out, s.view[i]), append(keys, s.keys[i])
+			i++
+			continue
+		}
+		k := changed[j]
+		j++
+		if i < len(s.keys) && s.keys[i] == k {
+			i++
+		}
+		if o, ok := s.objs[k]; ok {
+			out, keys = append(out, o), append(keys, k)
+		}
+	}
+	s.view, s.keys, s.changed = out, keys, nil
 	return out
 }
 

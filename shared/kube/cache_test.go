@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -13,6 +16,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 )
 
@@ -327,5 +331,51 @@ func TestCacheExpectEndsOnTheHintedPods(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A store's sorted view, rebuilt by merging the changed keys into the
+// previous one, is the objects sorted by key; the slice an earlier View got
+// stays as it was.
+func TestStoreSortedAfterChanges(t *testing.T) {
+	s := &store[corev1.Pod]{objs: map[string]*corev1.Pod{}, trim: func(*corev1.Pod) {}}
+	rnd := rand.New(rand.NewPCG(1, 2))
+	podAt := func(i, rv int) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("p%03d", i), ResourceVersion: strconv.Itoa(rv)}}
+	}
+	for i := 0; i < 200; i += 2 {
+		s.objs[key(podAt(i, 1))] = podAt(i, 1)
+	}
+	var earlier []*corev1.Pod
+	var earlierNames []string
+	for round, rv := 0, 2; round < 50; round++ {
+		n := 1 + rnd.IntN(8)
+		if round%10 == 9 {
+			n = 120 // most changed: rebuilt whole
+		}
+		for c := 0; c < n; c, rv = c+1, rv+1 {
+			typ := []watch.EventType{watch.Added, watch.Modified, watch.Deleted}[rnd.IntN(3)]
+			s.apply(watch.Event{Type: typ, Object: podAt(rnd.IntN(300), rv)})
+		}
+		got := s.sorted()
+		want := slices.Sorted(maps.Keys(s.objs))
+		if len(got) != len(want) {
+			t.Fatalf("round %d: %d objects in the view, %d in the store", round, len(got), len(want))
+		}
+		for i, p := range got {
+			if key(p) != want[i] || p != s.objs[want[i]] {
+				t.Fatalf("round %d: view[%d] is %s, want %s (the store's object)", round, i, key(p), want[i])
+			}
+		}
+		for i, p := range earlier {
+			if p.Name != earlierNames[i] {
+				t.Fatalf("round %d: an earlier view changed at %d", round, i)
+			}
+		}
+		earlier = got
+		earlierNames = nil
+		for _, p := range got {
+			earlierNames = append(earlierNames, p.Name)
+		}
 	}
 }

@@ -98,7 +98,6 @@ func (s *store[T]) apply(ev watch.Event) {
 	}
 	m := metaOf(o)
 	k := key(m)
-	s.view = nil
 	switch ev.Type {
 	case watch.Added, watch.Modified:
 		s.trim(o)
@@ -107,6 +106,12 @@ func (s *store[T]) apply(ev watch.Event) {
 		delete(s.objs, k)
 	default:
 		return
+	}
+	if s.view != nil {
+		if s.changed == nil {
+			s.changed = map[string]struct{}{}
+		}
+		s.changed[k] = struct{}{}
 	}
 	if s.hints != nil {
 		if rv, ok := parseRV(m.GetResourceVersion()); ok {
