@@ -154,7 +154,8 @@ func fill(b *testing.B, kc kubernetes.Interface, from, to int) {
 		b.Fatalf("create pods: %v", err)
 	}
 	took := time.Since(start)
-	b.Logf("created pods %d..%d in %s: %.0f pods/s", from, to, took.Round(time.Millisecond), float64(to-from)/took.Seconds())
+	// Printed, not logged: a parent benchmark's log does not reach the output.
+	fmt.Printf("created pods %d..%d in %s: %.0f pods/s\n", from, to, took.Round(time.Millisecond), float64(to-from)/took.Seconds())
 }
 
 // podLists reads the API server's count of pod lists it served from its
