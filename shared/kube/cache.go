@@ -314,7 +314,11 @@ func (c *Cache) Sync(ctx context.Context) (*View, error) {
 	attrs := []any{"resourceVersion", v.ResourceVersion, "took", v.Stats.Duration.String(), "pods", len(v.Pods), "nodes", len(v.Nodes)}
 	for _, name := range []string{"pods", "nodes", "daemonsets", "poddisruptionbudgets", "persistentvolumeclaims", "persistentvolumes"} {
 		st := v.Stats.Resources[name]
-		attrs = append(attrs, name, st.Mode+" "+st.Duration.Round(time.Millisecond).String())
+		mode := st.Mode
+		if st.Hinted {
+			mode += " (ended on the hinted pods)"
+		}
+		attrs = append(attrs, name, mode+" "+st.Duration.Round(time.Millisecond).String())
 	}
 	c.opts.Log.Debug("cluster synced", attrs...)
 	return v, nil
