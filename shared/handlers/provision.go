@@ -129,6 +129,7 @@ func (h *Provision) Handle(ctx context.Context, raw json.RawMessage) (err error)
 	}
 	rctx, stop := renewing(ctx, r.Store, lease, ttl, log)
 	defer stop()
+	r.Expect(p.Pods) // the first round's reads end once the named pods are in
 	err = h.rounds(rctx, r, lease, p.Source == trigger.SourceSchedule, log)
 	if sc, ok := r.Spot.(*provision.SpotCache); ok {
 		// A price refresh begun in this invocation ends before the
@@ -152,6 +153,9 @@ func (h *Provision) rounds(ctx context.Context, r *provision.Reconciler, lease *
 			return err
 		}
 		rep, err := r.Round(ctx, lease)
+		if round == 1 {
+			r.Expect(nil) // later rounds look for pods no trigger named: to the barrier
+		}
 		if rep != nil {
 			rep.Batch = batch
 			log.Info("round", "round", round, "batchWait", batch.Waited.String(), "batchLooks", batch.Looks, "batchLooking", batch.Looking.String(), "pending", rep.Pending, "reschedulable", rep.Reschedulable,

@@ -20,7 +20,17 @@ import (
 	st "github.com/nodewright/nodewright/shared/scheduling/schedtest"
 	"github.com/nodewright/nodewright/shared/state"
 	"github.com/nodewright/nodewright/shared/state/statetest"
+	"github.com/nodewright/nodewright/shared/trigger"
 )
+
+// expectingSource records what the handler tells it to expect
+// (provision.Expecter).
+type expectingSource struct {
+	podsSource
+	expected [][]trigger.PodRef
+}
+
+func (s *expectingSource) Expect(pods []trigger.PodRef) { s.expected = append(s.expected, pods) }
 
 // podsSource is a cluster whose pods stay pending (no node registers).
 type podsSource struct{ pods []*corev1.Pod }
@@ -125,8 +135,9 @@ func TestProvisionDeferredPodsLaunchInLaterRounds(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := &emitted{}
+	src := &expectingSource{podsSource: podsSource{pods}}
 	r := &provision.Reconciler{
-		Cluster: "demo", Store: store, Source: podsSource{pods}, Fleet: &memFleet{}, Catalog: catalog.Default(),
+		Cluster: "demo", Store: store, Source: src, Fleet: &memFleet{}, Catalog: catalog.Default(),
 		NodePools: pools, NodeClasses: classes, Metrics: m,
 		Options: provision.Options{SolveGroups: 8}, // 8 of the 30 single-pod groups per solve
 	}
@@ -141,6 +152,10 @@ func TestProvisionDeferredPodsLaunchInLaterRounds(t *testing.T) {
 	}
 	if len(reports) < 2 || reports[0].Deferred == 0 {
 		t.Fatalf("%d rounds, the first deferring %d pods: want a budget-limited first round and more rounds", len(reports), reports[0].Deferred)
+	}
+	// The hint's pod is passed to the source for the first round only.
+	if got := fmt.Sprint(src.expected); got != "[[{default inflate-7d9c8b6f5-abcde }] []]" {
+		t.Errorf("the source was told to expect %s: want the hint's pod, then nothing", got)
 	}
 	for i, rep := range reports {
 		t.Logf("round %d: pending %d, nominated %d, deferred %d, launched %d", i+1, rep.Pending, rep.Nominated, rep.Deferred, len(rep.Launched()))

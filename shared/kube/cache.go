@@ -16,9 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	storagev1 "k8s.io/api/storage/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 
 	"github.com/nodewright/nodewright/shared/apis"
@@ -41,12 +39,20 @@ type CacheOptions struct {
 	// between invocations may thaw with connections the server has long
 	// closed (default 10s).
 	IdleReset time.Duration
-	// PageSize is how many objects one list page holds (default 500).
+	// PageSize is how many objects one list page holds (default 1,000: a
+	// 150,000-pod list in 150 requests, inside the functions' client rate
+	// limit of 50 a second with a burst of 100 over a read of a few
+	// seconds, where pages of 500 would wait for it; two pages, a few MB
+	// of protobuf, are held at most).
 	PageSize int
 	// ListBelow: a resource with fewer objects than this is listed on every
 	// Sync rather than watched (default 1,000): listing it costs a few tens
 	// of milliseconds and needs no wait for a bookmark.
 	ListBelow int
+	// HintGrace: in a Sync after Expect, once the hinted pods are in, a
+	// catch-up short of its barrier ends this long after the Sync began at
+	// the earliest (default 50ms; see Expect).
+	HintGrace time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 	// Log receives a line per Sync (default slog.Default()).
@@ -67,10 +73,13 @@ func (o *CacheOptions) defaults() {
 		o.IdleReset = 10 * time.Second
 	}
 	if o.PageSize <= 0 {
-		o.PageSize = DefaultPageSize
+		o.PageSize = cachePageSize
 	}
 	if o.ListBelow == 0 {
 		o.ListBelow = 1000
+	}
+	if o.HintGrace <= 0 {
+		o.HintGrace = 50 * time.Millisecond
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -119,6 +128,16 @@ func (o *CacheOptions) defaults() {
 // every Sync opens fresh watches, and a Sync that comes more than IdleReset
 // after the previous one first closes pooled connections.
 //
+// When the invocation's trigger names pods (Expect), a Sync need not wait
+// for a bookmark: once the hinted pods' changes are in, catch-ups short of
+// their barrier end with a consistent prefix of the cluster's history (see
+// Expect for exactly what is then up to date).
+//
+// A cold list is decoded one object at a time from each page's protobuf,
+// through a wire filter that skips what the trim drops (wire.go), while
+// the next page is fetched (stream.go): no page is held decoded, no
+// untrimmed object is kept.
+//
 // StorageClasses, NodePools and EC2NodeClasses (tens of objects) are
 // listed on every Sync (StorageClasses as JSON into storagev1.StorageClass);
 // they are decoded, defaulted and validated by package apis, and an invalid
@@ -136,13 +155,16 @@ type Cache struct {
 	pdbs     *store[policyv1.PodDisruptionBudget]
 	pvcs     *store[corev1.PersistentVolumeClaim]
 	pvs      *store[corev1.PersistentVolume]
+	hints    *hintState // the current Expect's; nil without
 	lastSync time.Time
 }
+
+const cachePageSize = 1000
 
 // NewCache returns an empty Cache: the first Sync lists everything.
 func NewCache(c *Client, opts CacheOptions) *Cache {
 	opts.defaults()
-	return &Cache{
+	cache := &Cache{
 		c: c, opts: opts,
 		pods: newStore(c, c.core, "pods", func() listObject { return &corev1.PodList{} },
 			func(l listObject) []corev1.Pod { return l.(*corev1.PodList).Items }, TrimPod),
@@ -157,6 +179,9 @@ func NewCache(c *Client, opts CacheOptions) *Cache {
 		pvs: newStore(c, c.core, "persistentvolumes", func() listObject { return &corev1.PersistentVolumeList{} },
 			func(l listObject) []corev1.PersistentVolume { return l.(*corev1.PersistentVolumeList).Items }, TrimPersistentVolume),
 	}
+	cache.pods.filter, cache.nodes.filter = podFilter, nodeFilter
+	cache.pods.sharer = func() func(*corev1.Pod, []byte) { return newPodInterner().share }
+	return cache
 }
 
 // View is the cluster as of one Sync. Its objects and slices are shared with
@@ -218,6 +243,9 @@ type ResourceStats struct {
 	// Reason says why a resource was listed: "cold", "gone" (410),
 	// "timeout", "opaque resourceVersion".
 	Reason string
+	// Hinted: the catch-up ended short of its barrier, the hinted pods
+	// being in (see Expect).
+	Hinted bool
 }
 
 // PodsOnNode returns the pods bound to the node, sorted by namespace and name.
@@ -233,6 +261,9 @@ func (c *Cache) Sync(ctx context.Context) (*View, error) {
 		c.c.CloseIdleConnections()
 	}
 	v := &View{Stats: SyncStats{Resources: map[string]ResourceStats{}}}
+	c.pods.hints = c.hints
+	early, stop := c.hints.early(start, c.opts.HintGrace, c.opts.Now)
+	defer stop()
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	stores := []syncer{c.pods, c.nodes, c.ds, c.pdbs, c.pvcs, c.pvs}
@@ -241,7 +272,7 @@ func (c *Cache) Sync(ctx context.Context) (*View, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			st, err := s.sync(ctx, c.opts)
+			st, err := s.sync(ctx, c.opts, early)
 			errs[i] = err
 			mu.Lock()
 			v.Stats.Resources[s.resource()] = st
@@ -283,7 +314,11 @@ func (c *Cache) Sync(ctx context.Context) (*View, error) {
 	attrs := []any{"resourceVersion", v.ResourceVersion, "took", v.Stats.Duration.String(), "pods", len(v.Pods), "nodes", len(v.Nodes)}
 	for _, name := range []string{"pods", "nodes", "daemonsets", "poddisruptionbudgets", "persistentvolumeclaims", "persistentvolumes"} {
 		st := v.Stats.Resources[name]
-		attrs = append(attrs, name, st.Mode+" "+st.Duration.Round(time.Millisecond).String())
+		mode := st.Mode
+		if st.Hinted {
+			mode += " (ended on the hinted pods)"
+		}
+		attrs = append(attrs, name, mode+" "+st.Duration.Round(time.Millisecond).String())
 	}
 	c.opts.Log.Debug("cluster synced", attrs...)
 	return v, nil
@@ -301,7 +336,10 @@ func (c *Cache) SyncPods(ctx context.Context) ([]*corev1.Pod, error) {
 	if !c.lastSync.IsZero() && start.Sub(c.lastSync) > c.opts.IdleReset {
 		c.c.CloseIdleConnections()
 	}
-	if _, err := c.pods.sync(ctx, c.opts); err != nil {
+	c.pods.hints = c.hints
+	early, stop := c.hints.early(start, c.opts.HintGrace, c.opts.Now)
+	defer stop()
+	if _, err := c.pods.sync(ctx, c.opts, early); err != nil {
 		return nil, fmt.Errorf("sync pods: %w", err)
 	}
 	c.lastSync = c.opts.Now()
@@ -311,7 +349,7 @@ func (c *Cache) SyncPods(ctx context.Context) ([]*corev1.Pod, error) {
 // syncer is a store of any type.
 type syncer interface {
 	resource() string
-	sync(ctx context.Context, opts CacheOptions) (ResourceStats, error)
+	sync(ctx context.Context, opts CacheOptions, early <-chan struct{}) (ResourceStats, error)
 }
 
 // store holds one resource's objects by namespace/name, and the
@@ -324,11 +362,22 @@ type store[T any] struct {
 	newList func() listObject
 	items   func(listObject) []T
 	trim    func(*T)
+	// filter, when set, drops at the wire level what trim drops (wire.go).
+	filter *wireFilter
+	// sharer, when set, makes for each list a function that shares the
+	// parts of its objects alike in encoding (intern.go).
+	sharer func() func(o *T, enc []byte)
+	// hints, set on the pods' store, hears of the pods' changes.
+	hints *hintState
 	// namespaced resources read their barrier in one namespace.
 	namespaced bool
 	rv         string
 	objs       map[string]*T
-	view       []*T // objs sorted by key; nil when objs changed since
+	// view is objs sorted by key as of the last sorted(), keys its keys;
+	// changed are the keys applied since (view nil: rebuild it whole).
+	view    []*T
+	keys    []string
+	changed map[string]struct{}
 }
 
 func newStore[T any](c *Client, rc rest.Interface, name string, newList func() listObject, items func(listObject) []T, trim func(*T)) *store[T] {
@@ -349,7 +398,7 @@ func key(m metav1.Object) string {
 	return m.GetName()
 }
 
-func (s *store[T]) sync(ctx context.Context, opts CacheOptions) (ResourceStats, error) {
+func (s *store[T]) sync(ctx context.Context, opts CacheOptions, early <-chan struct{}) (ResourceStats, error) {
 	start := opts.Now()
 	st := ResourceStats{Mode: "watch"}
 	_, numeric := parseRV(s.rv)
@@ -365,8 +414,8 @@ func (s *store[T]) sync(ctx context.Context, opts CacheOptions) (ResourceStats, 
 		if err != nil {
 			return st, err
 		}
-		events, reason, err := s.catchUp(ctx, barrier, opts)
-		st.Events = events
+		events, hinted, reason, err := s.catchUp(ctx, barrier, opts, early)
+		st.Events, st.Hinted = events, hinted
 		if err != nil {
 			return st, err
 		}
@@ -375,7 +424,7 @@ func (s *store[T]) sync(ctx context.Context, opts CacheOptions) (ResourceStats, 
 	if st.Reason != "" {
 		st.Mode = "list"
 		if err := s.list(ctx, opts); err != nil {
-			s.objs, s.rv, s.view = nil, "", nil
+			s.objs, s.rv, s.view, s.keys, s.changed = nil, "", nil, nil, nil
 			return st, err
 		}
 	}
@@ -414,127 +463,104 @@ func (s *store[T]) barrier(ctx context.Context, opts CacheOptions) (uint64, erro
 	return rv, nil
 }
 
-// list replaces the store's objects with a fresh list.
+// list replaces the store's objects with a fresh list, decoding one object
+// at a time from each page's encoding (through the store's wire filter,
+// when it has one) and trimming it at once: neither a page's decoded list
+// nor an untrimmed object is kept.
 func (s *store[T]) list(ctx context.Context, opts CacheOptions) error {
-
 	objs := make(map[string]*T, len(s.objs))
 	ctx, cancel := context.WithTimeout(ctx, opts.RequestTimeout*10)
 	defer cancel()
-	rv, err := s.c.listPaged(ctx, s.rc, s.name, "", int64(opts.PageSize), s.newList, func(l listObject) {
+	var scratch []byte
+	var share func(*T, []byte)
+	if s.sharer != nil {
+		share = s.sharer()
+	}
+	rv, err := s.c.streamList(ctx, s.rc, s.name, int64(opts.PageSize), s.newList, func(b []byte) error {
+		if s.filter != nil {
+			var err error
+			if scratch, err = s.filter.apply(scratch[:0], b); err != nil {
+				return err
+			}
+			b = scratch
+		}
+		o := new(T)
+		u, ok := any(o).(interface{ Unmarshal([]byte) error })
+		if !ok {
+			return fmt.Errorf("%T has no protobuf decoder", o)
+		}
+		// Unmarshal copies what it keeps: scratch and the page are reused
+		// and released.
+		if err := u.Unmarshal(b); err != nil {
+			return err
+		}
+		s.trim(o)
+		if share != nil {
+			share(o, b)
+		}
+		objs[key(metaOf(o))] = o
+		return nil
+	}, func(l listObject) error {
 		items := s.items(l)
 		for i := range items {
-			// Kept in place: the page's array lives as long as one of its
-			// objects does, which costs less than copying every object out.
 			o := &items[i]
 			s.trim(o)
 			objs[key(metaOf(o))] = o
 		}
+		return nil
 	})
 	if err != nil {
 		return err
 	}
-	s.objs, s.rv, s.view = objs, rv, nil
+	s.objs, s.rv, s.view, s.keys, s.changed = objs, rv, nil, nil, nil
+	if s.hints != nil {
+		s.hints.listed()
+	}
 	return nil
 }
 
-// errGone is a watch the server refused because the revision left its
-// window.
-var errGone = errors.New("resourceVersion too old")
-
-// catchUp watches from the store's revision until an event reaches want.
-// It returns a reason to list instead ("gone", "timeout") or "" when caught up.
-func (s *store[T]) catchUp(ctx context.Context, want uint64, opts CacheOptions) (int, string, error) {
-	if have, ok := parseRV(s.rv); ok && have >= want {
-		return 0, "", nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, opts.CatchUpTimeout)
-	defer cancel()
-	events := 0
-	for {
-		done, n, err := s.watchOnce(ctx, want, opts.WatchSeconds)
-		events += n
-		switch {
-		case errors.Is(err, errGone):
-			return events, "gone", nil
-		case ctx.Err() != nil:
-			return events, "timeout", nil
-		case err != nil:
-			return events, "", fmt.Errorf("watch %s: %w", s.name, err)
-		case done:
-			return events, "", nil
-		}
-	}
-}
-
-// watchOnce opens one watch from the store's revision and applies its events
-// until one reaches want (done) or the watch ends.
-func (s *store[T]) watchOnce(ctx context.Context, want uint64, seconds int) (bool, int, error) {
-	w, err := s.rc.Get().Resource(s.name).Param("watch", "true").Param("resourceVersion", s.rv).
-		Param("allowWatchBookmarks", "true").Param("timeoutSeconds", strconv.Itoa(seconds)).Watch(ctx)
-	if err != nil {
-		if apierrors.IsGone(err) || apierrors.IsResourceExpired(err) {
-			return false, 0, errGone
-		}
-		return false, 0, err
-	}
-	defer w.Stop()
-	n := 0
-	for {
-		select {
-		case <-ctx.Done():
-			return false, n, ctx.Err()
-		case ev, ok := <-w.ResultChan():
-			if !ok {
-				return false, n, nil
-			}
-			n++
-			if ev.Type == watch.Error {
-				err := apierrors.FromObject(ev.Object)
-				if apierrors.IsGone(err) || apierrors.IsResourceExpired(err) {
-					return false, n, errGone
-				}
-				return false, n, err
-			}
-			obj, ok := ev.Object.(interface{ GetResourceVersion() string })
-			if !ok {
-				return false, n, fmt.Errorf("unexpected watch object %T", ev.Object)
-			}
-			rv := obj.GetResourceVersion()
-			s.apply(ev)
-			s.rv = rv
-			if got, ok := parseRV(rv); ok && got >= want {
-				return true, n, nil
-			}
-		}
-	}
-}
-
-func (s *store[T]) apply(ev watch.Event) {
-	o, ok := any(ev.Object).(*T)
-	if !ok {
-		return
-	}
-	k := key(metaOf(o))
-	s.view = nil
-	switch ev.Type {
-	case watch.Added, watch.Modified:
-		s.trim(o)
-		s.objs[k] = o
-	case watch.Deleted:
-		delete(s.objs, k)
-	}
-}
-
+// sorted returns the objects sorted by key. A View keeps the slice it was
+// given, so a change makes a new one: from the previous one by a merge of
+// the changed keys (a warm Sync changes a few of 150,000 pods, and sorting
+// them all again took a quarter of a second), or whole when there is none
+// or most changed.
 func (s *store[T]) sorted() []*T {
-	if s.view != nil || len(s.objs) == 0 {
+	if len(s.objs) == 0 {
+		s.view, s.keys, s.changed = nil, nil, nil
+		return nil
+	}
+	if s.view != nil && len(s.changed) == 0 {
 		return s.view
 	}
-	keys := slices.Sorted(maps.Keys(s.objs))
-	out := make([]*T, len(keys))
-	for i, k := range keys {
-		out[i] = s.objs[k]
+	if s.view == nil || len(s.changed) > len(s.objs)/4 {
+		keys := slices.Sorted(maps.Keys(s.objs))
+		out := make([]*T, len(keys))
+		for i, k := range keys {
+			out[i] = s.objs[k]
+		}
+		s.view, s.keys, s.changed = out, keys, nil
+		return out
 	}
-	s.view = out
+	changed := slices.Sorted(maps.Keys(s.changed))
+	out := make([]*T, 0, len(s.objs))
+	keys := make([]string, 0, len(s.objs))
+	i, j := 0, 0
+	for i < len(s.keys) || j < len(changed) {
+		if j == len(changed) || (i < len(s.keys) && s.keys[i] < changed[j]) {
+			out, keys = append(out, s.view[i]), append(keys, s.keys[i])
+			i++
+			continue
+		}
+		k := changed[j]
+		j++
+		if i < len(s.keys) && s.keys[i] == k {
+			i++
+		}
+		if o, ok := s.objs[k]; ok {
+			out, keys = append(out, o), append(keys, k)
+		}
+	}
+	s.view, s.keys, s.changed = out, keys, nil
 	return out
 }
 

@@ -4,14 +4,19 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 )
 
@@ -113,7 +118,7 @@ func newWatchServer(t *testing.T) (*watchServer, *Cache) {
 	s := &watchServer{pods: map[string]corev1.Pod{}, rev: 10, bookmark: true}
 	srv := httptest.NewServer(s)
 	t.Cleanup(srv.Close)
-	c, err := New(&rest.Config{Host: srv.URL})
+	c, err := New(&rest.Config{Host: srv.URL, QPS: 1000, Burst: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,5 +251,131 @@ func TestPodsOnNodeIndex(t *testing.T) {
 	}
 	if got("n1") != "[p0 p2]" || got("n2") != "[p1]" || got("n3") != "[]" {
 		t.Fatalf("n1 %s n2 %s n3 %s", got("n1"), got("n2"), got("n3"))
+	}
+}
+
+func TestCacheExpectEndsOnTheHintedPods(t *testing.T) {
+	cases := []struct {
+		name string
+		// change writes to the fake server after the cold Sync; it returns
+		// the hints of the trigger.
+		change func(s *watchServer, c *Cache) []PodHint
+		// hinted: the pods' catch-up ends short of its barrier (else at it).
+		hinted bool
+		want   string
+	}{
+		{"a new pod, named", func(s *watchServer, c *Cache) []PodHint {
+			s.write("ADDED", "b")
+			s.other() // a lease renewed: the barrier is past the pod
+			return []PodHint{{Namespace: "default", Name: "b"}}
+		}, true, "[a b]"},
+		{"a changed pod, with the revision it had", func(s *watchServer, c *Cache) []PodHint {
+			rv := s.pods["a"].ResourceVersion
+			s.write("MODIFIED", "a")
+			s.other()
+			return []PodHint{{Namespace: "default", Name: "a", ResourceVersion: rv}}
+		}, true, "[a]"},
+		{"a deleted pod", func(s *watchServer, c *Cache) []PodHint {
+			s.write("DELETED", "a")
+			s.other()
+			return []PodHint{{Namespace: "default", Name: "a"}}
+		}, true, "[]"},
+		{"two pods, one of them unchanged: the barrier", func(s *watchServer, c *Cache) []PodHint {
+			s.write("ADDED", "b")
+			s.other()
+			return []PodHint{{Namespace: "default", Name: "b"}, {Namespace: "default", Name: "c"}}
+		}, false, "[a b]"},
+		{"a pod whose change the cache already holds", func(s *watchServer, c *Cache) []PodHint {
+			s.other()
+			return []PodHint{{Namespace: "default", Name: "a", ResourceVersion: "1"}}
+		}, true, "[a]"},
+		{"no pod named (a sweep)", func(s *watchServer, c *Cache) []PodHint {
+			s.write("ADDED", "b")
+			s.other()
+			return nil
+		}, false, "[a b]"},
+		{"a pod without a name (generateName)", func(s *watchServer, c *Cache) []PodHint {
+			s.write("ADDED", "b")
+			s.other()
+			return []PodHint{{Namespace: "default"}}
+		}, false, "[a b]"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s, c := newWatchServer(t)
+			c.opts.HintGrace = time.Millisecond
+			ctx := context.Background()
+			s.write("ADDED", "a")
+			if _, err := c.Sync(ctx); err != nil {
+				t.Fatal(err)
+			}
+			hints := tc.change(s, c)
+			s.mu.Lock()
+			s.bookmark = !tc.hinted // a barrier-bound catch-up ends at the bookmark; a hinted one gets none
+			s.mu.Unlock()
+			c.Expect(hints)
+			lists := s.lists
+			v, err := c.Sync(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			st := v.Stats.Resources["pods"]
+			if st.Mode != "watch" || st.Hinted != tc.hinted || s.lists != lists || fmt.Sprint(names(v)) != tc.want {
+				t.Fatalf("pods %+v (lists %d), %v; want a watch, hinted %v, %s", st, s.lists-lists, names(v), tc.hinted, tc.want)
+			}
+			// SyncPods in the same invocation: the hints hold, already satisfied.
+			if tc.hinted && len(v.Pods) > 0 { // (no pods: the next Sync lists, as the cache is small)
+				s.other()
+				if _, err := c.SyncPods(ctx); err != nil || s.lists != lists {
+					t.Fatalf("SyncPods after the hints: %d lists (%v)", s.lists-lists, err)
+				}
+			}
+		})
+	}
+}
+
+// A store's sorted view, rebuilt by merging the changed keys into the
+// previous one, is the objects sorted by key; the slice an earlier View got
+// stays as it was.
+func TestStoreSortedAfterChanges(t *testing.T) {
+	s := &store[corev1.Pod]{objs: map[string]*corev1.Pod{}, trim: func(*corev1.Pod) {}}
+	rnd := rand.New(rand.NewPCG(1, 2))
+	podAt := func(i, rv int) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("p%03d", i), ResourceVersion: strconv.Itoa(rv)}}
+	}
+	for i := 0; i < 200; i += 2 {
+		s.objs[key(podAt(i, 1))] = podAt(i, 1)
+	}
+	var earlier []*corev1.Pod
+	var earlierNames []string
+	for round, rv := 0, 2; round < 50; round++ {
+		n := 1 + rnd.IntN(8)
+		if round%10 == 9 {
+			n = 120 // most changed: rebuilt whole
+		}
+		for c := 0; c < n; c, rv = c+1, rv+1 {
+			typ := []watch.EventType{watch.Added, watch.Modified, watch.Deleted}[rnd.IntN(3)]
+			s.apply(watch.Event{Type: typ, Object: podAt(rnd.IntN(300), rv)})
+		}
+		got := s.sorted()
+		want := slices.Sorted(maps.Keys(s.objs))
+		if len(got) != len(want) {
+			t.Fatalf("round %d: %d objects in the view, %d in the store", round, len(got), len(want))
+		}
+		for i, p := range got {
+			if key(p) != want[i] || p != s.objs[want[i]] {
+				t.Fatalf("round %d: view[%d] is %s, want %s (the store's object)", round, i, key(p), want[i])
+			}
+		}
+		for i, p := range earlier {
+			if p.Name != earlierNames[i] {
+				t.Fatalf("round %d: an earlier view changed at %d", round, i)
+			}
+		}
+		earlier = got
+		earlierNames = nil
+		for _, p := range got {
+			earlierNames = append(earlierNames, p.Name)
+		}
 	}
 }

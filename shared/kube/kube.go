@@ -17,6 +17,7 @@
 //
 //	c, err := kube.New(restConfig)          // restConfig from eksauth.Provider.RESTConfig, or kubeconfig.Load
 //	cache := kube.NewCache(c, kube.CacheOptions{}) // keep it in a package-level variable of main: it lives with the container
+//	cache.Expect(hints)                    // the pods the trigger names (nil: none): Syncs need not wait for a bookmark
 //	view, err := cache.Sync(ctx)           // pods (trimmed), nodes, daemonsets, PDBs, volume objects, NodePools, EC2NodeClasses
 //	pods := view.PodsOnNode(name)
 //	changed, err := c.Taint(ctx, node, taint) // Untaint, Cordon, AddFinalizer, RemoveFinalizer, Label, GetNode, DeleteNode

@@ -8,6 +8,7 @@ import (
 
 	"github.com/nodewright/nodewright/shared/pause"
 	"github.com/nodewright/nodewright/shared/podstate"
+	"github.com/nodewright/nodewright/shared/trigger"
 )
 
 // Batching defaults, as Karpenter batches pending pods.
@@ -81,6 +82,16 @@ func (r *Reconciler) Settle(ctx context.Context, idle, max time.Duration) (Batch
 		} else if err := ctx.Err(); err != nil {
 			return out, err
 		}
+	}
+}
+
+// Expect tells the cluster source, when it can use them (Expecter), which
+// pods the trigger names: the reads that follow need not wait for the API
+// server's bookmark once those pods' changes are in. Expect(nil) (a sweep,
+// a round after the first) makes them read to the barrier again.
+func (r *Reconciler) Expect(pods []trigger.PodRef) {
+	if e, ok := r.Source.(Expecter); ok {
+		e.Expect(pods)
 	}
 }
 

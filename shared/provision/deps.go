@@ -10,6 +10,7 @@ import (
 	"github.com/nodewright/nodewright/shared/fleet"
 	"github.com/nodewright/nodewright/shared/metrics"
 	"github.com/nodewright/nodewright/shared/termination"
+	"github.com/nodewright/nodewright/shared/trigger"
 )
 
 // ClusterSource reads the cluster (a kube cache kept across invocations).
@@ -22,6 +23,14 @@ type ClusterSource interface {
 // everything).
 type PodSource interface {
 	Pods(ctx context.Context) ([]*corev1.Pod, error)
+}
+
+// Expecter is a ClusterSource that can be told which pods the invocation's
+// trigger names (none for a sweep), so that its reads end once those pods'
+// changes are in rather than at the API server's next bookmark
+// (kube.Cache.Expect says what is then up to date).
+type Expecter interface {
+	Expect(pods []trigger.PodRef)
 }
 
 // Fleet launches and ends instances (*fleet.Launcher).

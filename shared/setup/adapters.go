@@ -14,6 +14,7 @@ import (
 	"github.com/nodewright/nodewright/shared/kube"
 	"github.com/nodewright/nodewright/shared/provision"
 	"github.com/nodewright/nodewright/shared/scheduling"
+	"github.com/nodewright/nodewright/shared/trigger"
 )
 
 // cacheSource reads the cluster through the warm cache; now dates
@@ -40,6 +41,15 @@ func (s cacheSource) View(ctx context.Context) (*provision.View, error) {
 // Pods brings only the pods up to date (provision.PodSource).
 func (s cacheSource) Pods(ctx context.Context) ([]*corev1.Pod, error) {
 	return s.c.SyncPods(ctx)
+}
+
+// Expect passes the trigger's pods to the cache (provision.Expecter).
+func (s cacheSource) Expect(pods []trigger.PodRef) {
+	hints := make([]kube.PodHint, 0, len(pods))
+	for _, p := range pods {
+		hints = append(hints, kube.PodHint{Namespace: p.Namespace, Name: p.Name, ResourceVersion: p.ResourceVersion})
+	}
+	s.c.Expect(hints)
 }
 
 // nodeWriter writes Nodes through the lean client.

@@ -47,6 +47,11 @@ const maxAuditBatchBytes = 16 << 20
 type PodRef struct {
 	Namespace string `json:"namespace"`
 	Name      string `json:"name,omitempty"`
+	// ResourceVersion is the pod's resourceVersion as the hinter saw it
+	// before the change it reports (the webhook's admission review carries
+	// the stored version the status update modifies): the change commits at
+	// a later revision. Empty when unknown (audit events).
+	ResourceVersion string `json:"resourceVersion,omitempty"`
 }
 
 // Provision is a decoded provision trigger. Everything in it is a hint: the
@@ -71,12 +76,15 @@ type Provision struct {
 // when a pod is marked Unschedulable.
 type WebhookHint struct {
 	// Source is always names.WebhookHintSource.
-	Source    string    `json:"source"`
-	Cluster   string    `json:"cluster"`
-	Namespace string    `json:"namespace"`
-	Name      string    `json:"name"`
-	UID       string    `json:"uid,omitempty"`
-	Time      time.Time `json:"time"`
+	Source    string `json:"source"`
+	Cluster   string `json:"cluster"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	UID       string `json:"uid,omitempty"`
+	// ResourceVersion is the pod's as the admission review showed it:
+	// the version the status update modifies (PodRef.ResourceVersion).
+	ResourceVersion string    `json:"resourceVersion,omitempty"`
+	Time            time.Time `json:"time"`
 }
 
 // probe is the union of the fields that tell the trigger kinds apart.
@@ -134,7 +142,7 @@ func decodeWebhookHint(raw []byte) (Provision, error) {
 		return Provision{}, errors.New("decode webhook hint: cluster is required")
 	}
 	return Provision{Source: SourceWebhook, Time: h.Time, Cluster: h.Cluster,
-		Pods: []PodRef{{Namespace: h.Namespace, Name: h.Name}}}, nil
+		Pods: []PodRef{{Namespace: h.Namespace, Name: h.Name, ResourceVersion: h.ResourceVersion}}}, nil
 }
 
 // auditEvent is the part of a Kubernetes audit event (audit.k8s.io/v1) the

@@ -54,10 +54,13 @@ func TestDecodeProvision(t *testing.T) {
 	}{
 		{"schedule", sample(t, "schedule.json"), Provision{Source: SourceSchedule, Time: ts("2025-01-02T03:04:00Z")}},
 		{"webhook hint", sample(t, "webhook-hint.json"), Provision{Source: SourceWebhook, Cluster: "demo",
-			Time: ts("2025-01-02T03:04:05Z"), Pods: []PodRef{{"default", "inflate-7d9c8b6f5-abcde"}}}},
+			Time: ts("2025-01-02T03:04:05Z"), Pods: []PodRef{{Namespace: "default", Name: "inflate-7d9c8b6f5-abcde"}}}},
+		{"webhook hint with the pod's resourceVersion", []byte(`{"source":"nodewright.webhook","cluster":"demo","namespace":"default","name":"web-0","resourceVersion":"4711","time":"2025-01-02T03:04:05Z"}`),
+			Provision{Source: SourceWebhook, Cluster: "demo", Time: ts("2025-01-02T03:04:05Z"),
+				Pods: []PodRef{{Namespace: "default", Name: "web-0", ResourceVersion: "4711"}}}},
 		{"audit log batch", subscription(t, sample(t, "audit-events.json")), Provision{Source: SourceAuditLog,
 			Time: ts("2025-01-02T03:04:07Z"),
-			Pods: []PodRef{{"batch", "job-x"}, {"default", "inflate-7d9c8b6f5-abcde"}}}},
+			Pods: []PodRef{{Namespace: "batch", Name: "job-x"}, {Namespace: "default", Name: "inflate-7d9c8b6f5-abcde"}}}},
 		{"control message", subscription(t, []byte(`{"messageType":"CONTROL_MESSAGE","logEvents":[{"id":"","timestamp":1,"message":"CWL CONTROL MESSAGE: Checking health of destination Lambda."}]}`)),
 			Provision{Source: SourceAuditLog, Control: true}},
 		{"unreadable and foreign audit events", subscription(t, []byte(`{"messageType":"DATA_MESSAGE","logEvents":[

@@ -169,7 +169,7 @@ func (h *Handler) hint(ctx context.Context, rv review) {
 	}
 	payload, err := json.Marshal(trigger.WebhookHint{
 		Source: names.WebhookHintSource, Cluster: h.Cluster,
-		Namespace: ns, Name: name, UID: string(pod.UID), Time: h.Now().UTC(),
+		Namespace: ns, Name: name, UID: string(pod.UID), ResourceVersion: pod.ResourceVersion, Time: h.Now().UTC(),
 	})
 	if err != nil {
 		log.Error("encode provision hint", "error", logging.Err(err))

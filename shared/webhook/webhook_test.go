@@ -222,7 +222,7 @@ func TestUnschedulablePodInvokesProvision(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got.Source != trigger.SourceWebhook || got.Cluster != "demo" || !got.Time.Equal(f.clock.Now()) ||
-		len(got.Pods) != 1 || got.Pods[0] != (trigger.PodRef{Namespace: "default", Name: "inflate-7d9c8b6f5-abcde"}) {
+		len(got.Pods) != 1 || got.Pods[0] != (trigger.PodRef{Namespace: "default", Name: "inflate-7d9c8b6f5-abcde", ResourceVersion: "4711"}) {
 		t.Fatalf("hint %+v", got)
 	}
 }
