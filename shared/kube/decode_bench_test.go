@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -76,8 +77,7 @@ func BenchmarkDecodePage(b *testing.B) {
 		b.Fatal(err)
 	}
 	body := append(append([]byte{}, protobufMagic...), 0x12) // runtime.Unknown's raw (2)
-	n := make([]byte, 10)
-	body = append(append(body, n[:putVarint(n, uint64(len(raw)))]...), raw...)
+	body = append(append(body, protowire.AppendVarint(nil, uint64(len(raw)))...), raw...)
 	_, items, err := protobufList(body)
 	if err != nil || len(items) != 1000 {
 		b.Fatalf("%d items (%v)", len(items), err)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -27,46 +28,10 @@ import (
 // (k8s.io/apimachinery's protobuf serializer), before a runtime.Unknown.
 var protobufMagic = []byte{0x6b, 0x38, 0x73, 0x00}
 
-// Protobuf wire types.
-const (
-	wireVarint  = 0
-	wireFixed64 = 1
-	wireBytes   = 2
-	wireFixed32 = 5
-)
+// Protobuf wire types used here (protowire's).
+const wireBytes = int(protowire.BytesType)
 
 var errWire = errors.New("malformed protobuf")
-
-// varint reads a base-128 varint; n is 0 when b does not hold one.
-func varint(b []byte) (v uint64, n int) {
-	for i := 0; i < len(b) && i < 10; i++ {
-		v |= uint64(b[i]&0x7f) << (7 * i)
-		if b[i] < 0x80 {
-			return v, i + 1
-		}
-	}
-	return 0, 0
-}
-
-func putVarint(b []byte, v uint64) int {
-	i := 0
-	for v >= 0x80 {
-		b[i] = byte(v) | 0x80
-		v >>= 7
-		i++
-	}
-	b[i] = byte(v)
-	return i + 1
-}
-
-func varintLen(v uint64) int {
-	n := 1
-	for v >= 0x80 {
-		v >>= 7
-		n++
-	}
-	return n
-}
 
 // wireField is one field of an encoded message: its number, wire type,
 // whole encoding (tag included) and, for a length-delimited field, its
@@ -79,37 +44,25 @@ type wireField struct {
 	payload []byte
 }
 
-// nextField splits the first field off b.
+// nextField splits the first field off b (protowire's parsing; groups, which
+// the API server's types do not have, are refused).
 func nextField(b []byte) (wireField, []byte, error) {
-	tag, n := varint(b)
-	if n == 0 {
-		return wireField{}, nil, errWire
+	num, typ, n := protowire.ConsumeTag(b)
+	if n < 0 {
+		return wireField{}, nil, fmt.Errorf("%w: %v", errWire, protowire.ParseError(n))
 	}
-	f := wireField{num: int(tag >> 3), typ: int(tag & 7), tagLen: n}
-	end := n
-	switch f.typ {
-	case wireVarint:
-		_, m := varint(b[n:])
-		if m == 0 {
-			return wireField{}, nil, errWire
-		}
-		end += m
-	case wireFixed64:
-		end += 8
-	case wireFixed32:
-		end += 4
-	case wireBytes:
-		l, m := varint(b[n:])
-		if m == 0 || l > uint64(len(b)-n-m) {
-			return wireField{}, nil, errWire
-		}
-		end += m + int(l)
-		f.payload = b[n+m : end]
-	default: // groups: the API server's types have none
-		return wireField{}, nil, fmt.Errorf("%w: wire type %d", errWire, f.typ)
+	if typ == protowire.StartGroupType || typ == protowire.EndGroupType {
+		return wireField{}, nil, fmt.Errorf("%w: wire type %d", errWire, typ)
 	}
-	if end > len(b) {
-		return wireField{}, nil, errWire
+	f := wireField{num: int(num), typ: int(typ), tagLen: n}
+	m := protowire.ConsumeFieldValue(num, typ, b[n:])
+	if m < 0 {
+		return wireField{}, nil, fmt.Errorf("%w: %v", errWire, protowire.ParseError(m))
+	}
+	end := n + m
+	if typ == protowire.BytesType {
+		payload, _ := protowire.ConsumeBytes(b[n:end])
+		f.payload = payload
 	}
 	f.whole = b[:end]
 	return f, b[end:], nil
@@ -165,12 +118,12 @@ func (f *wireFilter) apply(dst, src []byte) ([]byte, error) {
 			return dst, err
 		}
 		l := len(dst) - mark
-		k := varintLen(uint64(l))
+		k := protowire.SizeVarint(uint64(l))
 		for i := 0; i < k; i++ {
 			dst = append(dst, 0)
 		}
 		copy(dst[mark+k:], dst[mark:mark+l])
-		putVarint(dst[mark:], uint64(l))
+		protowire.AppendVarint(dst[mark:mark], uint64(l))
 	}
 	return dst, nil
 }

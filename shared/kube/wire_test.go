@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -118,8 +119,7 @@ func TestProtobufList(t *testing.T) {
 	// runtime.Unknown{typeMeta: 1, raw: 2}, after the magic.
 	body := append([]byte{}, protobufMagic...)
 	body = append(body, 0x0a, 0x00, 0x12)
-	n := make([]byte, 10)
-	body = append(body, n[:putVarint(n, uint64(len(raw)))]...)
+	body = append(body, protowire.AppendVarint(nil, uint64(len(raw)))...)
 	body = append(body, raw...)
 	meta, items, err := protobufList(body)
 	if err != nil {
