@@ -58,6 +58,8 @@ type RunStore interface {
 	Actions(ctx context.Context) ([]*state.Action, error)
 	NodeClaims(ctx context.Context) ([]*state.NodeClaim, error)
 	PutNodeClaim(ctx context.Context, nc *state.NodeClaim) error
+	PodSums(ctx context.Context) (*state.PodSums, error)
+	PutPodSums(ctx context.Context, read *state.PodSums, sums map[string]state.PodSum) (int, error)
 	Unavailable(ctx context.Context) ([]state.Offering, error)
 }
 
@@ -360,6 +362,13 @@ func (r *Run) inputs(ctx context.Context) (disruption.Inputs, *provision.View, e
 	if err != nil {
 		return disruption.Inputs{}, nil, err
 	}
+	// When each node's pods last changed is in the pods summary, not in
+	// the records (see fingerprint).
+	sums, err := r.Store.PodSums(ctx)
+	if err != nil {
+		return disruption.Inputs{}, nil, err
+	}
+	sums.Apply(records)
 	acts, err := r.Store.Actions(ctx)
 	if err != nil {
 		return disruption.Inputs{}, nil, err
@@ -509,8 +518,15 @@ func firstFew(names []string, n int) []string {
 }
 
 // fingerprint records when each of Nodewright's nodes last saw its set of
-// reschedulable pods change (consolidateAfter counts from there).
+// reschedulable pods change (consolidateAfter counts from there): in the
+// pods summary, never in the records (state.PodSums), and in in.Records'
+// copies, which the decision reads. Entries of records that no longer
+// exist are pruned; a record not Initialized keeps its entry.
 func (r *Run) fingerprint(ctx context.Context, in disruption.Inputs) error {
+	read, err := r.Store.PodSums(ctx)
+	if err != nil {
+		return err
+	}
 	byNode := map[string][]string{}
 	for _, p := range in.Pods {
 		if p.Spec.NodeName == "" || !podstate.Active(p) || podstate.FollowsNode(p) {
@@ -529,30 +545,35 @@ func (r *Run) fingerprint(ctx context.Context, in disruption.Inputs) error {
 	if now.IsZero() {
 		now = r.Exec.Now()
 	}
+	sums := make(map[string]state.PodSum, len(in.Records))
 	for _, rec := range in.Records {
 		name := nodeOf[rec.InstanceID]
 		if rec.InstanceID == "" || name == "" || rec.Phase != state.Initialized {
+			if s, ok := read.Get(rec.Name); ok {
+				sums[rec.Name] = s
+			}
 			continue
 		}
 		uids := byNode[name]
 		sort.Strings(uids)
 		sum := sha256.Sum256([]byte(strings.Join(uids, ",")))
 		h := hex.EncodeToString(sum[:8])
-		if h == rec.PodsHash {
-			continue
+		if h != rec.PodsHash {
+			first := rec.PodsHash == ""
+			rec.PodsHash = h
+			if !first || rec.PodsChangedAt.IsZero() {
+				rec.PodsChangedAt = now
+			}
+			if first && !rec.InitializedAt.IsZero() && len(uids) == 0 {
+				// An empty node first seen: it has been empty since it came up.
+				rec.PodsChangedAt = rec.InitializedAt
+			}
 		}
-		first := rec.PodsHash == ""
-		rec.PodsHash = h
-		if !first || rec.PodsChangedAt.IsZero() {
-			rec.PodsChangedAt = now
-		}
-		if first && !rec.InitializedAt.IsZero() && len(uids) == 0 {
-			// An empty node first seen: it has been empty since it came up.
-			rec.PodsChangedAt = rec.InitializedAt
-		}
-		if err := r.Store.PutNodeClaim(ctx, rec); err != nil && !errors.Is(err, state.ErrConflict) {
-			return fmt.Errorf("record pods of %s: %w", rec.Name, err)
-		}
+		// Unchanged too: a record's own (legacy) timer moves into the summary.
+		sums[rec.Name] = state.PodSum{Hash: rec.PodsHash, ChangedAt: rec.PodsChangedAt}
+	}
+	if _, err := r.Store.PutPodSums(ctx, read, sums); err != nil {
+		return fmt.Errorf("record the nodes' pods: %w", err)
 	}
 	return nil
 }

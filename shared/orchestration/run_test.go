@@ -55,6 +55,8 @@ func TestDecisionBudget(t *testing.T) {
 type runStore struct {
 	RunStore
 	s *fakeStore
+	// ps holds the pods summary (nil: none is read, writes are dropped).
+	ps *state.Store
 }
 
 func (s runStore) Renew(context.Context, *state.Lease, time.Duration) error { return nil }
@@ -121,12 +123,17 @@ func TestFingerprintStampsTheInputsTime(t *testing.T) {
 	recs, _ := r.store.NodeClaims(context.Background())
 	in := disruption.Inputs{Now: t0, Nodes: r.src.nodes, Pods: []*corev1.Pod{pod}, Records: recs}
 	r.clock.Step(3 * time.Second) // reading the rest of the inputs took time
-	run := &Run{Store: runStore{s: r.store}, Exec: r.e}
+	ps := summaryStore(t, r.clock.Now)
+	run := &Run{Store: runStore{s: r.store, ps: ps}, Exec: r.e}
 	if err := run.fingerprint(context.Background(), in); err != nil {
 		t.Fatal(err)
 	}
-	if got := r.store.rec("nc-a"); got.PodsHash == rec.PodsHash || !got.PodsChangedAt.Equal(t0) {
-		t.Errorf("pods hash %q changed at %s; want a new hash stamped at the inputs' time %s", got.PodsHash, got.PodsChangedAt, t0)
+	sums, err := ps.PodSums(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := sums.Get("nc-a"); got.Hash == rec.PodsHash || !got.ChangedAt.Equal(t0) {
+		t.Errorf("pods hash %q changed at %s; want a new hash stamped at the inputs' time %s", got.Hash, got.ChangedAt, t0)
 	}
 }
 

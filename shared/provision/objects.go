@@ -87,6 +87,13 @@ func (r *Reconciler) syncObjects(ctx context.Context, objs []*nodeclaim.NodeClai
 	if err != nil {
 		return nil, fmt.Errorf("nodeclaim objects: %w", err)
 	}
+	// The Consolidatable condition counts from when the node's pods last
+	// changed, which consolidation keeps in the pods summary.
+	sums, err := r.Store.PodSums(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("nodeclaim objects: %w", err)
+	}
+	sums.Apply(records)
 	classes := map[string]*apis.EC2NodeClass{}
 	for _, c := range r.NodeClasses {
 		classes[c.Name] = c

@@ -45,6 +45,12 @@ const (
 	// NodeClaims reads these instead of every record; a read of the whole
 	// partition skips them.
 	PrefixChange = "change#"
+	// PrefixPodSums + shard (two digits, 00 to PodSumShards-1): a shard of
+	// the pods summary (podsums.go), when each node's reschedulable pods
+	// last changed, for the records hashed to it (PodSumShard). Kept out of
+	// the records, which a tick would otherwise rewrite by the thousand;
+	// these are no records and have no change items.
+	PrefixPodSums = "podsums#"
 	// KeyLaunchVersion is the cluster's launch version: every launcher's
 	// records are written conditioned on it and advance it (the launch
 	// fence).

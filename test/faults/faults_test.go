@@ -331,6 +331,10 @@ func TestFaults(t *testing.T) {
 			}
 			t.Logf("%d call sites reached through %s, each crashed before and after", n, pkg)
 		}
+		// ... and the pods summary's write (consolidation's fingerprints).
+		if !slices.ContainsFunc(slices.Collect(maps.Keys(s.reached)), func(k string) bool { return strings.Contains(k, "shared/state/podsums.go") }) {
+			t.Error("the pods summary's write is never reached: consolidation's fingerprints are not crash points")
+		}
 		if len(s.reached) < 20 {
 			t.Errorf("only %d call sites reached: the flows are not wired to the fakes", len(s.reached))
 		}
