@@ -52,16 +52,20 @@ func loopURL(scheme string, port int) string {
 	return scheme + "://127.0.0.1:" + strconv.Itoa(port)
 }
 
-func etcdComponent(t tools, p ports, dataDir string) component {
+func etcdComponent(t tools, p ports, dataDir string, quota int64) component {
 	client, peer := loopURL("http", p.etcd), loopURL("http", p.etcdPeer)
+	args := []string{
+		"--name=default", "--data-dir=" + dataDir,
+		"--listen-client-urls=" + client, "--advertise-client-urls=" + client,
+		"--listen-peer-urls=" + peer, "--initial-advertise-peer-urls=" + peer,
+		"--initial-cluster=default=" + peer,
+		"--unsafe-no-fsync", "--log-level=warn",
+	}
+	if quota > 0 {
+		args = append(args, "--quota-backend-bytes="+strconv.FormatInt(quota, 10))
+	}
 	return component{
-		spec: proc.Spec{Name: "etcd", Path: t.bin(toolEtcd), Args: []string{
-			"--name=default", "--data-dir=" + dataDir,
-			"--listen-client-urls=" + client, "--advertise-client-urls=" + client,
-			"--listen-peer-urls=" + peer, "--initial-advertise-peer-urls=" + peer,
-			"--initial-cluster=default=" + peer,
-			"--unsafe-no-fsync", "--log-level=warn",
-		}},
+		spec:  proc.Spec{Name: "etcd", Path: t.bin(toolEtcd), Args: args},
 		ready: httpReady(plainClient(), client+"/health", ""),
 	}
 }
@@ -91,7 +95,11 @@ func apiserverComponent(t tools, p ports, k *pki.Files, certDir, tokenWebhookCon
 	}
 }
 
-func kcmComponent(t tools, p ports, k *pki.Files, kubeconfig string) component {
+func kcmComponent(t tools, p ports, k *pki.Files, kubeconfig string, disabled []string) component {
+	controllers := "*"
+	for _, d := range disabled {
+		controllers += ",-" + d
+	}
 	return component{
 		spec: proc.Spec{Name: "kube-controller-manager", Path: t.bin(toolKCM), Args: []string{
 			"--kubeconfig=" + kubeconfig,
@@ -102,7 +110,7 @@ func kcmComponent(t tools, p ports, k *pki.Files, kubeconfig string) component {
 			"--service-account-private-key-file=" + k.SAKey,
 			"--root-ca-file=" + k.CACert,
 			"--use-service-account-credentials=false",
-			"--controllers=*",
+			"--controllers=" + controllers,
 			"--allocate-node-cidrs=false",
 			"--profiling=false",
 			// Client rate limits of a production-sized control plane (the
