@@ -95,13 +95,18 @@ func apiserverComponent(t tools, p ports, k *pki.Files, certDir, tokenWebhookCon
 	}
 }
 
-func kcmComponent(t tools, p ports, k *pki.Files, kubeconfig string, disabled []string) component {
+func kcmComponent(t tools, p ports, k *pki.Files, kubeconfig string, disabled []string, heartbeat time.Duration) component {
 	controllers := "*"
 	for _, d := range disabled {
 		controllers += ",-" + d
 	}
+	var extra []string
+	if heartbeat > 0 {
+		// A node is unhealthy after three heartbeats missed.
+		extra = append(extra, "--node-monitor-grace-period="+(3*heartbeat).String())
+	}
 	return component{
-		spec: proc.Spec{Name: "kube-controller-manager", Path: t.bin(toolKCM), Args: []string{
+		spec: proc.Spec{Name: "kube-controller-manager", Path: t.bin(toolKCM), Args: append([]string{
 			"--kubeconfig=" + kubeconfig,
 			"--authentication-kubeconfig=" + kubeconfig,
 			"--authorization-kubeconfig=" + kubeconfig,
@@ -117,7 +122,7 @@ func kcmComponent(t tools, p ports, k *pki.Files, kubeconfig string, disabled []
 			// defaults, 20 QPS, make the ReplicaSet controller create
 			// 1,000 pods over 50 s, so a scale-out would measure them).
 			"--kube-api-qps=200", "--kube-api-burst=400",
-		}},
+		}, extra...)},
 		ready: httpReady(insecureClient(), loopURL("https", p.kcm)+"/healthz", ""),
 	}
 }

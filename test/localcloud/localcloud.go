@@ -81,7 +81,9 @@ type Options struct {
 	// no controller should act on).
 	DisableControllers []string
 	// NodeHeartbeat is how often kwok renews a node's Ready condition
-	// (0: kwok's stage, every 20-45 s; thousands of nodes want minutes).
+	// (0: kwok's stage, every 20-45 s; thousands of nodes want minutes);
+	// the node lifecycle controller then waits three of them before it
+	// marks a node unhealthy.
 	NodeHeartbeat time.Duration
 	// NoNodeBridge leaves the node bridge off: instances do not become
 	// Nodes (the caller registers them).
@@ -294,7 +296,9 @@ func (c *Cloud) upControllers(ctx context.Context, t tools, p ports, creds *pki.
 	// cloud's server before this one binds it, and the server is then
 	// started again on another.
 	build := []func(p ports) component{
-		func(p ports) component { return kcmComponent(t, p, creds, c.Kubeconfig, c.Options.DisableControllers) },
+		func(p ports) component {
+			return kcmComponent(t, p, creds, c.Kubeconfig, c.Options.DisableControllers, c.Options.NodeHeartbeat)
+		},
 		func(p ports) component { return schedulerComponent(t, p, c.Kubeconfig) },
 		func(p ports) component { return kwokComponent(t, p, c.Kubeconfig) },
 	}

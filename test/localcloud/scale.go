@@ -1,12 +1,18 @@
 package localcloud
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+
+	"github.com/nodewright/nodewright/test/localcloud/awsfront"
+	"github.com/nodewright/nodewright/test/localcloud/nodebridge"
 )
 
 // heartbeatStages returns kwok's stage files with the node heartbeat's
@@ -71,4 +77,16 @@ func copyDir(src, dst string) error {
 		}
 		return out.Close()
 	})
+}
+
+// RegisterNodes runs one pass of the node bridge now, with no boot delay:
+// every running instance carrying the cluster tag becomes a Node (for a
+// cloud started with NoNodeBridge).
+func (c *Cloud) RegisterNodes(ctx context.Context) error {
+	b := nodebridge.New(nodebridge.Config{
+		Cluster: c.Options.Cluster, Region: c.Options.Region, KubeletVersion: KubernetesVersion,
+		BootDelay: -1, EC2: ec2.NewFromConfig(awsfront.DirectConfig(c.MotoURL, c.Options.Region)),
+		Kube: c.Kube, Catalog: newCatalogAdapter(c.Options.PriceSeed, c.Options.Region), Log: c.log,
+	})
+	return b.Reconcile(ctx)
 }
