@@ -243,7 +243,14 @@ func Restore(ctx context.Context, cache string, s Size, log *slog.Logger) (_ *Re
 	if err := readJSON(filepath.Join(dir, "items.json"), &items); err != nil {
 		return nil, err
 	}
-	lc, err := localcloud.Start(ctx, cloudOptions("", filepath.Join(dir, "etcd")))
+	stateDir := "" // the local cloud's own, removed on Close
+	if os.Getenv("NODEWRIGHT_SCALE_KEEP") != "" {
+		if stateDir, err = os.MkdirTemp("", "nodewright-scale-"); err != nil {
+			return nil, err
+		}
+		log.Info("keeping the local cloud's state", "dir", stateDir)
+	}
+	lc, err := localcloud.Start(ctx, cloudOptions(stateDir, filepath.Join(dir, "etcd")))
 	if err != nil {
 		return nil, err
 	}
