@@ -73,9 +73,9 @@ type Plan struct {
 	Groups        []Group  `json:"groups"`
 	// TemplateSubnet is the subnet the template instance took an address
 	// of (moto hands addresses out in order: a restore takes it first).
-	TemplateSubnet int `json:"templateSubnet"`
-	Nodes         []Node   `json:"nodes"`
-	Deployments   []string `json:"deployments"`
+	TemplateSubnet int      `json:"templateSubnet"`
+	Nodes          []Node   `json:"nodes"`
+	Deployments    []string `json:"deployments"`
 	// Build figures.
 	BuildSeconds   float64 `json:"buildSeconds"`
 	PodsPerSecond  float64 `json:"podsPerSecond"`
@@ -142,8 +142,8 @@ func podSpec(req corev1.ResourceList, image string) corev1.PodSpec {
 	return corev1.PodSpec{
 		TerminationGracePeriodSeconds: &grace,
 		Containers: []corev1.Container{{Name: "app", Image: image,
-			Env:   []corev1.EnvVar{{Name: "LOG_LEVEL", Value: "info"}, {Name: "PORT", Value: "8080"}},
-			Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}},
+			Env:       []corev1.EnvVar{{Name: "LOG_LEVEL", Value: "info"}, {Name: "PORT", Value: "8080"}},
+			Ports:     []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}},
 			Resources: corev1.ResourceRequirements{Requests: req, Limits: corev1.ResourceList{corev1.ResourceMemory: req[corev1.ResourceMemory]}}}},
 	}
 }

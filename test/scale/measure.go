@@ -19,9 +19,9 @@ import (
 
 // Pass is one function's pass, measured.
 type Pass struct {
-	Function string `json:"function"` // provision, consolidation, interruption
-	Pass     string `json:"pass"`     // sweep, burst, tick, warnings
-	Mode     string `json:"mode"`     // cold (a new container), warm (the next invocation)
+	Function string  `json:"function"` // provision, consolidation, interruption
+	Pass     string  `json:"pass"`     // sweep, burst, tick, warnings
+	Mode     string  `json:"mode"`     // cold (a new container), warm (the next invocation)
 	WallS    float64 `json:"wallSeconds"`
 	CPUS     float64 `json:"cpuSeconds"`
 	// PeakHeapMiB is the Go heap's peak during the pass above the live
