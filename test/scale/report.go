@@ -17,6 +17,20 @@ type Figures struct {
 	Sizes   []*SizeFigures `json:"sizes"`
 }
 
+// Merge adds old's sizes that f has not measured, in order of size.
+func (f *Figures) Merge(old *Figures) {
+	have := map[Size]bool{}
+	for _, s := range f.Sizes {
+		have[s.Size] = true
+	}
+	for _, s := range old.Sizes {
+		if !have[s.Size] {
+			f.Sizes = append(f.Sizes, s)
+		}
+	}
+	sort.SliceStable(f.Sizes, func(i, j int) bool { return f.Sizes[i].Size.Nodes < f.Sizes[j].Size.Nodes })
+}
+
 // Machine describes this machine (cores, memory, Go).
 func Machine() string {
 	mem := ""
