@@ -124,15 +124,20 @@ func Measure(ctx context.Context, r *Restored, log *slog.Logger, o Options) (*Si
 		}
 	}
 
-	// Interruption: spot warnings at once, each batch to new nodes.
+	// Interruption: spot warnings, each pass to nodes of its own.
 	intr, err := container()
 	if err != nil {
 		return nil, err
 	}
-	n := min(spotWarnings, len(plan.Nodes)/5)
+	// Cold: the new container's first invocation, one batch of 10;
+	// warm: 100 warnings at once (10 batches) to the same container.
 	for b, mode := range []string{"cold", "warm"} {
 		if !o.Interruption {
 			break
+		}
+		n := min(spotWarnings, len(plan.Nodes)/5)
+		if mode == "cold" {
+			n = min(10, n)
 		}
 		var targets []Node
 		for i, nd := range plan.Nodes {
