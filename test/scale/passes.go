@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,6 +22,7 @@ import (
 	"github.com/nodewright/nodewright/events"
 	"github.com/nodewright/nodewright/shared/state"
 	"github.com/nodewright/nodewright/test/harness"
+	"github.com/nodewright/nodewright/test/localcloud"
 )
 
 // Burst and disruption sizes of the passes.
@@ -29,8 +32,8 @@ const (
 	underutilized = 20
 	keptPods      = 4
 	spotWarnings  = 100
-	// redelivery is the queue's visibility timeout for the passes.
-	redelivery = 5 * time.Second
+	// visibility is the queue's visibility timeout for the passes.
+	visibility = 3 * time.Minute
 )
 
 // SizeFigures are one size's figures.
@@ -154,23 +157,19 @@ func Measure(ctx context.Context, r *Restored, log *slog.Logger, o Options) (*Si
 				return nil, err
 			}
 		}
-		var handled, failed, rounds int
+		var handled, failed int
 		p, err := m.measure("interruption", "warnings", mode, func() error {
-			// As Lambda's event source: a failed message comes back
-			// after its visibility timeout (shortened to 5 s here).
-			for ; handled < len(targets) && rounds < 40; rounds++ {
-				if rounds > 0 {
-					time.Sleep(redelivery)
-				}
-				h, f, err := intr.DrainQueue(ctx, redelivery)
-				if err != nil {
-					return err
-				}
-				handled, failed = handled+h, failed+f
-			}
-			return nil
+			// As Lambda's event source, with a visibility timeout
+			// longer than any batch takes here: a failed message comes
+			// back only after it, past the pass.
+			var err error
+			handled, failed, err = intr.DrainQueue(ctx, visibility)
+			return err
 		})
-		p.Extra = map[string]float64{"messages": float64(len(targets)), "handled": float64(handled), "failedAttempts": float64(failed), "receiveRounds": float64(rounds)}
+		p.Extra = map[string]float64{"messages": float64(len(targets)), "handled": float64(handled), "failed": float64(failed)}
+		if err == nil {
+			err = purge(ctx, lc)
+		}
 		if err := add(p, err); err != nil {
 			return nil, err
 		}
@@ -182,6 +181,16 @@ func Measure(ctx context.Context, r *Restored, log *slog.Logger, o Options) (*Si
 		return nil, err
 	}
 	return fig, nil
+}
+
+// purge empties the interruption queue (the failed messages of a pass,
+// which would come back into the next).
+func purge(ctx context.Context, lc *localcloud.Cloud) error {
+	_, err := sqs.NewFromConfig(lc.AWSConfig()).PurgeQueue(ctx, &sqs.PurgeQueueInput{QueueUrl: aws.String(lc.Seeded.QueueURL)})
+	if err != nil {
+		return fmt.Errorf("purge the interruption queue: %w", err)
+	}
+	return nil
 }
 
 // underutilize removes 24 of the 28 app pods of one node in 20, straight
