@@ -88,6 +88,9 @@ type Options struct {
 	// NoNodeBridge leaves the node bridge off: instances do not become
 	// Nodes (the caller registers them).
 	NoNodeBridge bool
+	// SubnetPrefix is the seeded subnets' prefix length (0: /24, 251
+	// addresses a zone; 20 gives 4,091).
+	SubnetPrefix int
 }
 
 func (o *Options) defaults() {
@@ -362,7 +365,7 @@ func (c *Cloud) upAWS(ctx context.Context, moto *proc.Process) error {
 	defer func() { c.log.Info("AWS seeded", "took", time.Since(seedStart).String()) }()
 	direct := awsfront.DirectConfig(c.MotoURL, c.Options.Region)
 	sd := &seeder{
-		cluster: c.Options.Cluster, minor: c.Cluster.Version, zones: c.Options.Zones, physical: c.Names,
+		cluster: c.Options.Cluster, minor: c.Cluster.Version, zones: c.Options.Zones, physical: c.Names, subnetPrefix: c.Options.SubnetPrefix,
 		ec2: ec2.NewFromConfig(direct), ddb: dynamodb.NewFromConfig(direct), sqs: sqs.NewFromConfig(direct),
 	}
 	res, err := sd.seed(ctx)

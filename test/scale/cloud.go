@@ -24,13 +24,14 @@ const motoSeed = 2205
 // raised; the controllers that would act on objects written straight into
 // etcd left off (the Deployment, ReplicaSet and DaemonSet controllers, the
 // garbage collector, node lifecycle with its taint evictions, and the TTL
-// controller that annotates every node as the cluster grows); kwok's
+// controller that annotates every node as the cluster grows); subnets of
+// 4,091 addresses; kwok's
 // heartbeat every 10 minutes (5,000 nodes every 20-45 s would be 150
 // writes a second); no node bridge (the builder registers the nodes).
 func cloudOptions(stateDir, etcdData string) localcloud.Options {
 	return localcloud.Options{
 		Cluster: cluster, StateDir: stateDir, EtcdData: etcdData, InstallCRDs: true,
-		EtcdQuota:          8 << 30,
+		EtcdQuota: 8 << 30, SubnetPrefix: 20, // 1,667 nodes a zone at 100%
 		DisableControllers: []string{"deployment", "replicaset", "daemonset", "garbagecollector", "ttl", "podgc"},
 		NodeHeartbeat:      10 * time.Minute, NoNodeBridge: true, BootDelay: time.Second, ReadyTimeout: 3 * time.Minute,
 	}

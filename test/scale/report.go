@@ -15,6 +15,8 @@ type Figures struct {
 	Version int            `json:"version"`
 	Machine string         `json:"machine"`
 	Sizes   []*SizeFigures `json:"sizes"`
+	// Note qualifies the figures (a column not measured, say).
+	Note string `json:"note,omitempty"`
 }
 
 // Merge adds old's sizes that f has not measured, in order of size.
@@ -46,6 +48,9 @@ func Machine() string {
 // Markdown is a table per size.
 func (f *Figures) Markdown() string {
 	var b strings.Builder
+	if f.Note != "" {
+		fmt.Fprintf(&b, "**Note:** %s\n\n", f.Note)
+	}
 	fmt.Fprintf(&b, "Machine: %s. Builder version %d. Passes run in order on the restored cluster, each on what the one before left; cold is a new container (new set-up, empty caches), warm the next invocation. Heap is the test process's Go heap above its live heap before the pass (the functions, plus the in-process AWS front); CPU the process's CPU time; Kubernetes requests and MiB are the functions' clients' only; DynamoDB units are computed from item sizes by the AWS front.\n\n", f.Machine, f.Version)
 	for _, s := range f.Sizes {
 		fmt.Fprintf(&b, "### %s: %d nodes, %d pods\n\n", s.Size.Name(), s.Size.Nodes, s.Size.Pods)

@@ -22,7 +22,7 @@ import (
 
 // Version keys the snapshot cache: change it when the builder changes, so
 // that a cached cluster of the old builder is rebuilt.
-const Version = 1
+const Version = 2
 
 // The design point: 5,000 nodes and 150,000 pods, 30 a node (28 of
 // Deployments, 2 of DaemonSets).
