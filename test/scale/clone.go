@@ -33,6 +33,11 @@ func Build(ctx context.Context, s Size, cache string, log *slog.Logger) (*Plan, 
 	if err := os.RemoveAll(dir); err != nil {
 		return nil, err
 	}
+	// Snapshots of other builder versions are never restored again.
+	old, _ := filepath.Glob(filepath.Join(cache, "v*-"+filepath.Base(dir)[strings.Index(filepath.Base(dir), "-")+1:]))
+	for _, o := range old {
+		_ = os.RemoveAll(o)
+	}
 	work, err := os.MkdirTemp("", "nodewright-scale-build-")
 	if err != nil {
 		return nil, err
