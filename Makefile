@@ -8,7 +8,7 @@ export NODEWRIGHT_TOOLS := $(TOOLS)
 # The CDK's jsii kernel runs on Node 20 here; its end-of-life banner is noise.
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: all test lint unit fuzz chaos bench bench-karpenter bench-read bench-e2e generate run tools cloud synth
+.PHONY: all test lint unit fuzz chaos bench bench-karpenter bench-read bench-e2e bench-scale generate run tools cloud synth
 
 all: test
 
@@ -86,6 +86,17 @@ bench-read: tools
 bench-e2e: tools
 	$(GO) test -run='^$$' -bench='ScaleOut|ColdStart' -benchtime=1x -timeout=30m ./test/provision/
 	$(GO) test -run='^$$' -bench=Init -benchtime=20x ./test/coldstart/
+
+## bench-scale: the scale benchmark (test/scale): a fraction of a 5,000-node, 150,000-pod cluster on the local cloud at
+## each of SIZES (percentages), built once into a snapshot (~/.cache/nodewright/scale; REBUILD=1 builds again) and
+## restored; each function's pass measured cold and warm (wall, CPU, peak heap, API requests and bytes, DynamoDB
+## units, a 1,000-pod burst's latencies); writes the tables and plot into docs/benchmarks.md and docs/scale.svg and the
+## figures into test/scale/testdata/figures.json. Within 60 minutes here once the snapshots exist. Not part of `make test`
+SIZES ?= 2,10,30,100
+REBUILD ?=
+bench-scale: tools
+	cd test/scale && $(GO) test -v -count=1 -run='^$$' -bench='^BenchmarkScale$$' -benchtime=1x -timeout=0 . \
+	  -args -sizes=$(SIZES) $(if $(REBUILD),-rebuild)
 
 ## generate: regenerate committed generated code (instance catalog, NodePool and EC2NodeClass CRDs)
 generate:

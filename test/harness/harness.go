@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -67,6 +68,9 @@ type Options struct {
 	ConsolidationMaxWait time.Duration
 	// Provision tunes the reconciler (registration timeout, orphan grace).
 	Provision provision.Options
+	// WrapKube and WrapAWS, when set, wrap the transport of the functions'
+	// Kubernetes and AWS clients (to count their requests).
+	WrapKube, WrapAWS func(http.RoundTripper) http.RoundTripper
 }
 
 // Harness is the three functions wired to one local cloud.
@@ -147,6 +151,12 @@ func (h *Harness) options(ctx context.Context, fn string) (setup.Options, error)
 	c, err := setup.EKSCluster(ctx, h.LC.Cluster.Name, eks.NewFromConfig(cfg), sts.NewPresignClient(sts.NewFromConfig(cfg)))
 	if err != nil {
 		return setup.Options{}, err
+	}
+	if h.opts.WrapKube != nil {
+		c.REST.Wrap(h.opts.WrapKube)
+	}
+	if h.opts.WrapAWS != nil {
+		cfg.HTTPClient = &http.Client{Transport: h.opts.WrapAWS(http.DefaultTransport)}
 	}
 	env := h.LC.Env()
 	env["AWS_LAMBDA_FUNCTION_NAME"] = "nodewright-" + fn

@@ -52,16 +52,20 @@ func loopURL(scheme string, port int) string {
 	return scheme + "://127.0.0.1:" + strconv.Itoa(port)
 }
 
-func etcdComponent(t tools, p ports, dataDir string) component {
+func etcdComponent(t tools, p ports, dataDir string, quota int64) component {
 	client, peer := loopURL("http", p.etcd), loopURL("http", p.etcdPeer)
+	args := []string{
+		"--name=default", "--data-dir=" + dataDir,
+		"--listen-client-urls=" + client, "--advertise-client-urls=" + client,
+		"--listen-peer-urls=" + peer, "--initial-advertise-peer-urls=" + peer,
+		"--initial-cluster=default=" + peer,
+		"--unsafe-no-fsync", "--log-level=warn",
+	}
+	if quota > 0 {
+		args = append(args, "--quota-backend-bytes="+strconv.FormatInt(quota, 10))
+	}
 	return component{
-		spec: proc.Spec{Name: "etcd", Path: t.bin(toolEtcd), Args: []string{
-			"--name=default", "--data-dir=" + dataDir,
-			"--listen-client-urls=" + client, "--advertise-client-urls=" + client,
-			"--listen-peer-urls=" + peer, "--initial-advertise-peer-urls=" + peer,
-			"--initial-cluster=default=" + peer,
-			"--unsafe-no-fsync", "--log-level=warn",
-		}},
+		spec:  proc.Spec{Name: "etcd", Path: t.bin(toolEtcd), Args: args},
 		ready: httpReady(plainClient(), client+"/health", ""),
 	}
 }
@@ -91,9 +95,18 @@ func apiserverComponent(t tools, p ports, k *pki.Files, certDir, tokenWebhookCon
 	}
 }
 
-func kcmComponent(t tools, p ports, k *pki.Files, kubeconfig string) component {
+func kcmComponent(t tools, p ports, k *pki.Files, kubeconfig string, disabled []string, heartbeat time.Duration) component {
+	controllers := "*"
+	for _, d := range disabled {
+		controllers += ",-" + d
+	}
+	var extra []string
+	if heartbeat > 0 {
+		// A node is unhealthy after three heartbeats missed.
+		extra = append(extra, "--node-monitor-grace-period="+(3*heartbeat).String())
+	}
 	return component{
-		spec: proc.Spec{Name: "kube-controller-manager", Path: t.bin(toolKCM), Args: []string{
+		spec: proc.Spec{Name: "kube-controller-manager", Path: t.bin(toolKCM), Args: append([]string{
 			"--kubeconfig=" + kubeconfig,
 			"--authentication-kubeconfig=" + kubeconfig,
 			"--authorization-kubeconfig=" + kubeconfig,
@@ -102,14 +115,14 @@ func kcmComponent(t tools, p ports, k *pki.Files, kubeconfig string) component {
 			"--service-account-private-key-file=" + k.SAKey,
 			"--root-ca-file=" + k.CACert,
 			"--use-service-account-credentials=false",
-			"--controllers=*",
+			"--controllers=" + controllers,
 			"--allocate-node-cidrs=false",
 			"--profiling=false",
 			// Client rate limits of a production-sized control plane (the
 			// defaults, 20 QPS, make the ReplicaSet controller create
 			// 1,000 pods over 50 s, so a scale-out would measure them).
 			"--kube-api-qps=200", "--kube-api-burst=400",
-		}},
+		}, extra...)},
 		ready: httpReady(insecureClient(), loopURL("https", p.kcm)+"/healthz", ""),
 	}
 }

@@ -68,6 +68,29 @@ type Options struct {
 	// (shared/apis/crds), as a cluster that never ran Karpenter would
 	// (ignored with AWSOnly).
 	InstallCRDs bool
+	// Scale options, for the scale benchmark (test/scale): a cluster of
+	// thousands of nodes whose objects are written straight into etcd.
+	//
+	// EtcdData is an etcd data directory (of a cloud stopped cleanly) that
+	// etcd starts from, copied into the state directory: a restore.
+	EtcdData string
+	// EtcdQuota is etcd's space quota in bytes (0: etcd's default, 2 GiB).
+	EtcdQuota int64
+	// DisableControllers are kube-controller-manager controllers left off
+	// (e.g. "nodelifecycle", "replicaset": objects written into etcd that
+	// no controller should act on).
+	DisableControllers []string
+	// NodeHeartbeat is how often kwok renews a node's Ready condition
+	// (0: kwok's stage, every 20-45 s; thousands of nodes want minutes);
+	// the node lifecycle controller then waits three of them before it
+	// marks a node unhealthy.
+	NodeHeartbeat time.Duration
+	// NoNodeBridge leaves the node bridge off: instances do not become
+	// Nodes (the caller registers them).
+	NoNodeBridge bool
+	// SubnetPrefix is the seeded subnets' prefix length (0: /24, 251
+	// addresses a zone; 20 gives 4,091).
+	SubnetPrefix int
 }
 
 func (o *Options) defaults() {
@@ -124,6 +147,9 @@ type Cloud struct {
 	Kube       kubernetes.Interface
 	StateDir   string
 	MotoURL    string
+	// EtcdURL is etcd's client endpoint (its v3 JSON gateway serves
+	// /v3/kv/...).
+	EtcdURL string
 
 	log       *slog.Logger
 	logFile   *os.File
@@ -218,6 +244,12 @@ func (c *Cloud) up(ctx context.Context, t tools) error {
 		return err
 	}
 	c.MotoURL = loopURL("http", p.moto)
+	c.EtcdURL = loopURL("http", p.etcd)
+	if c.Options.NodeHeartbeat > 0 {
+		if t.stages, err = heartbeatStages(t.stages, c.Options.NodeHeartbeat, mkdir(c.StateDir, "kwok-stage")); err != nil {
+			return err
+		}
+	}
 
 	moto, err := c.start(motoComponent(t, p, mkdir(c.StateDir, "moto")))
 	if err != nil {
@@ -233,7 +265,13 @@ func (c *Cloud) up(ctx context.Context, t tools) error {
 	awsDone := make(chan error, 1)
 	go func() { awsDone <- c.upAWS(ctx, moto) }()
 
-	if err := c.startReady(ctx, etcdComponent(t, p, filepath.Join(c.StateDir, "etcd"))); err != nil {
+	etcdDir := filepath.Join(c.StateDir, "etcd")
+	if c.Options.EtcdData != "" {
+		if err := copyDir(c.Options.EtcdData, etcdDir); err != nil {
+			return errors.Join(err, <-awsDone)
+		}
+	}
+	if err := c.startReady(ctx, etcdComponent(t, p, etcdDir, c.Options.EtcdQuota)); err != nil {
 		return errors.Join(err, <-awsDone)
 	}
 	if err := c.startReady(ctx, apiserverComponent(t, p, creds, mkdir(c.StateDir, "apiserver-certs"), webhookConfig)); err != nil {
@@ -245,7 +283,9 @@ func (c *Cloud) up(ctx context.Context, t tools) error {
 	if err := <-awsDone; err != nil {
 		return err
 	}
-	c.startBridge()
+	if !c.Options.NoNodeBridge {
+		c.startBridge()
+	}
 	return nil
 }
 
@@ -259,7 +299,9 @@ func (c *Cloud) upControllers(ctx context.Context, t tools, p ports, creds *pki.
 	// cloud's server before this one binds it, and the server is then
 	// started again on another.
 	build := []func(p ports) component{
-		func(p ports) component { return kcmComponent(t, p, creds, c.Kubeconfig) },
+		func(p ports) component {
+			return kcmComponent(t, p, creds, c.Kubeconfig, c.Options.DisableControllers, c.Options.NodeHeartbeat)
+		},
 		func(p ports) component { return schedulerComponent(t, p, c.Kubeconfig) },
 		func(p ports) component { return kwokComponent(t, p, c.Kubeconfig) },
 	}
@@ -323,7 +365,7 @@ func (c *Cloud) upAWS(ctx context.Context, moto *proc.Process) error {
 	defer func() { c.log.Info("AWS seeded", "took", time.Since(seedStart).String()) }()
 	direct := awsfront.DirectConfig(c.MotoURL, c.Options.Region)
 	sd := &seeder{
-		cluster: c.Options.Cluster, minor: c.Cluster.Version, zones: c.Options.Zones, physical: c.Names,
+		cluster: c.Options.Cluster, minor: c.Cluster.Version, zones: c.Options.Zones, physical: c.Names, subnetPrefix: c.Options.SubnetPrefix,
 		ec2: ec2.NewFromConfig(direct), ddb: dynamodb.NewFromConfig(direct), sqs: sqs.NewFromConfig(direct),
 	}
 	res, err := sd.seed(ctx)

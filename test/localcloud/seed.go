@@ -78,6 +78,7 @@ type AWSResources struct {
 type seeder struct {
 	cluster, minor string
 	zones          []string
+	subnetPrefix   int // 0: /24
 	physical       Names
 	ec2            *ec2.Client
 	ddb            *dynamodb.Client
@@ -132,6 +133,10 @@ func (s *seeder) network(ctx context.Context, res *AWSResources) error {
 	res.VPCID = aws.ToString(vpc.Vpc.VpcId)
 	for i, z := range s.zones {
 		cidr := fmt.Sprintf("10.0.%d.0/24", i+1)
+		if s.subnetPrefix > 0 && s.subnetPrefix < 24 {
+			// Room for thousands of instances a zone: 10.0.16.0/20, 10.0.32.0/20, ...
+			cidr = fmt.Sprintf("10.0.%d.0/%d", (i+1)<<(24-s.subnetPrefix), s.subnetPrefix)
+		}
 		sn, err := s.ec2.CreateSubnet(ctx, &ec2.CreateSubnetInput{
 			VpcId: vpc.Vpc.VpcId, CidrBlock: aws.String(cidr), AvailabilityZone: aws.String(z),
 			TagSpecifications: s.tags(ec2types.ResourceTypeSubnet, s.cluster+"-private-"+z,

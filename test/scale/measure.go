@@ -1,0 +1,201 @@
+package scale
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"runtime"
+	"runtime/metrics"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/nodewright/nodewright/test/localcloud"
+)
+
+// Pass is one function's pass, measured.
+type Pass struct {
+	Function string  `json:"function"` // provision, consolidation, interruption
+	Pass     string  `json:"pass"`     // sweep, burst, tick, warnings
+	Mode     string  `json:"mode"`     // cold (a new container), warm (the next invocation)
+	WallS    float64 `json:"wallSeconds"`
+	CPUS     float64 `json:"cpuSeconds"`
+	// PeakHeapMiB is the Go heap's peak during the pass above the live
+	// heap before it (the test process: the functions, the AWS front and
+	// the driver, idle).
+	PeakHeapMiB  float64 `json:"peakHeapMiB"`
+	KubeRequests int64   `json:"kubeRequests"`
+	KubeMiB      float64 `json:"kubeMiB"` // response bytes read
+	ReadUnits    float64 `json:"readUnits"`
+	WriteUnits   float64 `json:"writeUnits"`
+	// Extra figures of the pass (burst latencies, messages, ...).
+	Extra map[string]float64 `json:"extra,omitempty"`
+}
+
+// Key names the pass in tables and plots.
+func (p Pass) Key() string { return p.Function + " " + p.Pass + " " + p.Mode }
+
+// unitCounter is the AWS front's DynamoDB capacity units (running
+// totals), computed from item sizes as DynamoDB bills them.
+type unitCounter interface {
+	DynamoDBUnits() (read, write float64)
+}
+
+// units finds the AWS front's counter; the benchmark fails without it.
+func units(lc *localcloud.Cloud) (unitCounter, error) {
+	u, ok := any(lc.AWS).(unitCounter)
+	if !ok {
+		return nil, fmt.Errorf("the AWS front (test/localcloud/awsfront) has no DynamoDBUnits() (read, write float64): the scale benchmark needs its DynamoDB capacity units")
+	}
+	return u, nil
+}
+
+// kubeCounter counts the requests of the functions' Kubernetes clients and
+// the bytes of their responses.
+type kubeCounter struct{ reqs, bytes atomic.Int64 }
+
+func (c *kubeCounter) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripper(func(r *http.Request) (*http.Response, error) {
+		c.reqs.Add(1)
+		resp, err := rt.RoundTrip(r)
+		if resp != nil && resp.Body != nil {
+			resp.Body = &countedBody{ReadCloser: resp.Body, n: &c.bytes}
+		}
+		return resp, err
+	})
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+type countedBody struct {
+	io.ReadCloser
+	n *atomic.Int64
+}
+
+func (b *countedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.n.Add(int64(n))
+	return n, err
+}
+
+// fleetCalls records when the functions call CreateFleet.
+type fleetCalls struct {
+	mu    sync.Mutex
+	times []time.Time
+}
+
+func (f *fleetCalls) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripper(func(r *http.Request) (*http.Response, error) {
+		if r.Body != nil && r.Method == http.MethodPost {
+			b, err := io.ReadAll(r.Body)
+			r.Body.Close()
+			if err != nil {
+				return nil, err
+			}
+			r.Body = io.NopCloser(bytes.NewReader(b))
+			r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
+			if bytes.Contains(b, []byte("Action=CreateFleet")) {
+				f.mu.Lock()
+				f.times = append(f.times, time.Now())
+				f.mu.Unlock()
+			}
+		}
+		return rt.RoundTrip(r)
+	})
+}
+
+func (f *fleetCalls) since(t time.Time) []time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []time.Time
+	for _, x := range f.times {
+		if !x.Before(t) {
+			out = append(out, x)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Before(out[j]) })
+	return out
+}
+
+// meter measures passes.
+type meter struct {
+	kube  *kubeCounter
+	units unitCounter
+}
+
+const mib = 1 << 20
+
+// measure runs f as one pass.
+func (m *meter) measure(fn, pass, mode string, f func() error) (Pass, error) {
+	runtime.GC()
+	base := heapNow()
+	r0, w0 := m.units.DynamoDBUnits()
+	q0, b0 := m.kube.reqs.Load(), m.kube.bytes.Load()
+	c0 := cpuTime()
+	t0 := time.Now()
+	var err error
+	peak := heapPeak(func() { err = f() })
+	p := Pass{Function: fn, Pass: pass, Mode: mode, WallS: time.Since(t0).Seconds(), CPUS: (cpuTime() - c0).Seconds()}
+	if peak > base {
+		p.PeakHeapMiB = float64(peak-base) / mib
+	}
+	r1, w1 := m.units.DynamoDBUnits()
+	p.ReadUnits, p.WriteUnits = r1-r0, w1-w0
+	p.KubeRequests, p.KubeMiB = m.kube.reqs.Load()-q0, float64(m.kube.bytes.Load()-b0)/mib
+	if err != nil {
+		return p, fmt.Errorf("%s %s (%s): %w", fn, pass, mode, err)
+	}
+	return p, nil
+}
+
+func heapNow() uint64 {
+	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
+// heapPeak samples the live heap every few milliseconds while f runs.
+func heapPeak(f func()) (peak uint64) {
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(5 * time.Millisecond)
+		defer t.Stop()
+		for {
+			peak = max(peak, heapNow())
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	f()
+	close(stop)
+	<-done
+	return max(peak, heapNow())
+}
+
+// cpuTime is the process's user and system CPU time so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// percentile is the p-th percentile (0-100) of sorted durations.
+func percentile(d []time.Duration, p float64) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	i := int(float64(len(d))*p/100+0.999999) - 1
+	return d[min(max(i, 0), len(d)-1)]
+}
+
+var _ = strings.Contains

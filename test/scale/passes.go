@@ -1,0 +1,362 @@
+package scale
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/nodewright/nodewright/events"
+	"github.com/nodewright/nodewright/shared/state"
+	"github.com/nodewright/nodewright/test/harness"
+	"github.com/nodewright/nodewright/test/localcloud"
+)
+
+// Burst and disruption sizes of the passes.
+const (
+	burstPods = 1000 // the default
+	// underutilized is one node in 20 (5%): 24 of its 28 app pods go.
+	underutilized = 20
+	keptPods      = 4
+	spotWarnings  = 100
+	// visibility is the queue's visibility timeout for the passes.
+	visibility = 3 * time.Minute
+)
+
+// SizeFigures are one size's figures.
+type SizeFigures struct {
+	Size               Size    `json:"size"`
+	BuildSeconds       float64 `json:"buildSeconds"`
+	BuildPodsPerSecond float64 `json:"buildPodsPerSecond"` // into etcd
+	APIPodsPerSecond   float64 `json:"apiPodsPerSecond"`   // through the API server, 16 clients, protobuf
+	RecordsPerSecond   float64 `json:"recordsPerSecond"`
+	InstancesPerSecond float64 `json:"instancesPerSecond"`
+	SnapshotMiB        float64 `json:"snapshotMiB"`
+	RestoreSeconds     float64 `json:"restoreSeconds"`
+	Passes             []Pass  `json:"passes"`
+}
+
+// Measure runs every pass on the restored cluster (which it changes: the
+// passes run in order, each on what the one before left).
+// Options choose the passes.
+type Options struct {
+	// Interruption runs the spot warnings (the smoke run leaves them out:
+	// their drains take most of a minute at any size).
+	Interruption bool
+	// Burst is the pending pods of the burst (0: 1,000).
+	Burst int
+}
+
+// Measure runs the passes on the restored cluster.
+func Measure(ctx context.Context, r *Restored, log *slog.Logger, o Options) (*SizeFigures, error) {
+	if o.Burst == 0 {
+		o.Burst = burstPods
+	}
+	lc, plan := r.LC, r.Plan
+	u, err := units(lc)
+	if err != nil {
+		return nil, err
+	}
+	fig := &SizeFigures{Size: plan.Size, BuildSeconds: plan.BuildSeconds, BuildPodsPerSecond: plan.PodsPerSecond, APIPodsPerSecond: plan.APIPodsPerSec,
+		RecordsPerSecond: plan.RecordsPerSec, InstancesPerSecond: plan.InstancesPerSc, SnapshotMiB: float64(r.Snapshot) / mib, RestoreSeconds: r.Took.Seconds()}
+	cfg, err := deployed()
+	if err != nil {
+		return nil, err
+	}
+	m := &meter{kube: &kubeCounter{}, units: u}
+	fleets := &fleetCalls{}
+	flog, err := os.Create(filepath.Join(lc.StateDir, "logs", "functions.log"))
+	if err != nil {
+		return nil, err
+	}
+	defer flog.Close()
+	container := func() (*harness.Harness, error) {
+		return newHarness(ctx, lc, cfg, flog, m.kube.wrap, fleets.wrap)
+	}
+	add := func(p Pass, err error) error {
+		if err != nil {
+			return err
+		}
+		fig.Passes = append(fig.Passes, p)
+		log.Info("pass", "size", plan.Size.Name(), "pass", p.Key(), "wall", fmt.Sprintf("%.2fs", p.WallS), "cpu", fmt.Sprintf("%.2fs", p.CPUS),
+			"heapMiB", fmt.Sprintf("%.0f", p.PeakHeapMiB), "kubeRequests", p.KubeRequests, "kubeMiB", fmt.Sprintf("%.1f", p.KubeMiB),
+			"RCU", fmt.Sprintf("%.1f", p.ReadUnits), "WCU", fmt.Sprintf("%.1f", p.WriteUnits), "extra", p.Extra)
+		return nil
+	}
+	kc, _, err := kubeFor(lc)
+	if err != nil {
+		return nil, err
+	}
+
+	// Provision: the one-minute sweep with nothing changed, cold and warm.
+	prov, err := container()
+	if err != nil {
+		return nil, err
+	}
+	for _, mode := range []string{"cold", "warm"} {
+		if err := add(m.measure("provision", "sweep", mode, func() error { return prov.Sweep(ctx) })); err != nil {
+			return nil, err
+		}
+	}
+
+	// Consolidation: 5% of the nodes underutilized.
+	if err := underutilize(ctx, lc.EtcdURL, kc, plan); err != nil {
+		return nil, err
+	}
+	cons, err := container()
+	if err != nil {
+		return nil, err
+	}
+	cons.Clock.Advance(2 * time.Minute) // past the pool's consolidateAfter
+	for _, mode := range []string{"cold", "warm"} {
+		if err := add(m.measure("consolidation", "tick", mode, func() error { return cons.Tick(ctx) })); err != nil {
+			return nil, err
+		}
+	}
+
+	// Interruption: spot warnings, each pass to nodes of its own.
+	intr, err := container()
+	if err != nil {
+		return nil, err
+	}
+	// Cold: the new container's first invocation, one batch of 10;
+	// warm: 100 warnings at once (10 batches) to the same container.
+	for b, mode := range []string{"cold", "warm"} {
+		if !o.Interruption {
+			break
+		}
+		n := min(spotWarnings, len(plan.Nodes)/5)
+		if mode == "cold" {
+			n = min(10, n)
+		}
+		var targets []Node
+		for i, nd := range plan.Nodes {
+			if i%underutilized != 0 && i%5 == 1+2*b && nd.Spot && len(targets) < n {
+				targets = append(targets, nd)
+			}
+		}
+		for k, nd := range targets {
+			body, err := harness.Event(events.SpotInterruptionWarning, fmt.Sprintf("scale-%s-%d", mode, k), intr.Clock.Now(), "", nd.Instance)
+			if err != nil {
+				return nil, err
+			}
+			if err := intr.Send(ctx, body); err != nil {
+				return nil, err
+			}
+		}
+		var handled, failed int
+		p, err := m.measure("interruption", "warnings", mode, func() error {
+			// As Lambda's event source, with a visibility timeout
+			// longer than any batch takes here: a failed message comes
+			// back only after it, past the pass.
+			var err error
+			handled, failed, err = intr.DrainQueue(ctx, visibility)
+			return err
+		})
+		p.Extra = map[string]float64{"messages": float64(len(targets)), "handled": float64(handled), "failed": float64(failed)}
+		if err == nil {
+			err = purge(ctx, lc)
+		}
+		if err := add(p, err); err != nil {
+			return nil, err
+		}
+	}
+
+	// Provision: a burst of pending pods on the warm container.
+	p, err := burst(ctx, m, fleets, prov, kc, o.Burst, r)
+	if err := add(p, err); err != nil {
+		return nil, err
+	}
+	return fig, nil
+}
+
+// purge empties the interruption queue (the failed messages of a pass,
+// which would come back into the next).
+func purge(ctx context.Context, lc *localcloud.Cloud) error {
+	_, err := sqs.NewFromConfig(lc.AWSConfig()).PurgeQueue(ctx, &sqs.PurgeQueueInput{QueueUrl: aws.String(lc.Seeded.QueueURL)})
+	if err != nil {
+		return fmt.Errorf("purge the interruption queue: %w", err)
+	}
+	return nil
+}
+
+// underutilize removes 24 of the 28 app pods of one node in 20, straight
+// from etcd, and waits until the API server no longer serves them.
+func underutilize(ctx context.Context, etcdURL string, kc kubernetes.Interface, plan *Plan) error {
+	w := newEtcdWriter(etcdURL)
+	var del []kv
+	var last string
+	for k := range len(plan.Nodes) * appPerNode {
+		name, _, ni := plan.appPod(k)
+		if ni%underutilized == 0 && k/len(plan.Nodes) >= keptPods {
+			del = append(del, kv{key: "/registry/pods/" + appNS + "/" + name})
+			last = name
+		}
+	}
+	if err := w.writeAll(ctx, del, 4); err != nil {
+		return err
+	}
+	return harness.Poll(ctx, time.Minute, "the underutilized nodes' pods gone", func() (bool, string, error) {
+		_, err := kc.CoreV1().Pods(appNS).Get(ctx, last, metav1.GetOptions{})
+		return err != nil && strings.Contains(err.Error(), "not found"), fmt.Sprint(err), nil
+	})
+}
+
+// burst creates burstPods pending pods (1 CPU each: no node has room)
+// with 16 clients, hints the provision function as the webhook does on
+// the first, and waits until every pod is on a launched NodeClaim,
+// sweeping (the one-minute schedule) if a round left some. Figures: pod
+// created (its Create returned) -> the CreateFleet call that launched its
+// NodeClaim, p50 and p99; first pod created -> every NodeClaim launched;
+// CreateFleet calls.
+func burst(ctx context.Context, m *meter, fleets *fleetCalls, h *harness.Harness, kc kubernetes.Interface, burstPods int, r *Restored) (Pass, error) {
+	st, _, err := directStore(r.LC)
+	if err != nil {
+		return Pass{}, err
+	}
+	created := make([]time.Time, burstPods)
+	coveredPods := 0
+	var start time.Time
+	p, err := m.measure("provision", "burst", "warm", func() error {
+		start = time.Now()
+		first := make(chan struct{})
+		var once sync.Once
+		var hintErr error
+		var hints sync.WaitGroup
+		hints.Add(1)
+		go func() {
+			defer hints.Done()
+			<-first
+			hintErr = h.Hint(ctx, appNS, "burst-0000")
+		}()
+		err := parallel(burstPods, 16, func(i int) error {
+			req := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("burst-%04d", i), Namespace: appNS, Labels: map[string]string{"app": "burst"}},
+				Spec: podSpec(req, "registry.example.com/burst:v1")}
+			if _, err := kc.CoreV1().Pods(appNS).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+				return err
+			}
+			created[i] = time.Now()
+			if i == 0 {
+				once.Do(func() { close(first) })
+			}
+			return nil
+		})
+		once.Do(func() { close(first) })
+		hints.Wait()
+		if err != nil {
+			return err
+		}
+		if hintErr != nil {
+			return hintErr
+		}
+		// Done when every pod is on a launched NodeClaim or bound, or
+		// when a sweep (the one-minute schedule) launches nothing more:
+		// the rest are planned into room of NodeClaims still in flight
+		// (their nodes do not register here: no node bridge).
+		before := -1
+		for attempt := 0; ; attempt++ {
+			covered, launching, recs, err := burstCovered(ctx, st, kc)
+			if err != nil {
+				return err
+			}
+			coveredPods = len(covered)
+			if coveredPods >= burstPods || (recs == before && launching == 0) {
+				return nil
+			}
+			if attempt == 3 {
+				return fmt.Errorf("burst: %d of %d pods on launched NodeClaims after %d sweeps", coveredPods, burstPods, attempt)
+			}
+			before = recs
+			if err := h.Sweep(ctx); err != nil {
+				return err
+			}
+		}
+	})
+	if err != nil {
+		return p, err
+	}
+	recs, err := st.NodeClaims(ctx)
+	if err != nil {
+		return p, err
+	}
+	calls := fleets.since(start)
+	var lat []time.Duration
+	var lastLaunch time.Time
+	for _, rec := range recs {
+		if rec.CreatedAt.Before(start) || rec.Phase == state.Launching {
+			continue
+		}
+		lastLaunch = maxTime(lastLaunch, rec.LaunchedAt)
+		i := sort.Search(len(calls), func(i int) bool { return !calls[i].Before(rec.CreatedAt) })
+		if i == len(calls) {
+			continue
+		}
+		for _, pod := range rec.Claim.Pods {
+			var k int
+			if _, err := fmt.Sscanf(pod, appNS+"/burst-%d", &k); err == nil && k < burstPods {
+				lat = append(lat, calls[i].Sub(created[k]))
+			}
+		}
+	}
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	p.Extra = map[string]float64{
+		"createToFleetP50s": percentile(lat, 50).Seconds(), "createToFleetP99s": percentile(lat, 99).Seconds(),
+		"pods": float64(burstPods), "firstCreatedToLaunchedS": lastLaunch.Sub(created[0]).Seconds(), "createFleetCalls": float64(len(calls)), "podsTimed": float64(len(lat)), "podsCovered": float64(coveredPods),
+	}
+	return p, nil
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// burstCovered is the burst pods on launched NodeClaims (read straight
+// from moto: the driver's reads are not the functions') or bound to a node
+// that had room (the underutilized ones).
+func burstCovered(ctx context.Context, st *state.Store, kc kubernetes.Interface) (covered map[string]bool, launching, records int, err error) {
+	recs, err := st.NodeClaims(ctx)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	covered = map[string]bool{}
+	pods, err := kc.CoreV1().Pods(appNS).List(ctx, metav1.ListOptions{LabelSelector: "app=burst"})
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	for _, p := range pods.Items {
+		if p.Spec.NodeName != "" {
+			covered[appNS+"/"+p.Name] = true
+		}
+	}
+	for _, rec := range recs {
+		if rec.Phase == state.Launching {
+			launching++
+			continue
+		}
+		for _, p := range rec.Claim.Pods {
+			if strings.HasPrefix(p, appNS+"/burst-") {
+				covered[p] = true
+			}
+		}
+	}
+	return covered, launching, len(recs), nil
+}
+
+var _ http.RoundTripper
