@@ -32,7 +32,7 @@ func main() {
 		Cluster: cluster,
 		Secret:  webhook.NewSecretCache(fetch, time.Now, webhook.CacheOptions{}),
 		Invoker: webhook.LambdaInvoker{Client: awslambda.NewFromConfig(cfg), Function: os.Getenv(names.EnvProvisionFunction)},
-		Hints: webhook.DynamoDBHintGate{Client: dynamodb.NewFromConfig(cfg), Table: os.Getenv(names.EnvTableName),
+		Hints: &webhook.DynamoDBHintGate{Client: dynamodb.NewFromConfig(cfg), Table: os.Getenv(names.EnvTableName),
 			Cluster: cluster, Now: time.Now},
 		Now: time.Now,
 		Log: log,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -59,21 +60,42 @@ type HintGate interface {
 // (epoch seconds). A conditional PutItem succeeds only when no item exists
 // or the one there has expired: DynamoDB deletes expired items lazily, so
 // the condition checks the expiry itself.
+//
+// A gate also remembers, for its container, until when the item is known to
+// be held: the expiry it wrote, or heldBackoff after a write that found
+// another container's item. A refused write still costs a write unit, and
+// a busy cluster's reviews come far faster than one a window, so only the
+// first review after that time writes.
 type DynamoDBHintGate struct {
 	Client  DynamoDBAPI
 	Table   string
 	Cluster string
 	Window  time.Duration // 0: DefaultHintWindow
 	Now     func() time.Time
+
+	mu        sync.Mutex
+	heldUntil time.Time
 }
 
-// Admit writes the hint item unless an unexpired one is there.
-func (g DynamoDBHintGate) Admit(ctx context.Context, payload []byte) (bool, error) {
+// heldBackoff is how long a gate that found another container's hint
+// item holds off writing again: it cannot know that item's expiry, so a
+// hint after it may come up to this much late.
+const heldBackoff = time.Second
+
+// Admit writes the hint item unless an unexpired one is there (or is known
+// to be, from this gate's last write).
+func (g *DynamoDBHintGate) Admit(ctx context.Context, payload []byte) (bool, error) {
 	window := g.Window
 	if window <= 0 {
 		window = DefaultHintWindow
 	}
 	now := g.Now()
+	g.mu.Lock()
+	held := now.Before(g.heldUntil)
+	g.mu.Unlock()
+	if held {
+		return false, nil
+	}
 	expires := now.Add(window)
 	_, err := g.Client.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName: aws.String(g.Table),
@@ -89,12 +111,20 @@ func (g DynamoDBHintGate) Admit(ctx context.Context, payload []byte) (bool, erro
 			":now": &ddbtypes.AttributeValueMemberN{Value: strconv.FormatInt(now.Unix(), 10)},
 		},
 	})
-	var held *ddbtypes.ConditionalCheckFailedException
+	var refused *ddbtypes.ConditionalCheckFailedException
 	switch {
-	case errors.As(err, &held):
+	case errors.As(err, &refused):
+		g.hold(now.Add(heldBackoff))
 		return false, nil
 	case err != nil:
 		return false, fmt.Errorf("put hint item: %w", err)
 	}
+	g.hold(expires)
 	return true, nil
+}
+
+func (g *DynamoDBHintGate) hold(until time.Time) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.heldUntil = until
 }

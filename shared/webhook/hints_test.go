@@ -3,6 +3,7 @@ package webhook
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -163,7 +164,7 @@ func (f *fakePut) PutItem(_ context.Context, in *dynamodb.PutItemInput, _ ...fun
 func TestDynamoDBHintGateRequest(t *testing.T) {
 	clock := &fakeClock{t: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)}
 	put := &fakePut{}
-	g := DynamoDBHintGate{Client: put, Table: "state", Cluster: "demo", Now: clock.Now}
+	g := &DynamoDBHintGate{Client: put, Table: "state", Cluster: "demo", Now: clock.Now}
 	ok, err := g.Admit(context.Background(), []byte(`{"x":1}`))
 	if !ok || err != nil {
 		t.Fatalf("admit %v %v", ok, err)
@@ -191,12 +192,73 @@ func TestDynamoDBHintGateRequest(t *testing.T) {
 	if v := in.ExpressionAttributeValues[":now"].(*ddbtypes.AttributeValueMemberN).Value; v != "1735787045" {
 		t.Errorf(":now %s", v)
 	}
+	clock.t = clock.t.Add(DefaultHintWindow) // past this gate's own item
 	put.err = &ddbtypes.ConditionalCheckFailedException{Message: aws.String("held")}
 	if ok, err := g.Admit(context.Background(), nil); ok || err != nil {
 		t.Fatalf("held: %v %v", ok, err)
 	}
+	clock.t = clock.t.Add(heldBackoff)
 	put.err = errors.New("boom")
 	if ok, err := g.Admit(context.Background(), nil); ok || err == nil {
 		t.Fatalf("error: %v %v", ok, err)
+	}
+}
+
+// countingPut answers PutItem as DynamoDB would for one hint item: written
+// when absent or expired, refused (a write unit all the same) otherwise.
+type countingPut struct {
+	calls   int
+	expires int64 // the item's expiry, epoch seconds; 0: none
+	now     func() time.Time
+}
+
+func (c *countingPut) PutItem(_ context.Context, in *dynamodb.PutItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	c.calls++
+	if c.expires > c.now().Unix() {
+		return nil, &ddbtypes.ConditionalCheckFailedException{Message: aws.String("held")}
+	}
+	exp, _ := strconv.ParseInt(in.Item[names.TTLAttribute].(*ddbtypes.AttributeValueMemberN).Value, 10, 64)
+	c.expires = exp
+	return &dynamodb.PutItemOutput{}, nil
+}
+
+// A gate writes once per window for its own hints and at most once per
+// heldBackoff while another container's item holds: a burst of reviews
+// costs a few writes, not one each, and still admits one hint a window.
+func TestDynamoDBHintGateWritesOncePerWindow(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		otherUntil time.Duration // another container's item, from the start (0: none)
+		reviews    int
+		every      time.Duration
+		wantCalls  int
+		wantAdmits int
+	}{
+		{name: "own hints, 100 reviews in 10s", reviews: 100, every: 100 * time.Millisecond, wantCalls: 1, wantAdmits: 1},
+		{name: "own hints, 300 reviews in 30s", reviews: 300, every: 100 * time.Millisecond, wantCalls: 3, wantAdmits: 3},
+		{name: "another container's item for 5s, then ours", otherUntil: 5 * time.Second, reviews: 100, every: 100 * time.Millisecond, wantCalls: 6, wantAdmits: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := &fakeClock{t: time.Date(2025, 1, 2, 3, 4, 0, 0, time.UTC)}
+			db := &countingPut{now: clock.Now}
+			if tc.otherUntil > 0 {
+				db.expires = clock.t.Add(tc.otherUntil).Unix()
+			}
+			g := &DynamoDBHintGate{Client: db, Table: "state", Cluster: "demo", Now: clock.Now}
+			admits := 0
+			for i := 0; i < tc.reviews; i++ {
+				ok, err := g.Admit(context.Background(), nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if ok {
+					admits++
+				}
+				clock.t = clock.t.Add(tc.every)
+			}
+			if db.calls != tc.wantCalls || admits != tc.wantAdmits {
+				t.Errorf("%d reviews: %d PutItem calls and %d hints admitted, want %d and %d", tc.reviews, db.calls, admits, tc.wantCalls, tc.wantAdmits)
+			}
+		})
 	}
 }

@@ -67,7 +67,7 @@ func (h *Harness) ServeWebhook(ctx context.Context, invoke func(payload []byte))
 		Cluster: cluster,
 		Secret:  webhook.NewSecretCache(webhook.SecretsManagerFetch(sm, aws.ToString(secret.ARN)), h.Clock.Now, webhook.CacheOptions{}),
 		Invoker: asyncInvoker(invoke),
-		Hints:   webhook.DynamoDBHintGate{Client: dynamodb.NewFromConfig(cfg), Table: h.LC.Names.Table, Cluster: cluster, Now: h.Clock.Now},
+		Hints:   &webhook.DynamoDBHintGate{Client: dynamodb.NewFromConfig(cfg), Table: h.LC.Names.Table, Cluster: cluster, Now: h.Clock.Now},
 		Now:     h.Clock.Now,
 		Log:     handlers.NewLogger(h.opts.Log, "webhook", "debug"),
 	}

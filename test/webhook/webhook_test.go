@@ -92,7 +92,7 @@ func TestHintBurstAgainstDynamoDB(t *testing.T) {
 		Cluster: lc.Cluster.Name,
 		Secret:  webhook.NewSecretCache(webhook.SecretsManagerFetch(sm, aws.ToString(out.ARN)), clk.Now, webhook.CacheOptions{}),
 		Invoker: inv,
-		Hints:   webhook.DynamoDBHintGate{Client: db, Table: lc.Names.Table, Cluster: lc.Cluster.Name, Now: clk.Now},
+		Hints:   &webhook.DynamoDBHintGate{Client: db, Table: lc.Names.Table, Cluster: lc.Cluster.Name, Now: clk.Now},
 		Now:     clk.Now,
 		Log:     slog.New(slog.NewJSONHandler(&logs, nil)),
 	}
