@@ -279,6 +279,8 @@ func (v *view) solve(in scheduling.Input) (*scheduling.Result, error) {
 	}
 	v.work.solves++
 	in.Budget = scheduling.Budget{MaxGroups: b.MaxGroups, Deadline: b.Deadline, Now: b.Now}
+	// A simulation compares plans, never their lower bound.
+	in.SkipLowerBound = true
 	res, err := scheduling.Solve(in)
 	if err != nil {
 		return nil, err
