@@ -112,7 +112,7 @@ func (s *sim) input(skip map[string]bool, pods []*corev1.Pod, types []*catalog.I
 		extra := withExtra(nil, v.reserved[name], s.extra[name])
 		free := v.freeRoom(n, extra)
 		useful := false
-		left := roomOf(free.Status.Allocatable)
+		left := v.leftOn(n, free, extra)
 		var fit room
 		for i, a := range asks {
 			if left.holds(a) {
@@ -172,10 +172,25 @@ type shortfall struct {
 }
 
 // limited reports whether the node counts against a NodePool's limits (by
-// its nodepool label, as the solver counts it).
+// its nodepool label, as the solver counts it), read once a run.
 func (v *view) limited(n *nodeInfo) bool {
-	p := v.pools[n.node.Labels[apis.LabelNodePool]]
-	return p != nil && len(p.Spec.Limits) > 0
+	if n.limits == nil {
+		p := v.pools[n.node.Labels[apis.LabelNodePool]]
+		n.limits = ptrTo(p != nil && len(p.Spec.Limits) > 0)
+	}
+	return *n.limits
+}
+
+// leftOn is the room free (the node less its pods and extra) leaves; with
+// no extra pods it is read once a run.
+func (v *view) leftOn(n *nodeInfo, free *corev1.Node, extra []*corev1.Pod) room {
+	if len(extra) > 0 {
+		return roomOf(free.Status.Allocatable)
+	}
+	if n.left == nil {
+		n.left = ptrTo(roomOf(free.Status.Allocatable))
+	}
+	return *n.left
 }
 
 // room is what a node has left, or what a pod asks for, in the dimensions
@@ -186,9 +201,12 @@ type room struct{ cpu, mem, pods int64 }
 // Amounts too large to count saturate (shared/quantity), never wrap.
 func roomOf(l corev1.ResourceList) room {
 	r := room{math.MaxInt64, math.MaxInt64, math.MaxInt64}
-	for name, dst := range map[corev1.ResourceName]*int64{corev1.ResourceCPU: &r.cpu, corev1.ResourceMemory: &r.mem, corev1.ResourcePods: &r.pods} {
-		if q, ok := l[name]; ok {
-			*dst = quantity.Clamped(name, q)
+	for _, d := range []struct {
+		name corev1.ResourceName
+		dst  *int64
+	}{{corev1.ResourceCPU, &r.cpu}, {corev1.ResourceMemory, &r.mem}, {corev1.ResourcePods, &r.pods}} {
+		if q, ok := l[d.name]; ok {
+			*d.dst = quantity.Clamped(d.name, q)
 		}
 	}
 	return r

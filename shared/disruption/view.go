@@ -87,6 +87,11 @@ type nodeInfo struct {
 	// requests (nil: not computed yet).
 	repels *bool
 	free   *corev1.Node
+	// left is free's allocatable as a room, and limits whether the node
+	// counts against its NodePool's limits (nil: not read yet): every
+	// simulation of a tick reads them (simulate.go).
+	left   *room
+	limits *bool
 
 	instanceType, zone, capacityType string
 	price                            float64
