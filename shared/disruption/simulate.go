@@ -154,6 +154,9 @@ func (s *sim) input(skip map[string]bool, pods []*corev1.Pod, types []*catalog.I
 	}
 	short.cpu = homeless.plus(room{cpu: max(rest.cpu-housable.cpu, 0)}).cpu
 	short.mem = homeless.plus(room{mem: max(rest.mem-housable.mem, 0)}).mem
+	if summariseBound {
+		nodes = summarised(nodes, pods)
+	}
 	return scheduling.Input{
 		Pods: pods, Nodes: nodes, NodePools: v.launchable, NodeClasses: v.in.NodeClasses, DaemonSets: v.in.DaemonSets,
 		InstanceTypes: types, Zones: v.in.Zones, Spot: v.in.Spot, Unavailable: v.in.Unavailable, Volumes: v.in.Volumes,
