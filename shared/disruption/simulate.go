@@ -100,6 +100,16 @@ func (s *sim) input(skip map[string]bool, pods []*corev1.Pod, types []*catalog.I
 		asks[i] = podRoom(p)
 	}
 	housed := make([]bool, len(pods))
+	// bound is the run's summaries of the nodes' bound pods, read when a
+	// node is given with its pods.
+	var run *runBound
+	looked := false
+	bound := func() *runBound {
+		if !looked {
+			run, looked = v.boundFor(pods), true
+		}
+		return run
+	}
 	// housable bounds what the initialized nodes can take: on each, its
 	// free room, and no more than the pods that fit there one by one.
 	var housable room
@@ -136,7 +146,7 @@ func (s *sim) input(skip map[string]bool, pods []*corev1.Pod, types []*catalog.I
 			}
 			continue
 		}
-		nodes = append(nodes, &scheduling.Node{Node: n.schedNode(), Pods: withExtra(n.pods, extra), InFlight: !n.ready})
+		nodes = append(nodes, &scheduling.Node{Node: n.schedNode(), Pods: withExtra(n.pods, extra), Bound: bound().of(n), InFlight: !n.ready})
 	}
 	for _, f := range v.inflight {
 		name := f.Node.Name

@@ -63,6 +63,9 @@ type view struct {
 	warnings []string
 	// work is what the run spent of Inputs.Budget.
 	work work
+	// bound summarises the nodes' bound pods once a run (nil: not yet;
+	// bound.go).
+	bound *runBound
 }
 
 // nodeInfo is one Node.
