@@ -131,6 +131,40 @@ func TestSummarisedSimulationDecidesAsFull(t *testing.T) {
 				t.Fatal("no simulation's nodes were summarised")
 			}
 
+			// A simulation after an earlier command of the run moved pods
+			// (copies the run's summaries were not made for) places them
+			// as in full too.
+			moved := func() string {
+				in := w.inputs()
+				v := newView(&in)
+				v.baseline()
+				s := newSim(v)
+				var cands []*nodeInfo
+				for _, c := range v.nodes {
+					if len(c.moving) > 0 {
+						cands = append(cands, c)
+					}
+				}
+				first := s.simulate(cands[:1], v.typesByPrice, false)
+				if first.res == nil {
+					return "first: " + first.fail
+				}
+				s.apply(cands[:1], first.res, nil)
+				var out []string
+				for _, c := range cands[1:] {
+					o := s.simulate([]*nodeInfo{c}, v.typesByPrice, true)
+					out = append(out, c.name()+": "+o.fail+" "+mustJSON(t, o.res))
+				}
+				return mustJSON(t, out)
+			}
+			movedSummarised := moved()
+			summariseBound = false
+			t.Cleanup(func() { summariseBound = true })
+			if got, want := movedSummarised, moved(); got != want {
+				t.Errorf("after a move, simulations summarised:\n%s\nin full:\n%s", got, want)
+			}
+			summariseBound = true
+
 			cmds, rep := Decide(w.inputs())
 			summariseBound = false
 			t.Cleanup(func() { summariseBound = true })
