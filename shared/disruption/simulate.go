@@ -100,6 +100,16 @@ func (s *sim) input(skip map[string]bool, pods []*corev1.Pod, types []*catalog.I
 		asks[i] = podRoom(p)
 	}
 	housed := make([]bool, len(pods))
+	// bound is the run's summaries of the nodes' bound pods, read when a
+	// node is given with its pods.
+	var run *runBound
+	looked := false
+	bound := func() *runBound {
+		if !looked {
+			run, looked = v.boundFor(pods), true
+		}
+		return run
+	}
 	// housable bounds what the initialized nodes can take: on each, its
 	// free room, and no more than the pods that fit there one by one.
 	var housable room
@@ -112,7 +122,7 @@ func (s *sim) input(skip map[string]bool, pods []*corev1.Pod, types []*catalog.I
 		extra := withExtra(nil, v.reserved[name], s.extra[name])
 		free := v.freeRoom(n, extra)
 		useful := false
-		left := roomOf(free.Status.Allocatable)
+		left := v.leftOn(n, free, extra)
 		var fit room
 		for i, a := range asks {
 			if left.holds(a) {
@@ -136,7 +146,7 @@ func (s *sim) input(skip map[string]bool, pods []*corev1.Pod, types []*catalog.I
 			}
 			continue
 		}
-		nodes = append(nodes, &scheduling.Node{Node: n.schedNode(), Pods: withExtra(n.pods, extra), InFlight: !n.ready})
+		nodes = append(nodes, &scheduling.Node{Node: n.schedNode(), Pods: withExtra(n.pods, extra), Bound: bound().of(n), InFlight: !n.ready})
 	}
 	for _, f := range v.inflight {
 		name := f.Node.Name
@@ -154,6 +164,9 @@ func (s *sim) input(skip map[string]bool, pods []*corev1.Pod, types []*catalog.I
 	}
 	short.cpu = homeless.plus(room{cpu: max(rest.cpu-housable.cpu, 0)}).cpu
 	short.mem = homeless.plus(room{mem: max(rest.mem-housable.mem, 0)}).mem
+	if summariseBound {
+		nodes = summarised(nodes, pods)
+	}
 	return scheduling.Input{
 		Pods: pods, Nodes: nodes, NodePools: v.launchable, NodeClasses: v.in.NodeClasses, DaemonSets: v.in.DaemonSets,
 		InstanceTypes: types, Zones: v.in.Zones, Spot: v.in.Spot, Unavailable: v.in.Unavailable, Volumes: v.in.Volumes,
@@ -172,10 +185,25 @@ type shortfall struct {
 }
 
 // limited reports whether the node counts against a NodePool's limits (by
-// its nodepool label, as the solver counts it).
+// its nodepool label, as the solver counts it), read once a run.
 func (v *view) limited(n *nodeInfo) bool {
-	p := v.pools[n.node.Labels[apis.LabelNodePool]]
-	return p != nil && len(p.Spec.Limits) > 0
+	if n.limits == nil {
+		p := v.pools[n.node.Labels[apis.LabelNodePool]]
+		n.limits = ptrTo(p != nil && len(p.Spec.Limits) > 0)
+	}
+	return *n.limits
+}
+
+// leftOn is the room free (the node less its pods and extra) leaves; with
+// no extra pods it is read once a run.
+func (v *view) leftOn(n *nodeInfo, free *corev1.Node, extra []*corev1.Pod) room {
+	if len(extra) > 0 {
+		return roomOf(free.Status.Allocatable)
+	}
+	if n.left == nil {
+		n.left = ptrTo(roomOf(free.Status.Allocatable))
+	}
+	return *n.left
 }
 
 // room is what a node has left, or what a pod asks for, in the dimensions
@@ -186,9 +214,12 @@ type room struct{ cpu, mem, pods int64 }
 // Amounts too large to count saturate (shared/quantity), never wrap.
 func roomOf(l corev1.ResourceList) room {
 	r := room{math.MaxInt64, math.MaxInt64, math.MaxInt64}
-	for name, dst := range map[corev1.ResourceName]*int64{corev1.ResourceCPU: &r.cpu, corev1.ResourceMemory: &r.mem, corev1.ResourcePods: &r.pods} {
-		if q, ok := l[name]; ok {
-			*dst = quantity.Clamped(name, q)
+	for _, d := range []struct {
+		name corev1.ResourceName
+		dst  *int64
+	}{{corev1.ResourceCPU, &r.cpu}, {corev1.ResourceMemory, &r.mem}, {corev1.ResourcePods, &r.pods}} {
+		if q, ok := l[d.name]; ok {
+			*d.dst = quantity.Clamped(d.name, q)
 		}
 	}
 	return r
@@ -279,6 +310,8 @@ func (v *view) solve(in scheduling.Input) (*scheduling.Result, error) {
 	}
 	v.work.solves++
 	in.Budget = scheduling.Budget{MaxGroups: b.MaxGroups, Deadline: b.Deadline, Now: b.Now}
+	// A simulation compares plans, never their lower bound.
+	in.SkipLowerBound = true
 	res, err := scheduling.Solve(in)
 	if err != nil {
 		return nil, err

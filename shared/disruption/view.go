@@ -63,6 +63,9 @@ type view struct {
 	warnings []string
 	// work is what the run spent of Inputs.Budget.
 	work work
+	// bound summarises the nodes' bound pods once a run (nil: not yet;
+	// bound.go).
+	bound *runBound
 }
 
 // nodeInfo is one Node.
@@ -87,6 +90,11 @@ type nodeInfo struct {
 	// requests (nil: not computed yet).
 	repels *bool
 	free   *corev1.Node
+	// left is free's allocatable as a room, and limits whether the node
+	// counts against its NodePool's limits (nil: not read yet): every
+	// simulation of a tick reads them (simulate.go).
+	left   *room
+	limits *bool
 
 	instanceType, zone, capacityType string
 	price                            float64

@@ -73,6 +73,12 @@ type Input struct {
 	// land on (see Volumes). nil: they were not read, and pods' volumes
 	// restrict nothing.
 	Volumes *Volumes
+	// SkipLowerBound leaves Result.LowerBoundPricePerHour at 0 instead of
+	// computing it (a linear-programming relaxation, a good part of a
+	// small solve's work). The plan is the same either way. Consolidation's
+	// simulations set it: they compare plans, never the bound; provision
+	// and `nodewright plan` report it.
+	SkipLowerBound bool
 }
 
 // MaxNodePools is the most NodePools a solve accepts (the configuration's
@@ -130,7 +136,8 @@ type Result struct {
 	// PricePerHour is the expected price of the new NodeClaims.
 	PricePerHour float64 `json:"pricePerHour"`
 	// LowerBoundPricePerHour is a price no plan for the same pods on new
-	// capacity can beat (a linear-programming relaxation).
+	// capacity can beat (a linear-programming relaxation); 0 when
+	// Input.SkipLowerBound is set.
 	LowerBoundPricePerHour float64 `json:"lowerBoundPricePerHour"`
 	// Deferred are the pending pods the solve's budget did not reach
 	// (Input.Budget): not placed and not unschedulable, they wait for the

@@ -109,7 +109,9 @@ func Solve(in Input) (res *Result, err error) {
 		}
 	}
 	res = best.result()
-	res.LowerBoundPricePerHour = roundPrice(best.lowerBound())
+	if !in.SkipLowerBound {
+		res.LowerBoundPricePerHour = roundPrice(best.lowerBound())
+	}
 	return res, nil
 }
 
