@@ -25,8 +25,9 @@ import (
 
 // Handler defaults.
 const (
-	// DefaultLeaseTTL is the node lease's lifetime, renewed at every drain
-	// pass (a second or two apart): if the holder dies, another invocation
+	// DefaultLeaseTTL is the node lease's lifetime, renewed every third of
+	// it while the node is worked on (keeper.go), however long a drain pass
+	// takes: if the holder dies, another invocation
 	// takes the node over within it (names.InterruptionHeartbeat brings the
 	// message back as soon), inside deadlineMargin of the deadline.
 	DefaultLeaseTTL = 10 * time.Second
@@ -117,6 +118,12 @@ type Deps struct {
 	// timer; tests and the fault suite drive it from the fake clock their
 	// handlers' Now reads).
 	Wait func(ctx context.Context, d time.Duration) error
+	// RenewAtPasses renews the node's lease at each drain pass, on the
+	// invocation's own goroutine, instead of from a keeper goroutine
+	// (keeper.go): for the fault suite, whose scheduler orders every call
+	// of an invocation and cannot order a second goroutine's. A pass
+	// longer than the lease's TTL loses the lease then.
+	RenewAtPasses bool
 }
 
 // Handler handles the interruption queue's messages for one invocation.
@@ -391,7 +398,14 @@ func (h *Handler) instance(ctx context.Context, in trigger.Interruption, id stri
 		}
 	}()
 	out.Acted = true
-	return h.act(ctx, lease, in, d, rec, node, view, arrived, hb, out, log)
+	// The lease is kept alive while the node is worked on, however long a
+	// drain pass takes; its loss stops the work (before the release above).
+	if h.RenewAtPasses {
+		return h.act(ctx, lease, in, d, rec, node, view, arrived, hb, out, log)
+	}
+	wctx, k := h.keep(ctx, lease, log)
+	out, err = h.act(wctx, lease, in, d, rec, node, view, arrived, hb, out, log)
+	return out, k.end(err)
 }
 
 // act marks, taints, replaces and drains the node, then terminates it.
@@ -493,8 +507,10 @@ func (h *Handler) act(ctx context.Context, lease *state.Lease, in trigger.Interr
 			_ = h.Store.PutAction(ctx, a)
 			return out, nil
 		}
-		if err := h.Store.Renew(ctx, lease, h.leaseTTL()); err != nil {
-			return out, err
+		if h.RenewAtPasses {
+			if err := h.Store.Renew(ctx, lease, h.leaseTTL()); err != nil {
+				return out, err
+			}
 		}
 		hb.beat(ctx)
 		// The next pass comes by the drain's DeleteBy: a pod a budget holds

@@ -50,6 +50,7 @@ type fakeStore struct {
 	// lookupErrs fail the next record lookups, one each.
 	lookupErrs []error
 	now        func() time.Time
+	renewals   int // lease renewals that succeeded
 }
 
 func newStore() *fakeStore {
@@ -177,10 +178,12 @@ func (s *fakeStore) Acquire(_ context.Context, name, holder string, ttl time.Dur
 func (s *fakeStore) Renew(_ context.Context, l *state.Lease, ttl time.Duration) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if cur, ok := s.leases[l.Name]; !ok || cur.holder != l.Holder {
-		return state.ErrLeaseLost
+	// As the table's condition: the holder's, and not run out.
+	if cur, ok := s.leases[l.Name]; !ok || cur.holder != l.Holder || !cur.until.IsZero() && s.clock().After(cur.until) {
+		return fmt.Errorf("renew lease %s: %w", l.Name, state.ErrLeaseLost)
 	}
 	s.leases[l.Name] = fakeLease{holder: l.Holder, until: s.clock().Add(ttl)}
+	s.renewals++
 	return nil
 }
 
@@ -308,13 +311,18 @@ type rig struct {
 	metrics *fakeMetrics
 	events  *kindEvents
 	src     fakeSource
+	// leaseTTL is the handlers' node lease TTL: an hour by default, as a
+	// test's clock may jump past DefaultLeaseTTL at once, faster than the
+	// keeper (which looks every leaseCheck, real time) can renew it; the
+	// lease's own tests set DefaultLeaseTTL.
+	leaseTTL time.Duration
 }
 
 const instanceA = "i-0aaaaaaaaaaaaaaaa"
 
 func newRig(t *testing.T, drain func(opts termination.DrainOptions, n int) termination.DrainResult) *rig {
 	r := &rig{t: t, clock: testingclock.NewFakeClock(warned.Add(time.Second)), store: newStore(), nodes: &fakeNodes{tainted: map[string]bool{}},
-		metrics: &fakeMetrics{points: map[string][]metrics.Dims{}}, events: &kindEvents{}}
+		metrics: &fakeMetrics{points: map[string][]metrics.Dims{}}, events: &kindEvents{}, leaseTTL: time.Hour}
 	r.cap, r.drainer, r.fleet = &fakeCapacity{}, &fakeDrainer{drain: drain}, &fakeFleet{}
 	r.store.now = r.clock.Now
 	r.store.recs["nc-a"] = &state.NodeClaim{Name: "nc-a", NodePool: "default", Phase: state.Initialized, InstanceID: instanceA,
@@ -343,6 +351,7 @@ func (r *rig) handler(holder string) *Handler {
 	h := New(&Deps{Store: r.store, Capacity: r.cap, Terminator: term, Source: r.src, Nodes: r.nodes, Metrics: r.metrics, Events: r.events},
 		r.clock.Now, slog.New(slog.DiscardHandler), holder)
 	h.Poll = time.Millisecond
+	h.LeaseTTL = r.leaseTTL
 	return h
 }
 

@@ -324,6 +324,10 @@ func (f *flows) interruption(msg events.SQSMessage) func(ctx context.Context) er
 				}
 				d := setup.InterruptionDeps(r)
 				d.Wait = f.w.sim.sleep
+				// The lease is renewed at each pass, in the invocation's
+				// order: a keeper goroutine's renewals are calls the
+				// scheduler cannot order.
+				d.RenewAtPasses = true
 				return d, nil
 			}}
 		resp, err := h.Handle(lambdacontext.NewContext(ctx, &lambdacontext.LambdaContext{AwsRequestID: inv.name}), events.SQSEvent{Records: []events.SQSMessage{msg}})
