@@ -229,7 +229,9 @@ func putRecords(ctx context.Context, lc *localcloud.Cloud, plan *Plan, t *templa
 	if err != nil {
 		return err
 	}
-	return parallel(len(plan.Nodes), 8, func(i int) error {
+	// One writer: moto answers concurrent TransactWriteItems (every record
+	// write is one, with its change item) with 500s.
+	return parallel(len(plan.Nodes), 1, func(i int) error {
 		n := plan.Nodes[i]
 		g := plan.Groups[i/groupSize]
 		rec, err := cloneJSON[state.NodeClaim](t.rec, replacer(t, n, plan.Subnets[g.Subnet]))
