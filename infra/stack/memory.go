@@ -49,22 +49,30 @@ type MemorySizing struct {
 	Why string
 }
 
-// readPeakSource is the figure behind the three functions that read the
-// whole cluster (provision's solve, consolidation's simulation and the
-// interruption drain's view of the pods all start from the same cold read).
-const readPeakSource = "estimate: docs/benchmarks.md \"Cluster reads\" (make bench-read, 2026-11-23): " +
-	"a cold read of 50,000 pods peaked at 465 MiB of heap; x3 for 150,000 pods is about 1.4 GiB. " +
-	"make bench-scale measures it at 5,000 nodes / 150,000 pods"
+// scalePeakSource is where the three cluster-reading functions' peaks come
+// from: make bench-scale (test/scale) measured each pass's Go heap peak at
+// 10% and 30% of the design point on 2026-11-27 (docs/benchmarks.md,
+// Scale) and TestDesignPointMemory extrapolates the line through them to
+// 100%; the figures include the in-process AWS front's share, so they
+// overstate the function's own.
+const scalePeakSource = "estimate: extrapolated to 5,000 nodes / 150,000 pods from make bench-scale at 10% and 30% (2026-11-27): "
+
+// cpuReason: Lambda grants CPU in proportion to memory (a whole vCPU at
+// 1,769 MB), and these functions' cold read, solve and simulations are
+// CPU-bound at the design point.
+const cpuReason = "CPU: Lambda grants a whole vCPU at 1,769 MB; the cold read of 150,000 pods and the solve (or a tick's simulations) are CPU-bound"
 
 // MemoryTable is every function's memory sizing.
 func MemoryTable() map[string]MemorySizing {
 	return map[string]MemorySizing{
-		FnProvision:     {PeakMiB: 1434, Estimate: true, Source: readPeakSource, SettingMB: 2176},
-		FnConsolidation: {PeakMiB: 1434, Estimate: true, Source: readPeakSource, SettingMB: 2176},
+		FnProvision: {PeakMiB: 872, Estimate: true, SettingMB: 2176, Why: cpuReason,
+			Source: scalePeakSource + "a new container's sweep (the cold read) 872 MiB, a 1,000-pod burst 520 MiB"},
+		FnConsolidation: {PeakMiB: 850, Estimate: true, SettingMB: 2176, Why: cpuReason,
+			Source: scalePeakSource + "a new container's tick 850 MiB (shared/disruption's in-memory packed tick at 100%: 1.33 GB, docs/benchmarks.md, Consolidation at scale)"},
 		// The interruption function reads the cluster's view to find the
-		// pods of the nodes it drains, so it needs the same read's memory
-		// (it had 512 MB, which a cold read of about 55,000 pods fills).
-		FnInterruption: {PeakMiB: 1434, Estimate: true, Source: readPeakSource, SettingMB: 2176},
+		// pods of the nodes it drains, and drains many nodes at once.
+		FnInterruption: {PeakMiB: 1507, Estimate: true, SettingMB: 2304,
+			Source: scalePeakSource + "a new container's first 10 spot warnings 1,507 MiB, 100 warnings at once in a warm one 1,247 MiB"},
 		FnWebhook: {PeakMiB: 32, Estimate: true, SettingMB: 256,
 			Source: "estimate: one AdmissionReview and one asynchronous invoke, independent of the cluster's size; the Go runtime and a 13 MB binary",
 			Why:    "CPU grows with memory: 256 MB starts faster than 128 MB, and the API server waits at most 2 s"},
