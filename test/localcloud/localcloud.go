@@ -267,7 +267,7 @@ func (c *Cloud) up(ctx context.Context, t tools) error {
 
 	etcdDir := filepath.Join(c.StateDir, "etcd")
 	if c.Options.EtcdData != "" {
-		if err := copyDir(c.Options.EtcdData, etcdDir); err != nil {
+		if err := CopyDir(c.Options.EtcdData, etcdDir); err != nil {
 			return errors.Join(err, <-awsDone)
 		}
 	}

@@ -48,8 +48,9 @@ func heartbeatStages(stages []string, every time.Duration, dir string) ([]string
 	return out, nil
 }
 
-// copyDir copies the regular files and directories under src into dst.
-func copyDir(src, dst string) error {
+// CopyDir copies the regular files and directories under src into dst
+// (an etcd data directory into a snapshot, and back).
+func CopyDir(src, dst string) error {
 	return filepath.Walk(src, func(path string, info os.FileInfo, err error) error {
 		if err != nil {
 			return err

@@ -67,7 +67,7 @@ func Build(ctx context.Context, s Size, cache string, log *slog.Logger) (*Plan, 
 		return nil, err
 	}
 	if err := os.Rename(filepath.Join(work, "etcd"), filepath.Join(dir, "etcd")); err != nil {
-		if err := copyTree(filepath.Join(work, "etcd"), filepath.Join(dir, "etcd")); err != nil {
+		if err := localcloud.CopyDir(filepath.Join(work, "etcd"), filepath.Join(dir, "etcd")); err != nil {
 			return nil, err
 		}
 	}
