@@ -271,6 +271,14 @@ func (v *view) requirementsDrift(n *nodeInfo) string {
 	if n.capacityType != "" {
 		known[apis.LabelCapacityType] = n.capacityType
 	}
+	// The image, not the instance type, decides the node's OS (a Windows
+	// image on an x86 type): the Node's own label says which it runs.
+	delete(known, apis.LabelOS)
+	if n.node != nil {
+		if os, ok := n.node.Labels[apis.LabelOS]; ok {
+			known[apis.LabelOS] = os
+		}
+	}
 	reqs, err := requirements.FromNodePool(n.pool)
 	if err != nil {
 		return ""
