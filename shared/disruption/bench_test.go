@@ -11,7 +11,6 @@ import (
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/catalog"
 	"github.com/nodewright/nodewright/shared/pricing"
-	"github.com/nodewright/nodewright/shared/refdata"
 	st "github.com/nodewright/nodewright/shared/scheduling/schedtest"
 	"github.com/nodewright/nodewright/shared/state"
 )
@@ -27,28 +26,7 @@ import (
 // candidate).
 func benchCluster(tb testing.TB, packed bool) Inputs {
 	tb.Helper()
-	var paths []string
-	for _, f := range []string{"nodepool-default.yaml", "ec2nodeclass-default.yaml"} {
-		p, err := refdata.Example(f)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		paths = append(paths, p)
-	}
-	cfg, err := apis.LoadFiles(paths...)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	var pool *apis.NodePool
-	for _, p := range cfg.NodePools {
-		if p.Name == "default" {
-			pool = p
-		}
-	}
-	if pool == nil {
-		tb.Fatal("no default NodePool in the examples")
-	}
-	pool.Spec.Limits = nil
+	pool, class := productionPool(tb)
 	types := []string{"m5.2xlarge", "c5.2xlarge", "r5.xlarge", "m6g.2xlarge", "c6g.4xlarge"}
 	if packed {
 		// Spot only, three families: fewer than 15 spot types are ever
@@ -60,12 +38,6 @@ func benchCluster(tb testing.TB, packed bool) Inputs {
 			st.PoolReq(apis.LabelInstanceSize, corev1.NodeSelectorOpIn, "large", "xlarge", "2xlarge", "4xlarge"),
 		}
 		types = []string{"m5.2xlarge"}
-	}
-	var class *apis.EC2NodeClass
-	for _, c := range cfg.NodeClasses {
-		if c.Name == "default" {
-			class = c
-		}
 	}
 	cat := catalog.Default()
 	zones := []string{"us-east-1a", "us-east-1b", "us-east-1c"}
