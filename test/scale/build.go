@@ -104,6 +104,9 @@ type template struct {
 	claimObj map[string]any
 	inst     ec2types.Instance
 	pod      *corev1.Pod
+	// item is its record's item as the Store wrote it (the records are
+	// cloned from it).
+	item *templateItem
 }
 
 // kubeFor is an admin client with the rate limits off, speaking protobuf.
@@ -283,6 +286,9 @@ func launchTemplate(ctx context.Context, lc *localcloud.Cloud, h *harness.Harnes
 		del = append(del, kv{key: "/registry/pods/" + appNS + "/" + p.Name})
 	}
 	if err := w.txn(ctx, del); err != nil {
+		return nil, err
+	}
+	if t.item, err = recordItem(ctx, lc, t.rec.Name); err != nil {
 		return nil, err
 	}
 	if err := st.DeleteNodeClaim(ctx, t.rec); err != nil {
