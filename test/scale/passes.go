@@ -2,17 +2,22 @@ package scale
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -20,7 +25,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/nodewright/nodewright/events"
+	"github.com/nodewright/nodewright/shared/names"
 	"github.com/nodewright/nodewright/shared/state"
+	"github.com/nodewright/nodewright/shared/trigger"
+	"github.com/nodewright/nodewright/shared/webhook"
 	"github.com/nodewright/nodewright/test/harness"
 	"github.com/nodewright/nodewright/test/localcloud"
 )
@@ -58,6 +66,15 @@ type Options struct {
 	Interruption bool
 	// Burst is the pending pods of the burst (0: 1,000).
 	Burst int
+	// Passes, when set, names the passes to measure ("sweep", "tick",
+	// "warnings", "burst"); the provision sweeps always run (they warm the
+	// container the burst runs on). Empty: every pass.
+	Passes []string
+}
+
+// runs says whether the options select the pass.
+func (o Options) runs(pass string) bool {
+	return len(o.Passes) == 0 || slices.Contains(o.Passes, pass)
 }
 
 // Measure runs the passes on the restored cluster.
@@ -122,6 +139,9 @@ func Measure(ctx context.Context, r *Restored, log *slog.Logger, o Options) (*Si
 	}
 	cons.Clock.Advance(2 * time.Minute) // past the pool's consolidateAfter
 	for _, mode := range []string{"cold", "warm"} {
+		if !o.runs("tick") {
+			break
+		}
 		if err := add(m.measure("consolidation", "tick", mode, func() error { return cons.Tick(ctx) })); err != nil {
 			return nil, err
 		}
@@ -135,7 +155,7 @@ func Measure(ctx context.Context, r *Restored, log *slog.Logger, o Options) (*Si
 	// Cold: the new container's first invocation, one batch of 10;
 	// warm: 100 warnings at once (10 batches) to the same container.
 	for b, mode := range []string{"cold", "warm"} {
-		if !o.Interruption {
+		if !o.Interruption || !o.runs("warnings") {
 			break
 		}
 		n := min(spotWarnings, len(plan.Nodes)/5)
@@ -176,11 +196,30 @@ func Measure(ctx context.Context, r *Restored, log *slog.Logger, o Options) (*Si
 	}
 
 	// Provision: a burst of pending pods on the warm container.
-	p, err := burst(ctx, m, fleets, prov, kc, o.Burst, r)
-	if err := add(p, err); err != nil {
-		return nil, err
+	if o.runs("burst") {
+		p, err := burst(ctx, m, fleets, prov, kc, o.Burst, r)
+		if err := add(p, err); err != nil {
+			return nil, err
+		}
+	}
+	// The functions' log (each round's timings) outlives the cloud's
+	// state directory.
+	keep := filepath.Join(os.TempDir(), "nodewright-scale-"+strings.TrimSuffix(plan.Size.Name(), "%")+"pct-functions.log")
+	if err := flog.Sync(); err == nil {
+		if err := copyFile(flog.Name(), keep); err != nil {
+			return nil, err
+		}
+		log.Info("functions' log", "path", keep)
 	}
 	return fig, nil
+}
+
+func copyFile(from, to string) error {
+	b, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(to, b, 0o644)
 }
 
 // purge empties the interruption queue (the failed messages of a pass,
@@ -216,52 +255,75 @@ func underutilize(ctx context.Context, etcdURL string, kc kubernetes.Interface, 
 }
 
 // burst creates burstPods pending pods (1 CPU each: no node has room)
-// with 16 clients, hints the provision function as the webhook does on
-// the first, and waits until every pod is on a launched NodeClaim,
-// sweeping (the one-minute schedule) if a round left some. Figures: pod
-// created (its Create returned) -> the CreateFleet call that launched its
+// with 16 clients, each pod's review going through the webhook's hint gate
+// as in production (a DynamoDBHintGate per client, standing for the
+// webhook's concurrent containers, on the local cloud's state table; the
+// hint payload with the pod's resourceVersion, as the webhook builds it),
+// an admitted hint invoking the provision function asynchronously (a
+// second invocation while the lease is held asks for a rerun and returns,
+// as a concurrent Lambda invocation does). When the invocations are over
+// and pods are left, it sweeps (the one-minute schedule, the fallback). It
+// waits until every pod is on a launched NodeClaim. Figures: pod created
+// (its Create returned) -> the CreateFleet call that launched its
 // NodeClaim, p50 and p99; first pod created -> every NodeClaim launched;
-// CreateFleet calls.
+// CreateFleet calls; hints admitted; sweeps needed.
 func burst(ctx context.Context, m *meter, fleets *fleetCalls, h *harness.Harness, kc kubernetes.Interface, burstPods int, r *Restored) (Pass, error) {
 	st, _, err := directStore(r.LC)
 	if err != nil {
 		return Pass{}, err
 	}
+	const clients = 16
+	ddb := dynamodb.NewFromConfig(r.LC.AWSConfig())
+	gates := make([]*webhook.DynamoDBHintGate, clients)
+	for i := range gates {
+		gates[i] = &webhook.DynamoDBHintGate{Client: ddb, Table: r.LC.Names.Table, Cluster: r.LC.Cluster.Name, Now: h.Clock.Now}
+	}
 	created := make([]time.Time, burstPods)
-	coveredPods := 0
+	coveredPods, sweeps := 0, 0
+	var hints atomic.Int64
 	var start time.Time
 	p, err := m.measure("provision", "burst", "warm", func() error {
 		start = time.Now()
-		first := make(chan struct{})
-		var once sync.Once
-		var hintErr error
-		var hints sync.WaitGroup
-		hints.Add(1)
-		go func() {
-			defer hints.Done()
-			<-first
-			hintErr = h.Hint(ctx, appNS, "burst-0000")
-		}()
-		err := parallel(burstPods, 16, func(i int) error {
-			req := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}
-			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("burst-%04d", i), Namespace: appNS, Labels: map[string]string{"app": "burst"}},
-				Spec: podSpec(req, "registry.example.com/burst:v1")}
-			if _, err := kc.CoreV1().Pods(appNS).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-				return err
-			}
-			created[i] = time.Now()
-			if i == 0 {
-				once.Do(func() { close(first) })
-			}
-			return nil
-		})
-		once.Do(func() { close(first) })
-		hints.Wait()
-		if err != nil {
-			return err
+		var invocations sync.WaitGroup
+		var mu sync.Mutex
+		var invokeErrs []error
+		invoke := func(payload []byte) {
+			invocations.Add(1)
+			go func() {
+				defer invocations.Done()
+				if err := h.Invoke(ctx, payload); err != nil {
+					mu.Lock()
+					invokeErrs = append(invokeErrs, err)
+					mu.Unlock()
+				}
+			}()
 		}
-		if hintErr != nil {
-			return hintErr
+		next := make(chan int)
+		errs := make([]error, clients)
+		var wg sync.WaitGroup
+		for c := range clients {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range next {
+					if errs[c] != nil {
+						continue
+					}
+					errs[c] = createHinted(ctx, kc, gates[c], r.LC.Cluster.Name, i, h.Clock.Now, func(payload []byte) {
+						hints.Add(1)
+						invoke(payload)
+					}, &created[i])
+				}
+			}()
+		}
+		for i := range burstPods {
+			next <- i
+		}
+		close(next)
+		wg.Wait()
+		invocations.Wait()
+		if err := errors.Join(append(errs, invokeErrs...)...); err != nil {
+			return err
 		}
 		// Done when every pod is on a launched NodeClaim or bound, or
 		// when a sweep (the one-minute schedule) launches nothing more:
@@ -281,6 +343,7 @@ func burst(ctx context.Context, m *meter, fleets *fleetCalls, h *harness.Harness
 				return fmt.Errorf("burst: %d of %d pods on launched NodeClaims after %d sweeps", coveredPods, burstPods, attempt)
 			}
 			before = recs
+			sweeps++
 			if err := h.Sweep(ctx); err != nil {
 				return err
 			}
@@ -316,8 +379,39 @@ func burst(ctx context.Context, m *meter, fleets *fleetCalls, h *harness.Harness
 	p.Extra = map[string]float64{
 		"createToFleetP50s": percentile(lat, 50).Seconds(), "createToFleetP99s": percentile(lat, 99).Seconds(),
 		"pods": float64(burstPods), "firstCreatedToLaunchedS": lastLaunch.Sub(created[0]).Seconds(), "createFleetCalls": float64(len(calls)), "podsTimed": float64(len(lat)), "podsCovered": float64(coveredPods),
+		"hints": float64(hints.Load()), "sweeps": float64(sweeps),
 	}
 	return p, nil
+}
+
+// createHinted creates burst pod i and passes its review through the
+// webhook's hint gate as the webhook does when kube-scheduler marks a pod
+// unschedulable: the hint names the pod with its resourceVersion, and an
+// admitted one is handed to invoke (which must not block).
+func createHinted(ctx context.Context, kc kubernetes.Interface, gate webhook.HintGate, clusterName string, i int, now func() time.Time, invoke func([]byte), created *time.Time) error {
+	req := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("burst-%04d", i), Namespace: appNS, Labels: map[string]string{"app": "burst"}},
+		Spec: podSpec(req, "registry.example.com/burst:v1")}
+	out, err := kc.CoreV1().Pods(appNS).Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		return err
+	}
+	*created = time.Now()
+	payload, err := json.Marshal(trigger.WebhookHint{
+		Source: names.WebhookHintSource, Cluster: clusterName, Namespace: out.Namespace, Name: out.Name,
+		UID: string(out.UID), ResourceVersion: out.ResourceVersion, Time: now().UTC(),
+	})
+	if err != nil {
+		return err
+	}
+	admitted, err := gate.Admit(ctx, payload)
+	if err != nil {
+		return fmt.Errorf("hint gate: %w", err)
+	}
+	if admitted {
+		invoke(payload)
+	}
+	return nil
 }
 
 func maxTime(a, b time.Time) time.Time {
