@@ -2,7 +2,6 @@ package scale
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -13,11 +12,9 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -25,10 +22,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/nodewright/nodewright/events"
-	"github.com/nodewright/nodewright/shared/names"
 	"github.com/nodewright/nodewright/shared/state"
-	"github.com/nodewright/nodewright/shared/trigger"
-	"github.com/nodewright/nodewright/shared/webhook"
 	"github.com/nodewright/nodewright/test/harness"
 	"github.com/nodewright/nodewright/test/localcloud"
 )
@@ -255,74 +249,49 @@ func underutilize(ctx context.Context, etcdURL string, kc kubernetes.Interface, 
 }
 
 // burst creates burstPods pending pods (1 CPU each: no node has room)
-// with 16 clients, each pod's review going through the webhook's hint gate
-// as in production (a DynamoDBHintGate per client, standing for the
-// webhook's concurrent containers, on the local cloud's state table; the
-// hint payload with the pod's resourceVersion, as the webhook builds it),
-// an admitted hint invoking the provision function asynchronously (a
-// second invocation while the lease is held asks for a rerun and returns,
-// as a concurrent Lambda invocation does). When the invocations are over
-// and pods are left, it sweeps (the one-minute schedule, the fallback). It
-// waits until every pod is on a launched NodeClaim. Figures: pod created
-// (its Create returned) -> the CreateFleet call that launched its
-// NodeClaim, p50 and p99; first pod created -> every NodeClaim launched;
-// CreateFleet calls; hints admitted; sweeps needed.
+// with 16 clients, as production sees them: the webhook function served
+// and registered in the API server (harness.ServeWebhook: its token, its
+// DynamoDB hint gate on the state table), so that each pod kube-scheduler
+// marks Unschedulable passes the gate with its resourceVersion, and an
+// admitted hint invokes the provision function asynchronously (a goroutine:
+// one that arrives while the lease is held asks the holder for a rerun and
+// returns, as a concurrent Lambda invocation does). Once no invocation has
+// run for quietFor and pods are left, it sweeps (the one-minute schedule,
+// the fallback). Figures: pod created (its Create returned) -> the
+// CreateFleet call that launched its NodeClaim, p50 and p99; first pod
+// created -> every NodeClaim launched; CreateFleet calls; hints admitted
+// (invocations); sweeps needed.
 func burst(ctx context.Context, m *meter, fleets *fleetCalls, h *harness.Harness, kc kubernetes.Interface, burstPods int, r *Restored) (Pass, error) {
 	st, _, err := directStore(r.LC)
 	if err != nil {
 		return Pass{}, err
 	}
-	const clients = 16
-	ddb := dynamodb.NewFromConfig(r.LC.AWSConfig())
-	gates := make([]*webhook.DynamoDBHintGate, clients)
-	for i := range gates {
-		gates[i] = &webhook.DynamoDBHintGate{Client: ddb, Table: r.LC.Names.Table, Cluster: r.LC.Cluster.Name, Now: h.Clock.Now}
+	var inv invocations
+	wh, err := h.ServeWebhook(ctx, func(payload []byte) { inv.start(ctx, h, payload) })
+	if err != nil {
+		return Pass{}, err
 	}
+	defer func() {
+		if err := wh.Close(context.WithoutCancel(ctx)); err != nil {
+			slog.Warn("remove the webhook's registration", "error", err)
+		}
+	}()
 	created := make([]time.Time, burstPods)
 	coveredPods, sweeps := 0, 0
-	var hints atomic.Int64
 	var start time.Time
 	p, err := m.measure("provision", "burst", "warm", func() error {
 		start = time.Now()
-		var invocations sync.WaitGroup
-		var mu sync.Mutex
-		var invokeErrs []error
-		invoke := func(payload []byte) {
-			invocations.Add(1)
-			go func() {
-				defer invocations.Done()
-				if err := h.Invoke(ctx, payload); err != nil {
-					mu.Lock()
-					invokeErrs = append(invokeErrs, err)
-					mu.Unlock()
-				}
-			}()
-		}
-		next := make(chan int)
-		errs := make([]error, clients)
-		var wg sync.WaitGroup
-		for c := range clients {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := range next {
-					if errs[c] != nil {
-						continue
-					}
-					errs[c] = createHinted(ctx, kc, gates[c], r.LC.Cluster.Name, i, h.Clock.Now, func(payload []byte) {
-						hints.Add(1)
-						invoke(payload)
-					}, &created[i])
-				}
-			}()
-		}
-		for i := range burstPods {
-			next <- i
-		}
-		close(next)
-		wg.Wait()
-		invocations.Wait()
-		if err := errors.Join(append(errs, invokeErrs...)...); err != nil {
+		err := parallel(burstPods, 16, func(i int) error {
+			req := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("burst-%04d", i), Namespace: appNS, Labels: map[string]string{"app": "burst"}},
+				Spec: podSpec(req, "registry.example.com/burst:v1")}
+			if _, err := kc.CoreV1().Pods(appNS).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+				return err
+			}
+			created[i] = time.Now()
+			return nil
+		})
+		if err != nil {
 			return err
 		}
 		// Done when every pod is on a launched NodeClaim or bound, or
@@ -330,18 +299,30 @@ func burst(ctx context.Context, m *meter, fleets *fleetCalls, h *harness.Harness
 		// the rest are planned into room of NodeClaims still in flight
 		// (their nodes do not register here: no node bridge).
 		before := -1
-		for attempt := 0; ; attempt++ {
+		for attempt := 0; ; {
 			covered, launching, recs, err := burstCovered(ctx, st, kc)
 			if err != nil {
 				return err
 			}
 			coveredPods = len(covered)
 			if coveredPods >= burstPods || (recs == before && launching == 0) {
-				return nil
+				return inv.wait(ctx)
+			}
+			if !inv.quiet(quietFor) {
+				select {
+				case <-ctx.Done():
+					return ctx.Err()
+				case <-time.After(200 * time.Millisecond):
+				}
+				continue
+			}
+			if err := inv.err(); err != nil {
+				return err
 			}
 			if attempt == 3 {
 				return fmt.Errorf("burst: %d of %d pods on launched NodeClaims after %d sweeps", coveredPods, burstPods, attempt)
 			}
+			attempt++
 			before = recs
 			sweeps++
 			if err := h.Sweep(ctx); err != nil {
@@ -379,39 +360,72 @@ func burst(ctx context.Context, m *meter, fleets *fleetCalls, h *harness.Harness
 	p.Extra = map[string]float64{
 		"createToFleetP50s": percentile(lat, 50).Seconds(), "createToFleetP99s": percentile(lat, 99).Seconds(),
 		"pods": float64(burstPods), "firstCreatedToLaunchedS": lastLaunch.Sub(created[0]).Seconds(), "createFleetCalls": float64(len(calls)), "podsTimed": float64(len(lat)), "podsCovered": float64(coveredPods),
-		"hints": float64(hints.Load()), "sweeps": float64(sweeps),
+		"hints": float64(inv.count()), "webhookRequests": float64(wh.Requests()), "sweeps": float64(sweeps),
 	}
 	return p, nil
 }
 
-// createHinted creates burst pod i and passes its review through the
-// webhook's hint gate as the webhook does when kube-scheduler marks a pod
-// unschedulable: the hint names the pod with its resourceVersion, and an
-// admitted one is handed to invoke (which must not block).
-func createHinted(ctx context.Context, kc kubernetes.Interface, gate webhook.HintGate, clusterName string, i int, now func() time.Time, invoke func([]byte), created *time.Time) error {
-	req := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("burst-%04d", i), Namespace: appNS, Labels: map[string]string{"app": "burst"}},
-		Spec: podSpec(req, "registry.example.com/burst:v1")}
-	out, err := kc.CoreV1().Pods(appNS).Create(ctx, pod, metav1.CreateOptions{})
-	if err != nil {
-		return err
+// quietFor is how long the burst waits with no provision invocation
+// running before it takes the pods left for the sweep's.
+const quietFor = 3 * time.Second
+
+// invocations are the provision function's asynchronous invocations the
+// webhook made.
+type invocations struct {
+	mu      sync.Mutex
+	running int
+	n       int
+	last    time.Time // when the last one ended (or started)
+	errs    []error
+}
+
+func (v *invocations) start(ctx context.Context, h *harness.Harness, payload []byte) {
+	v.mu.Lock()
+	v.running++
+	v.n++
+	v.last = time.Now()
+	v.mu.Unlock()
+	go func() {
+		err := h.Invoke(ctx, payload)
+		v.mu.Lock()
+		defer v.mu.Unlock()
+		v.running--
+		v.last = time.Now()
+		if err != nil {
+			v.errs = append(v.errs, err)
+		}
+	}()
+}
+
+// quiet says whether none has run for d.
+func (v *invocations) quiet(d time.Duration) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.running == 0 && time.Since(v.last) >= d
+}
+
+func (v *invocations) count() int {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.n
+}
+
+func (v *invocations) err() error {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return errors.Join(v.errs...)
+}
+
+// wait waits for those running and returns their errors.
+func (v *invocations) wait(ctx context.Context) error {
+	for !v.quiet(0) {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
-	*created = time.Now()
-	payload, err := json.Marshal(trigger.WebhookHint{
-		Source: names.WebhookHintSource, Cluster: clusterName, Namespace: out.Namespace, Name: out.Name,
-		UID: string(out.UID), ResourceVersion: out.ResourceVersion, Time: now().UTC(),
-	})
-	if err != nil {
-		return err
-	}
-	admitted, err := gate.Admit(ctx, payload)
-	if err != nil {
-		return fmt.Errorf("hint gate: %w", err)
-	}
-	if admitted {
-		invoke(payload)
-	}
-	return nil
+	return v.err()
 }
 
 func maxTime(a, b time.Time) time.Time {
