@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -64,5 +65,61 @@ func TestNominatedEventsAreRateLimited(t *testing.T) {
 	}
 	if nominated2, _ := count(); nominated2-nominated != 2*nominatedPerSecond {
 		t.Errorf("second round, 2 s later: %d more Nominated events, want %d", nominated2-nominated, 2*nominatedPerSecond)
+	}
+}
+
+// barrierEvents holds each Launched event until want of them are being
+// written at once (or a deadline passes), and records the most at once.
+type barrierEvents struct {
+	fakeEvents
+	want    int
+	mu      sync.Mutex
+	cond    *sync.Cond
+	now, hi int
+}
+
+func (e *barrierEvents) Event(ctx context.Context, ref Ref, typ, reason, msg string) {
+	if reason == string(EventLaunched) {
+		e.mu.Lock()
+		e.now++
+		e.hi = max(e.hi, e.now)
+		e.cond.Broadcast()
+		deadline := time.AfterFunc(2*time.Second, func() {
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			e.cond.Broadcast()
+		})
+		start := time.Now()
+		for e.hi < e.want && time.Since(start) < 2*time.Second {
+			e.cond.Wait()
+		}
+		deadline.Stop()
+		e.now--
+		e.mu.Unlock()
+	}
+	e.fakeEvents.Event(ctx, ref, typ, reason, msg)
+}
+
+// TestLaunchedNodeClaimsAreSettledAtOnce: once CreateFleet answered, each
+// NodeClaim's record, object and Launched event are written at once (up to
+// Options.Parallelism), not one NodeClaim after another: a round of 16
+// NodeClaims took 5 s of sequential writes before its next round could
+// start.
+func TestLaunchedNodeClaimsAreSettledAtOnce(t *testing.T) {
+	clock := testingclock.NewFakeClock(t0)
+	pods := bigPods(4, t0)
+	r, _, _, _ := testReconciler(t, clock, func(time.Time) (*View, error) { return &View{Pods: pods}, nil })
+	ev := &barrierEvents{want: 4}
+	ev.cond = sync.NewCond(&ev.mu)
+	r.Events = ev
+	rep, err := r.Round(context.Background(), testLease(clock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Launched()) != 4 {
+		t.Fatalf("%d launched, want 4", len(rep.Launched()))
+	}
+	if ev.hi != 4 {
+		t.Errorf("at most %d NodeClaims settled at once, want all 4", ev.hi)
 	}
 }
