@@ -22,7 +22,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/nodewright/nodewright/events"
-	"github.com/nodewright/nodewright/shared/podstate"
 	"github.com/nodewright/nodewright/shared/state"
 	"github.com/nodewright/nodewright/test/harness"
 	"github.com/nodewright/nodewright/test/localcloud"
@@ -259,10 +258,7 @@ func underutilize(ctx context.Context, etcdURL string, kc kubernetes.Interface, 
 // returns, as a concurrent Lambda invocation does). Once no invocation has
 // run for quietFor and pods are left, it sweeps (the one-minute schedule,
 // the fallback). Figures: pod created (its Create returned) -> the
-// CreateFleet call that launched its NodeClaim, p50 and p99, and the same
-// from when the watch first saw the pod marked Unschedulable (the
-// product's part: on 2 shared cores kube-scheduler marks a pod or two
-// dozen a second, so the burst's end is mostly the scheduler's); first pod
+// CreateFleet call that launched its NodeClaim, p50 and p99; first pod
 // created -> every NodeClaim launched; CreateFleet calls; hints admitted
 // (invocations); sweeps needed.
 func burst(ctx context.Context, m *meter, fleets *fleetCalls, h *harness.Harness, kc kubernetes.Interface, burstPods int, r *Restored) (Pass, error) {
@@ -281,11 +277,6 @@ func burst(ctx context.Context, m *meter, fleets *fleetCalls, h *harness.Harness
 		}
 	}()
 	created := make([]time.Time, burstPods)
-	marked, stopWatch, err := watchMarked(ctx, kc, burstPods)
-	if err != nil {
-		return Pass{}, err
-	}
-	defer stopWatch()
 	coveredPods, sweeps := 0, 0
 	var start time.Time
 	p, err := m.measure("provision", "burst", "warm", func() error {
@@ -347,7 +338,7 @@ func burst(ctx context.Context, m *meter, fleets *fleetCalls, h *harness.Harness
 		return p, err
 	}
 	calls := fleets.since(start)
-	var lat, markedLat []time.Duration
+	var lat []time.Duration
 	var lastLaunch time.Time
 	for _, rec := range recs {
 		if rec.CreatedAt.Before(start) || rec.Phase == state.Launching {
@@ -362,65 +353,16 @@ func burst(ctx context.Context, m *meter, fleets *fleetCalls, h *harness.Harness
 			var k int
 			if _, err := fmt.Sscanf(pod, appNS+"/burst-%d", &k); err == nil && k < burstPods {
 				lat = append(lat, calls[i].Sub(created[k]))
-				if at := marked(k); !at.IsZero() {
-					markedLat = append(markedLat, calls[i].Sub(at))
-				}
 			}
 		}
 	}
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-	slices.Sort(markedLat)
-	var lastMarked time.Time
-	for k := range burstPods {
-		lastMarked = maxTime(lastMarked, marked(k))
-	}
 	p.Extra = map[string]float64{
 		"createToFleetP50s": percentile(lat, 50).Seconds(), "createToFleetP99s": percentile(lat, 99).Seconds(),
 		"pods": float64(burstPods), "firstCreatedToLaunchedS": lastLaunch.Sub(created[0]).Seconds(), "createFleetCalls": float64(len(calls)), "podsTimed": float64(len(lat)), "podsCovered": float64(coveredPods),
-		"markedToFleetP50s": percentile(markedLat, 50).Seconds(), "markedToFleetP99s": percentile(markedLat, 99).Seconds(), "podsMarked": float64(len(markedLat)),
-		"firstCreatedToLastMarkedS": lastMarked.Sub(created[0]).Seconds(),
-		"hints":                     float64(inv.count()), "webhookRequests": float64(wh.Requests()), "sweeps": float64(sweeps),
+		"hints": float64(inv.count()), "webhookRequests": float64(wh.Requests()), "sweeps": float64(sweeps),
 	}
 	return p, nil
-}
-
-// watchMarked watches the burst's pods and notes when each is first seen
-// marked Unschedulable by kube-scheduler (what the webhook hints on): the
-// product's own latency runs from there, the scheduler's before it.
-func watchMarked(ctx context.Context, kc kubernetes.Interface, pods int) (marked func(k int) time.Time, stop func(), err error) {
-	w, err := kc.CoreV1().Pods(appNS).Watch(ctx, metav1.ListOptions{LabelSelector: "app=burst"})
-	if err != nil {
-		return nil, nil, fmt.Errorf("watch the burst's pods: %w", err)
-	}
-	var mu sync.Mutex
-	at := make([]time.Time, pods)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for ev := range w.ResultChan() {
-			p, ok := ev.Object.(*corev1.Pod)
-			if !ok || !podstate.Unschedulable(p) {
-				continue
-			}
-			var k int
-			if _, err := fmt.Sscanf(p.Name, "burst-%d", &k); err != nil || k >= pods {
-				continue
-			}
-			mu.Lock()
-			if at[k].IsZero() {
-				at[k] = time.Now()
-			}
-			mu.Unlock()
-		}
-	}()
-	return func(k int) time.Time {
-			mu.Lock()
-			defer mu.Unlock()
-			return at[k]
-		}, func() {
-			w.Stop()
-			<-done
-		}, nil
 }
 
 // quietFor is how long the burst waits with no provision invocation
