@@ -159,10 +159,22 @@ func (l *Launcher) Launch(ctx context.Context, lease *state.Lease, in Input) (*R
 			return res, fmt.Errorf("after CreateFleet %s: %w", g.token, g.crashed)
 		}
 	}
-	for _, g := range live {
-		launched, ref := l.settle(ctx, g, res)
-		res.Launched = append(res.Launched, launched...)
-		refused = append(refused, ref...)
+	// Each group's records, objects and events are written at once
+	// (Parallelism at a time), and gathered in the groups' order.
+	settled := make([]settledGroup, len(live))
+	fns := make([]func(), 0, len(live))
+	for i, g := range live {
+		fns = append(fns, func() {
+			s := &settled[i]
+			s.launched, s.refused = l.settle(ctx, g, &s.res)
+		})
+	}
+	l.parallel(fns...)
+	for _, s := range settled {
+		res.Launches = append(res.Launches, s.res.Launches...)
+		res.Short += s.res.Short
+		res.Launched = append(res.Launched, s.launched...)
+		refused = append(refused, s.refused...)
 	}
 	res.Refused = refused
 	if len(refused) > 0 {
@@ -333,6 +345,13 @@ func throttled(err error) bool {
 	return false
 }
 
+// settledGroup is what settling one group gave.
+type settledGroup struct {
+	res      Result
+	launched []*state.NodeClaim
+	refused  []state.Offering
+}
+
 // mayHaveLaunched reports whether a failed launch may have been carried
 // out: a server error, or no answer at all (a timeout, a dead connection),
 // says nothing of what EC2 did. A fleet's own errors (fleet.LaunchError),
@@ -393,28 +412,43 @@ func (l *Launcher) settle(ctx context.Context, g *group, res *Result) ([]*state.
 		l.countRefused(refused)
 		return nil, refused
 	}
+	// Each record is written at once (Parallelism at a time); the
+	// outcomes are gathered in the records' order.
+	outs := make([]Launch, len(g.recs))
+	fns := make([]func(), 0, len(g.recs))
 	for i, rec := range g.recs {
-		out := Launch{NodeClaim: rec.Name, Claim: rec.Claim, FleetCall: i == 0}
+		out := &outs[i]
+		*out = Launch{NodeClaim: rec.Name, Claim: rec.Claim, FleetCall: i == 0}
 		if i >= len(g.insts) {
-			res.Short++
 			out.Error = ErrFewerInstances
-			res.Launches = append(res.Launches, out)
-			if err := l.Store.DeleteNodeClaim(ctx, rec); err != nil {
-				l.Log.Error("remove the record of a failed launch", "nodeClaim", rec.Name, "error", err)
-			}
+			fns = append(fns, func() {
+				if err := l.Store.DeleteNodeClaim(ctx, rec); err != nil {
+					l.Log.Error("remove the record of a failed launch", "nodeClaim", rec.Name, "error", err)
+				}
+			})
 			continue
 		}
 		in := *g.insts[i]
 		in.NodeClaim = rec.Name
 		out.Instance = &in
-		if err := l.adopt(ctx, rec, &in, g.class); err != nil {
-			out.Error = err.Error()
+		fns = append(fns, func() {
+			if err := l.adopt(ctx, rec, &in, g.class); err != nil {
+				out.Error = err.Error()
+			}
+		})
+	}
+	l.parallel(fns...)
+	for i, rec := range g.recs {
+		if i >= len(g.insts) {
+			res.Short++
+		} else {
+			// Its instance runs whether or not the record could be
+			// written (the write may have taken effect; else the re-drive
+			// adopts the instance): it counts for its pods and against its
+			// pool's limits.
+			launched = append(launched, rec)
 		}
-		// Its instance runs whether or not the record could be written
-		// (the write may have taken effect; else the re-drive adopts the
-		// instance): it counts for its pods and against its pool's limits.
-		launched = append(launched, rec)
-		res.Launches = append(res.Launches, out)
+		res.Launches = append(res.Launches, outs[i])
 	}
 	if len(g.insts) > 0 {
 		for _, o := range g.insts[0].Unavailable {

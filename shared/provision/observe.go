@@ -34,10 +34,11 @@ func (r *Reconciler) podEvents(ctx context.Context, w *world, plan *scheduling.R
 		}
 		return Ref{Kind: "Pod", Namespace: p.Namespace, Name: p.Name, UID: string(p.UID)}, true
 	}
+	now := r.Now()
 	for _, rec := range launched {
 		msg := fmt.Sprintf("Nominated to NodeClaim %s (%s, %s, %s)", rec.Name, rec.InstanceType, rec.CapacityType, rec.Zone)
 		for _, key := range rec.Claim.Pods {
-			if rf, ok := ref(key); ok {
+			if rf, ok := ref(key); ok && r.nominations.AllowN(now, 1) {
 				r.Events.Event(ctx, rf, corev1.EventTypeNormal, string(EventNominated), msg)
 			}
 		}
@@ -244,3 +245,14 @@ func decidedOptions(c scheduling.NodeClaim, cat *catalog.Catalog, spot catalog.S
 	})
 	return opts[:min(len(opts), state.MaxDecidedOptions)]
 }
+
+// Pod nomination events are limited across pods and rounds as Karpenter
+// limits them (its pod-nomination token bucket): a burst of
+// nominatedBurst, then nominatedPerSecond; the rest are dropped. One
+// event per pod would be a write each through the function's API client
+// (50 a second): a 1,000-pod scale-out's events alone would hold the next
+// round back by 20 s.
+const (
+	nominatedPerSecond = 5
+	nominatedBurst     = 10
+)

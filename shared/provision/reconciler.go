@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/time/rate"
+
 	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/catalog"
 	"github.com/nodewright/nodewright/shared/fleet"
@@ -176,6 +178,8 @@ type Reconciler struct {
 	// drainEvents dedupes the terminators' repeated drain events;
 	// adoptEvents adoption's NotAdopted events.
 	drainEvents, adoptEvents termination.Recent
+	// nominations limits the pods' Nominated events (nominatedPerSecond).
+	nominations *rate.Limiter
 }
 
 func (r *Reconciler) init() error {
@@ -199,6 +203,9 @@ func (r *Reconciler) init() error {
 	}
 	if r.Metrics == nil {
 		r.Metrics = metrics.Discard{}
+	}
+	if r.nominations == nil {
+		r.nominations = rate.NewLimiter(nominatedPerSecond, nominatedBurst)
 	}
 	r.Options.defaults()
 	return nil

@@ -2,11 +2,13 @@ package scale
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -58,6 +60,15 @@ type Options struct {
 	Interruption bool
 	// Burst is the pending pods of the burst (0: 1,000).
 	Burst int
+	// Passes, when set, names the passes to measure ("sweep", "tick",
+	// "warnings", "burst"); the provision sweeps always run (they warm the
+	// container the burst runs on). Empty: every pass.
+	Passes []string
+}
+
+// runs says whether the options select the pass.
+func (o Options) runs(pass string) bool {
+	return len(o.Passes) == 0 || slices.Contains(o.Passes, pass)
 }
 
 // Measure runs the passes on the restored cluster.
@@ -122,6 +133,9 @@ func Measure(ctx context.Context, r *Restored, log *slog.Logger, o Options) (*Si
 	}
 	cons.Clock.Advance(2 * time.Minute) // past the pool's consolidateAfter
 	for _, mode := range []string{"cold", "warm"} {
+		if !o.runs("tick") {
+			break
+		}
 		if err := add(m.measure("consolidation", "tick", mode, func() error { return cons.Tick(ctx) })); err != nil {
 			return nil, err
 		}
@@ -135,7 +149,7 @@ func Measure(ctx context.Context, r *Restored, log *slog.Logger, o Options) (*Si
 	// Cold: the new container's first invocation, one batch of 10;
 	// warm: 100 warnings at once (10 batches) to the same container.
 	for b, mode := range []string{"cold", "warm"} {
-		if !o.Interruption {
+		if !o.Interruption || !o.runs("warnings") {
 			break
 		}
 		n := min(spotWarnings, len(plan.Nodes)/5)
@@ -176,11 +190,30 @@ func Measure(ctx context.Context, r *Restored, log *slog.Logger, o Options) (*Si
 	}
 
 	// Provision: a burst of pending pods on the warm container.
-	p, err := burst(ctx, m, fleets, prov, kc, o.Burst, r)
-	if err := add(p, err); err != nil {
-		return nil, err
+	if o.runs("burst") {
+		p, err := burst(ctx, m, fleets, prov, kc, o.Burst, r)
+		if err := add(p, err); err != nil {
+			return nil, err
+		}
+	}
+	// The functions' log (each round's timings) outlives the cloud's
+	// state directory.
+	keep := filepath.Join(os.TempDir(), "nodewright-scale-"+strings.TrimSuffix(plan.Size.Name(), "%")+"pct-functions.log")
+	if err := flog.Sync(); err == nil {
+		if err := copyFile(flog.Name(), keep); err != nil {
+			return nil, err
+		}
+		log.Info("functions' log", "path", keep)
 	}
 	return fig, nil
+}
+
+func copyFile(from, to string) error {
+	b, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(to, b, 0o644)
 }
 
 // purge empties the interruption queue (the failed messages of a pass,
@@ -216,32 +249,38 @@ func underutilize(ctx context.Context, etcdURL string, kc kubernetes.Interface, 
 }
 
 // burst creates burstPods pending pods (1 CPU each: no node has room)
-// with 16 clients, hints the provision function as the webhook does on
-// the first, and waits until every pod is on a launched NodeClaim,
-// sweeping (the one-minute schedule) if a round left some. Figures: pod
-// created (its Create returned) -> the CreateFleet call that launched its
-// NodeClaim, p50 and p99; first pod created -> every NodeClaim launched;
-// CreateFleet calls.
+// with 16 clients, as production sees them: the webhook function served
+// and registered in the API server (harness.ServeWebhook: its token, its
+// DynamoDB hint gate on the state table), so that each pod kube-scheduler
+// marks Unschedulable passes the gate with its resourceVersion, and an
+// admitted hint invokes the provision function asynchronously (a goroutine:
+// one that arrives while the lease is held asks the holder for a rerun and
+// returns, as a concurrent Lambda invocation does). Once no invocation has
+// run for quietFor and pods are left, it sweeps (the one-minute schedule,
+// the fallback). Figures: pod created (its Create returned) -> the
+// CreateFleet call that launched its NodeClaim, p50 and p99; first pod
+// created -> every NodeClaim launched; CreateFleet calls; hints admitted
+// (invocations); sweeps needed.
 func burst(ctx context.Context, m *meter, fleets *fleetCalls, h *harness.Harness, kc kubernetes.Interface, burstPods int, r *Restored) (Pass, error) {
 	st, _, err := directStore(r.LC)
 	if err != nil {
 		return Pass{}, err
 	}
+	var inv invocations
+	wh, err := h.ServeWebhook(ctx, func(payload []byte) { inv.start(ctx, h, payload) })
+	if err != nil {
+		return Pass{}, err
+	}
+	defer func() {
+		if err := wh.Close(context.WithoutCancel(ctx)); err != nil {
+			slog.Warn("remove the webhook's registration", "error", err)
+		}
+	}()
 	created := make([]time.Time, burstPods)
-	coveredPods := 0
+	coveredPods, sweeps := 0, 0
 	var start time.Time
 	p, err := m.measure("provision", "burst", "warm", func() error {
 		start = time.Now()
-		first := make(chan struct{})
-		var once sync.Once
-		var hintErr error
-		var hints sync.WaitGroup
-		hints.Add(1)
-		go func() {
-			defer hints.Done()
-			<-first
-			hintErr = h.Hint(ctx, appNS, "burst-0000")
-		}()
 		err := parallel(burstPods, 16, func(i int) error {
 			req := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}
 			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("burst-%04d", i), Namespace: appNS, Labels: map[string]string{"app": "burst"}},
@@ -250,37 +289,42 @@ func burst(ctx context.Context, m *meter, fleets *fleetCalls, h *harness.Harness
 				return err
 			}
 			created[i] = time.Now()
-			if i == 0 {
-				once.Do(func() { close(first) })
-			}
 			return nil
 		})
-		once.Do(func() { close(first) })
-		hints.Wait()
 		if err != nil {
 			return err
-		}
-		if hintErr != nil {
-			return hintErr
 		}
 		// Done when every pod is on a launched NodeClaim or bound, or
 		// when a sweep (the one-minute schedule) launches nothing more:
 		// the rest are planned into room of NodeClaims still in flight
 		// (their nodes do not register here: no node bridge).
 		before := -1
-		for attempt := 0; ; attempt++ {
+		for attempt := 0; ; {
 			covered, launching, recs, err := burstCovered(ctx, st, kc)
 			if err != nil {
 				return err
 			}
 			coveredPods = len(covered)
 			if coveredPods >= burstPods || (recs == before && launching == 0) {
-				return nil
+				return inv.wait(ctx)
+			}
+			if !inv.quiet(quietFor) {
+				select {
+				case <-ctx.Done():
+					return ctx.Err()
+				case <-time.After(200 * time.Millisecond):
+				}
+				continue
+			}
+			if err := inv.err(); err != nil {
+				return err
 			}
 			if attempt == 3 {
 				return fmt.Errorf("burst: %d of %d pods on launched NodeClaims after %d sweeps", coveredPods, burstPods, attempt)
 			}
+			attempt++
 			before = recs
+			sweeps++
 			if err := h.Sweep(ctx); err != nil {
 				return err
 			}
@@ -316,8 +360,72 @@ func burst(ctx context.Context, m *meter, fleets *fleetCalls, h *harness.Harness
 	p.Extra = map[string]float64{
 		"createToFleetP50s": percentile(lat, 50).Seconds(), "createToFleetP99s": percentile(lat, 99).Seconds(),
 		"pods": float64(burstPods), "firstCreatedToLaunchedS": lastLaunch.Sub(created[0]).Seconds(), "createFleetCalls": float64(len(calls)), "podsTimed": float64(len(lat)), "podsCovered": float64(coveredPods),
+		"hints": float64(inv.count()), "webhookRequests": float64(wh.Requests()), "sweeps": float64(sweeps),
 	}
 	return p, nil
+}
+
+// quietFor is how long the burst waits with no provision invocation
+// running before it takes the pods left for the sweep's.
+const quietFor = 3 * time.Second
+
+// invocations are the provision function's asynchronous invocations the
+// webhook made.
+type invocations struct {
+	mu      sync.Mutex
+	running int
+	n       int
+	last    time.Time // when the last one ended (or started)
+	errs    []error
+}
+
+func (v *invocations) start(ctx context.Context, h *harness.Harness, payload []byte) {
+	v.mu.Lock()
+	v.running++
+	v.n++
+	v.last = time.Now()
+	v.mu.Unlock()
+	go func() {
+		err := h.Invoke(ctx, payload)
+		v.mu.Lock()
+		defer v.mu.Unlock()
+		v.running--
+		v.last = time.Now()
+		if err != nil {
+			v.errs = append(v.errs, err)
+		}
+	}()
+}
+
+// quiet says whether none has run for d.
+func (v *invocations) quiet(d time.Duration) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.running == 0 && time.Since(v.last) >= d
+}
+
+func (v *invocations) count() int {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.n
+}
+
+func (v *invocations) err() error {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return errors.Join(v.errs...)
+}
+
+// wait waits for those running and returns their errors.
+func (v *invocations) wait(ctx context.Context) error {
+	for !v.quiet(0) {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return v.err()
 }
 
 func maxTime(a, b time.Time) time.Time {

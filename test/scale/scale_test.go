@@ -7,13 +7,15 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
 
 var (
-	sizesFlag = flag.String("sizes", "2,10,30,100", "cluster sizes, percentages of 5,000 nodes and 150,000 pods (BenchmarkScale)")
-	rebuild   = flag.Bool("rebuild", false, "build the snapshots again even if the cache has them")
+	sizesFlag  = flag.String("sizes", "2,10,30,100", "cluster sizes, percentages of 5,000 nodes and 150,000 pods (BenchmarkScale)")
+	passesFlag = flag.String("passes", "", "comma-separated passes to measure (sweep, tick, warnings, burst; the sweeps always run): empty for all (BenchmarkScale)")
+	rebuild    = flag.Bool("rebuild", false, "build the snapshots again even if the cache has them")
 )
 
 // run builds (unless cached) and restores each size and measures its
@@ -56,7 +58,11 @@ func BenchmarkScale(b *testing.B) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Hour)
 	defer cancel()
 	start := time.Now()
-	figs := run(b, ctx, sizes, Options{Interruption: true})
+	var passes []string
+	if *passesFlag != "" {
+		passes = strings.Split(*passesFlag, ",")
+	}
+	figs := run(b, ctx, sizes, Options{Interruption: true, Passes: passes})
 	// The sizes not run this time keep their figures (same builder
 	// version and machine only).
 	var old Figures
