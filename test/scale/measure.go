@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/nodewright/nodewright/test/localcloud"
+	"github.com/nodewright/nodewright/test/localcloud/awsfront"
 )
 
 // Pass is one function's pass, measured.
@@ -275,6 +276,22 @@ type meter struct {
 
 const mib = 1 << 20
 
+// writeUnitsByOp is the AWS front's write units (index writes included) by
+// DynamoDB operation so far (none if the front does not break them down).
+func (m *meter) writeUnitsByOp() map[string]float64 {
+	out := map[string]float64{}
+	u, ok := m.units.(interface {
+		DynamoDBUsage() []awsfront.DynamoDBOpUnits
+	})
+	if !ok {
+		return out
+	}
+	for _, o := range u.DynamoDBUsage() {
+		out[o.Operation] = o.Write + o.IndexWrite
+	}
+	return out
+}
+
 // measure runs f as one pass.
 func (m *meter) measure(fn, pass, mode string, f func() error) (Pass, error) {
 	runtime.GC()
@@ -282,6 +299,7 @@ func (m *meter) measure(fn, pass, mode string, f func() error) (Pass, error) {
 	r0, w0 := m.units.DynamoDBUnits()
 	q0, b0 := m.kube.reqs.Load(), m.kube.bytes.Load()
 	k0 := m.kube.by.snapshot()
+	u0 := m.writeUnitsByOp()
 	var d0, db0 map[string]float64
 	if m.dynamo != nil {
 		d0, db0 = m.dynamo.calls.snapshot(), m.dynamo.bytes.snapshot()
@@ -301,6 +319,11 @@ func (m *meter) measure(fn, pass, mode string, f func() error) (Pass, error) {
 		var dc, db []string
 		if m.dynamo != nil {
 			dc, db = m.dynamo.calls.since(d0), m.dynamo.bytes.since(db0)
+		}
+		for op, w := range m.writeUnitsByOp() {
+			if w -= u0[op]; w != 0 {
+				dc = append(dc, fmt.Sprintf("%s WCU=%.0f", op, w))
+			}
 		}
 		m.breakdown(p, m.kube.by.since(k0), dc, db)
 	}
