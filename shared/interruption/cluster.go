@@ -3,6 +3,7 @@ package interruption
 import (
 	"context"
 	"log/slog"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -62,6 +63,20 @@ func reschedulablePods(v *provision.View, node *corev1.Node) []string {
 		}
 	}
 	return out
+}
+
+// disruptedCopy is n as the handler left it: tainted
+// karpenter.sh/disrupted:NoSchedule and cordoned (a copy: the view's
+// objects are shared).
+func disruptedCopy(n *corev1.Node) *corev1.Node {
+	c := n.DeepCopy()
+	c.Spec.Unschedulable = true
+	if !slices.ContainsFunc(c.Spec.Taints, func(t corev1.Taint) bool {
+		return t.Key == apis.TaintKeyDisrupted && t.Effect == corev1.TaintEffectNoSchedule
+	}) {
+		c.Spec.Taints = append(c.Spec.Taints, apis.DisruptedTaint())
+	}
+	return c
 }
 
 func nodeOf(v *provision.View, instanceID string) *corev1.Node {

@@ -451,6 +451,8 @@ func (h *Handler) act(ctx context.Context, lease *state.Lease, in trigger.Interr
 	if node != nil && h.Nodes != nil {
 		if err := h.Nodes.Taint(ctx, node.Name, apis.DisruptedTaint(), true); err != nil {
 			log.Warn("taint and cordon", "node", node.Name, "error", err)
+		} else {
+			node = disruptedCopy(node) // the drain passes need not taint it again
 		}
 	}
 	if a.Step == state.StepReplacing {

@@ -267,12 +267,14 @@ func (f fakeSource) View(context.Context) (*provision.View, error) { return f.vi
 type fakeNodes struct {
 	mu      sync.Mutex
 	tainted map[string]bool
+	taints  int // calls
 	deleted []string
 }
 
 func (f *fakeNodes) Taint(_ context.Context, name string, t corev1.Taint, cordon bool) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.taints++
 	f.tainted[name] = t.Key == apis.TaintKeyDisrupted && t.Effect == corev1.TaintEffectNoSchedule && cordon
 	return nil
 }
@@ -532,6 +534,27 @@ func TestDrainProgressIsRecorded(t *testing.T) {
 	}
 	if !recorded {
 		t.Errorf("action writes %+v: want one at draining with the eviction on record", r.store.progress)
+	}
+}
+
+// TestNodeIsTaintedOnce: the handler taints and cordons the node once; the
+// drain passes that follow know it (each pass tainted it again: a read and
+// a patch of the Node per pass, for every warning of a batch).
+func TestNodeIsTaintedOnce(t *testing.T) {
+	r := newRig(t, func(opts termination.DrainOptions, n int) termination.DrainResult {
+		if n < 3 {
+			return termination.DrainResult{Evicted: []string{fmt.Sprintf("default/web-%d", n-1)}, Remaining: []string{"default/web-2"}}
+		}
+		return termination.DrainResult{Done: true, Evicted: []string{"default/web-2"}}
+	})
+	if resp := r.deliver(time.Minute, spotWarning("evt-1")); len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("failures %+v", resp.BatchItemFailures)
+	}
+	if len(r.fleet.terminated) != 1 {
+		t.Fatalf("terminated %v, want the instance after three passes", r.fleet.terminated)
+	}
+	if !r.nodes.tainted["ip-a"] || r.nodes.taints != 1 {
+		t.Errorf("the node was tainted %d times (tainted and cordoned: %v), want once", r.nodes.taints, r.nodes.tainted["ip-a"])
 	}
 }
 

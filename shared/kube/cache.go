@@ -40,10 +40,10 @@ type CacheOptions struct {
 	// closed (default 10s).
 	IdleReset time.Duration
 	// PageSize is how many objects one list page holds (default 1,000: a
-	// 150,000-pod list in 150 requests, inside the functions' client rate
-	// limit of 50 a second with a burst of 100 over a read of a few
-	// seconds, where pages of 500 would wait for it; two pages, a few MB
-	// of protobuf, are held at most).
+	// 150,000-pod list in 150 requests, inside the burst of the functions'
+	// client rate limit (eksauth.DefaultBurst, 300) where pages of 500
+	// would go past it; two pages, a few MB of protobuf, are held at
+	// most).
 	PageSize int
 	// ListBelow: a resource with fewer objects than this is listed on every
 	// Sync rather than watched (default 1,000): listing it costs a few tens

@@ -25,10 +25,15 @@ func Interruption(ctx context.Context, o Options) (*interruption.Deps, error) {
 // InterruptionDeps wires the interruption handler to what the controller
 // holds: its state table, its launches (replacements), the terminator, its
 // cluster view, Node writes, events, metrics and the launcher's Node
-// names.
+// names. The reconciler's cluster reads and the handler's share
+// (interruption.SharedReads: a batch's messages read in parallel); the
+// reconciler is the interruption function's own, which never batches
+// pending pods (provision.Expecter and PodSource go unused).
 func InterruptionDeps(r *provision.Reconciler) *interruption.Deps {
+	shared := interruption.ShareReads(r.Source)
+	r.Source = shared
 	d := &interruption.Deps{
-		Store: r.Store, Capacity: r, Terminator: r.Terminator(), Source: r.Source,
+		Store: r.Store, Capacity: r, Terminator: r.Terminator(), Source: shared,
 		NodePools: r.NodePools, NodeClasses: r.NodeClasses,
 	}
 	if r.Nodes != nil {

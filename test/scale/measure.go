@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"runtime"
 	"runtime/metrics"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/nodewright/nodewright/test/localcloud"
+	"github.com/nodewright/nodewright/test/localcloud/awsfront"
 )
 
 // Pass is one function's pass, measured.
@@ -55,12 +57,17 @@ func units(lc *localcloud.Cloud) (unitCounter, error) {
 }
 
 // kubeCounter counts the requests of the functions' Kubernetes clients and
-// the bytes of their responses.
-type kubeCounter struct{ reqs, bytes atomic.Int64 }
+// the bytes of their responses, and the requests by verb and resource
+// (logged with each pass: where its requests go).
+type kubeCounter struct {
+	reqs, bytes atomic.Int64
+	by          tally
+}
 
 func (c *kubeCounter) wrap(rt http.RoundTripper) http.RoundTripper {
 	return roundTripper(func(r *http.Request) (*http.Response, error) {
 		c.reqs.Add(1)
+		c.by.add(kubeKind(r))
 		resp, err := rt.RoundTrip(r)
 		if resp != nil && resp.Body != nil {
 			resp.Body = &countedBody{ReadCloser: resp.Body, n: &c.bytes}
@@ -82,6 +89,141 @@ func (b *countedBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	b.n.Add(int64(n))
 	return n, err
+}
+
+// kubeKind is a request's verb and resource ("list pods", "create
+// pods/eviction", "patch nodes").
+func kubeKind(r *http.Request) string {
+	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
+	switch {
+	case len(parts) >= 2 && parts[0] == "api":
+		parts = parts[2:]
+	case len(parts) >= 3 && parts[0] == "apis":
+		parts = parts[3:]
+	default:
+		return r.Method + " " + r.URL.Path
+	}
+	if len(parts) >= 3 && parts[0] == "namespaces" {
+		parts = parts[2:]
+	}
+	verb := map[string]string{http.MethodGet: "get", http.MethodPost: "create", http.MethodPut: "update", http.MethodPatch: "patch", http.MethodDelete: "delete"}[r.Method]
+	if len(parts) == 0 {
+		return verb + " ?"
+	}
+	res := parts[0]
+	if len(parts) >= 3 {
+		res += "/" + parts[2]
+	}
+	if r.Method == http.MethodGet && len(parts) == 1 {
+		verb = "list"
+		if r.URL.Query().Get("watch") == "true" {
+			verb = "watch"
+		}
+	}
+	return verb + " " + res
+}
+
+// tally counts by key (safe for concurrent use).
+type tally struct {
+	mu sync.Mutex
+	n  map[string]float64
+}
+
+func (t *tally) add(key string) { t.addN(key, 1) }
+
+func (t *tally) addN(key string, v float64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.n == nil {
+		t.n = map[string]float64{}
+	}
+	t.n[key] += v
+}
+
+func (t *tally) snapshot() map[string]float64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make(map[string]float64, len(t.n))
+	for k, v := range t.n {
+		out[k] = v
+	}
+	return out
+}
+
+// since is the counts added since before (a snapshot), largest first, as
+// "key=n" strings.
+func (t *tally) since(before map[string]float64) []string {
+	now := t.snapshot()
+	var keys []string
+	for k, v := range now {
+		if v-before[k] != 0 {
+			keys = append(keys, k)
+		}
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		a, b := now[keys[i]]-before[keys[i]], now[keys[j]]-before[keys[j]]
+		if a != b {
+			return a > b
+		}
+		return keys[i] < keys[j]
+	})
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = fmt.Sprintf("%s=%.0f", k, now[k]-before[k])
+	}
+	return out
+}
+
+// dynamoCalls counts the functions' DynamoDB calls by operation and the
+// request bytes they send (a write's units follow its item's size).
+type dynamoCalls struct{ calls, bytes tally }
+
+func (d *dynamoCalls) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripper(func(r *http.Request) (*http.Response, error) {
+		if op, ok := strings.CutPrefix(r.Header.Get("X-Amz-Target"), "DynamoDB_20120810."); ok {
+			key := op
+			if r.Body != nil {
+				b, err := io.ReadAll(r.Body)
+				r.Body.Close()
+				if err != nil {
+					return nil, err
+				}
+				r.Body = io.NopCloser(bytes.NewReader(b))
+				r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
+				key += " " + itemKind(b)
+				d.bytes.addN(key, float64(len(b)))
+			}
+			d.calls.add(key)
+		}
+		return rt.RoundTrip(r)
+	})
+}
+
+// itemKind is the kinds of item a DynamoDB request names: the prefixes
+// of its sort keys (the state table's "nodeclaim#", "lease#", ...),
+// joined by "+" when a transaction writes several.
+func itemKind(body []byte) string {
+	const at = `"sk":{"S":"`
+	var kinds []string
+	for rest := body; ; {
+		i := bytes.Index(rest, []byte(at))
+		if i < 0 {
+			break
+		}
+		rest = rest[i+len(at):]
+		v := rest
+		if j := bytes.IndexAny(v, `#"`); j >= 0 {
+			v = v[:j]
+		}
+		if k := string(v); !slices.Contains(kinds, k) {
+			kinds = append(kinds, k)
+		}
+	}
+	if len(kinds) == 0 {
+		return "-"
+	}
+	sort.Strings(kinds)
+	return strings.Join(kinds, "+")
 }
 
 // fleetCalls records when the functions call CreateFleet.
@@ -125,11 +267,30 @@ func (f *fleetCalls) since(t time.Time) []time.Time {
 
 // meter measures passes.
 type meter struct {
-	kube  *kubeCounter
-	units unitCounter
+	kube   *kubeCounter
+	dynamo *dynamoCalls
+	units  unitCounter
+	// breakdown, when set, sees each pass's requests by kind (logged).
+	breakdown func(p Pass, kube, dynamoCalls, dynamoBytes []string)
 }
 
 const mib = 1 << 20
+
+// writeUnitsByOp is the AWS front's write units (index writes included) by
+// DynamoDB operation so far (none if the front does not break them down).
+func (m *meter) writeUnitsByOp() map[string]float64 {
+	out := map[string]float64{}
+	u, ok := m.units.(interface {
+		DynamoDBUsage() []awsfront.DynamoDBOpUnits
+	})
+	if !ok {
+		return out
+	}
+	for _, o := range u.DynamoDBUsage() {
+		out[o.Operation] = o.Write + o.IndexWrite
+	}
+	return out
+}
 
 // measure runs f as one pass.
 func (m *meter) measure(fn, pass, mode string, f func() error) (Pass, error) {
@@ -137,6 +298,12 @@ func (m *meter) measure(fn, pass, mode string, f func() error) (Pass, error) {
 	base := heapNow()
 	r0, w0 := m.units.DynamoDBUnits()
 	q0, b0 := m.kube.reqs.Load(), m.kube.bytes.Load()
+	k0 := m.kube.by.snapshot()
+	u0 := m.writeUnitsByOp()
+	var d0, db0 map[string]float64
+	if m.dynamo != nil {
+		d0, db0 = m.dynamo.calls.snapshot(), m.dynamo.bytes.snapshot()
+	}
 	c0 := cpuTime()
 	t0 := time.Now()
 	var err error
@@ -148,6 +315,18 @@ func (m *meter) measure(fn, pass, mode string, f func() error) (Pass, error) {
 	r1, w1 := m.units.DynamoDBUnits()
 	p.ReadUnits, p.WriteUnits = r1-r0, w1-w0
 	p.KubeRequests, p.KubeMiB = m.kube.reqs.Load()-q0, float64(m.kube.bytes.Load()-b0)/mib
+	if m.breakdown != nil {
+		var dc, db []string
+		if m.dynamo != nil {
+			dc, db = m.dynamo.calls.since(d0), m.dynamo.bytes.since(db0)
+		}
+		for op, w := range m.writeUnitsByOp() {
+			if w -= u0[op]; w != 0 {
+				dc = append(dc, fmt.Sprintf("%s WCU=%.0f", op, w))
+			}
+		}
+		m.breakdown(p, m.kube.by.since(k0), dc, db)
+	}
 	if err != nil {
 		return p, fmt.Errorf("%s %s (%s): %w", fn, pass, mode, err)
 	}

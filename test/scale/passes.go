@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -60,16 +59,14 @@ type Options struct {
 	Interruption bool
 	// Burst is the pending pods of the burst (0: 1,000).
 	Burst int
-	// Passes, when set, names the passes to measure ("sweep", "tick",
-	// "warnings", "burst"); the provision sweeps always run (they warm the
-	// container the burst runs on). Empty: every pass.
-	Passes []string
+	// Only, when set, runs only the passes of these groups ("sweep",
+	// "consolidation", "interruption", "burst"): to measure one pass again
+	// without the others (the -passes flag).
+	Only map[string]bool
 }
 
-// runs says whether the options select the pass.
-func (o Options) runs(pass string) bool {
-	return len(o.Passes) == 0 || slices.Contains(o.Passes, pass)
-}
+// runs is whether o runs the passes of group.
+func (o Options) runs(group string) bool { return o.Only == nil || o.Only[group] }
 
 // Measure runs the passes on the restored cluster.
 func Measure(ctx context.Context, r *Restored, log *slog.Logger, o Options) (*SizeFigures, error) {
@@ -87,7 +84,9 @@ func Measure(ctx context.Context, r *Restored, log *slog.Logger, o Options) (*Si
 	if err != nil {
 		return nil, err
 	}
-	m := &meter{kube: &kubeCounter{}, units: u}
+	m := &meter{kube: &kubeCounter{}, dynamo: &dynamoCalls{}, units: u, breakdown: func(p Pass, kube, calls, bytes []string) {
+		log.Info("pass breakdown", "size", plan.Size.Name(), "pass", p.Key(), "kube", kube, "dynamoCalls", calls, "dynamoRequestBytes", bytes)
+	}}
 	fleets := &fleetCalls{}
 	flog, err := os.Create(filepath.Join(lc.StateDir, "logs", "functions.log"))
 	if err != nil {
@@ -95,7 +94,7 @@ func Measure(ctx context.Context, r *Restored, log *slog.Logger, o Options) (*Si
 	}
 	defer flog.Close()
 	container := func() (*harness.Harness, error) {
-		return newHarness(ctx, lc, cfg, flog, m.kube.wrap, fleets.wrap)
+		return newHarness(ctx, lc, cfg, flog, m.kube.wrap, func(rt http.RoundTripper) http.RoundTripper { return m.dynamo.wrap(fleets.wrap(rt)) })
 	}
 	add := func(p Pass, err error) error {
 		if err != nil {
@@ -118,14 +117,19 @@ func Measure(ctx context.Context, r *Restored, log *slog.Logger, o Options) (*Si
 		return nil, err
 	}
 	for _, mode := range []string{"cold", "warm"} {
+		if !o.runs("sweep") {
+			break
+		}
 		if err := add(m.measure("provision", "sweep", mode, func() error { return prov.Sweep(ctx) })); err != nil {
 			return nil, err
 		}
 	}
 
 	// Consolidation: 5% of the nodes underutilized.
-	if err := underutilize(ctx, lc.EtcdURL, kc, plan); err != nil {
-		return nil, err
+	if o.runs("consolidation") {
+		if err := underutilize(ctx, lc.EtcdURL, kc, plan); err != nil {
+			return nil, err
+		}
 	}
 	cons, err := container()
 	if err != nil {
@@ -133,7 +137,7 @@ func Measure(ctx context.Context, r *Restored, log *slog.Logger, o Options) (*Si
 	}
 	cons.Clock.Advance(2 * time.Minute) // past the pool's consolidateAfter
 	for _, mode := range []string{"cold", "warm"} {
-		if !o.runs("tick") {
+		if !o.runs("consolidation") {
 			break
 		}
 		if err := add(m.measure("consolidation", "tick", mode, func() error { return cons.Tick(ctx) })); err != nil {
@@ -149,7 +153,7 @@ func Measure(ctx context.Context, r *Restored, log *slog.Logger, o Options) (*Si
 	// Cold: the new container's first invocation, one batch of 10;
 	// warm: 100 warnings at once (10 batches) to the same container.
 	for b, mode := range []string{"cold", "warm"} {
-		if !o.Interruption || !o.runs("warnings") {
+		if !o.Interruption || !o.runs("interruption") {
 			break
 		}
 		n := min(spotWarnings, len(plan.Nodes)/5)
@@ -466,5 +470,3 @@ func burstCovered(ctx context.Context, st *state.Store, kc kubernetes.Interface)
 	}
 	return covered, launching, len(recs), nil
 }
-
-var _ http.RoundTripper

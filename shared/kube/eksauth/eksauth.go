@@ -60,6 +60,21 @@ type PresignAPI interface {
 	PresignGetCallerIdentity(ctx context.Context, in *sts.GetCallerIdentityInput, optFns ...func(*sts.PresignOptions)) (*v4.PresignedHTTPRequest, error)
 }
 
+// The Kubernetes client's default rate limits: Karpenter's controller's
+// (its KUBE_CLIENT_QPS and KUBE_CLIENT_BURST default to 200 and 300). A spot
+// warning costs about 100 requests (an eviction and an Evicted event per
+// pod, the node's events, taints and deletion): an interruption batch of 10
+// warnings is about 1,000, which at 50 a second took 20 of its 27 seconds
+// (test/scale), time the pods' replacements start later by against a
+// two-minute notice. The API server protects itself (API Priority and
+// Fairness queues each flow), and every request of a pass is one the
+// controller would make too: the client's limit only needs to keep one
+// container from flooding it, as Karpenter's does.
+const (
+	DefaultQPS   = 200
+	DefaultBurst = 300
+)
+
 // Options configure a Provider.
 type Options struct {
 	Cluster string
@@ -68,8 +83,8 @@ type Options struct {
 	// Refresh is the age at which a token is replaced (default 10 minutes;
 	// at most TokenLifetime less a minute).
 	Refresh time.Duration
-	// QPS and Burst of the Kubernetes client (defaults 50 and 100: a drain
-	// evicts pods in parallel).
+	// QPS and Burst of the Kubernetes client (default DefaultQPS and
+	// DefaultBurst).
 	QPS   float32
 	Burst int
 	Now   func() time.Time
@@ -94,10 +109,10 @@ func New(opts Options) *Provider {
 		opts.Refresh = 10 * time.Minute
 	}
 	if opts.QPS == 0 {
-		opts.QPS = 50
+		opts.QPS = DefaultQPS
 	}
 	if opts.Burst == 0 {
-		opts.Burst = 100
+		opts.Burst = DefaultBurst
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now

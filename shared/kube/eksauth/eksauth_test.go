@@ -105,7 +105,7 @@ func TestRefreshAndTransport(t *testing.T) {
 	if _, err := p.RESTConfig(ctx); err != nil || e.calls != 1 {
 		t.Fatalf("DescribeCluster called %d times (%v)", e.calls, err)
 	}
-	if cfg.Host != "https://ABC.gr7.us-east-1.eks.amazonaws.com" || string(cfg.CAData) != "PEM" || cfg.QPS != 50 || !cfg.DisableCompression {
+	if cfg.Host != "https://ABC.gr7.us-east-1.eks.amazonaws.com" || string(cfg.CAData) != "PEM" || cfg.QPS != DefaultQPS || cfg.Burst != DefaultBurst || !cfg.DisableCompression {
 		t.Fatalf("config %+v", cfg)
 	}
 	// Point the transport at the fake server to see the headers.
