@@ -146,6 +146,7 @@ func (h *Provision) Handle(ctx context.Context, raw json.RawMessage) (err error)
 // another, sweeping once when the trigger was the schedule.
 func (h *Provision) rounds(ctx context.Context, r *provision.Reconciler, lease *state.Lease, sweep bool, log *slog.Logger) error {
 	var failed error // the last round's failure: the invocation's error
+	backlog := -1    // the last round's Unevaluated (-1: none yet)
 	for round := 1; ; round++ {
 		batch, err := r.Settle(ctx, h.BatchIdle, h.BatchMax)
 		if err != nil {
@@ -159,7 +160,7 @@ func (h *Provision) rounds(ctx context.Context, r *provision.Reconciler, lease *
 		if rep != nil {
 			rep.Batch = batch
 			log.Info("round", "round", round, "batchWait", batch.Waited.String(), "batchLooks", batch.Looks, "batchLooking", batch.Looking.String(), "pending", rep.Pending, "reschedulable", rep.Reschedulable,
-				"inFlight", rep.InFlight, "solves", rep.Solves, "launched", len(rep.Launched()), "failed", len(rep.Failed()),
+				"inFlight", rep.InFlight, "unevaluated", rep.Unevaluated, "solves", rep.Solves, "launched", len(rep.Launched()), "failed", len(rep.Failed()),
 				"recovered", len(rep.Recovered), "registered", len(rep.Registered), "read", rep.Read.String(), "solve", rep.Solve.String(),
 				"launch", rep.Launch.String(), "deferred", rep.Deferred, "warnings", len(rep.Warnings))
 		}
@@ -191,6 +192,16 @@ func (h *Provision) rounds(ctx context.Context, r *provision.Reconciler, lease *
 		if err == nil && rep != nil && len(rep.Launched()) > 0 && round < maxFollowRounds && !ending(ctx) {
 			// Pods may have arrived since this round read the cluster.
 			log.Debug("launched: looking again for pods that arrived meanwhile")
+			backlog = rep.Unevaluated
+			continue
+		}
+		if err == nil && rep != nil && rep.Unevaluated > 0 && (backlog < 0 || rep.Unevaluated < backlog) && round < maxFollowRounds && !ending(ctx) {
+			// kube-scheduler is still working through a burst: its marks
+			// would reach a hint gate that holds the next hint for its
+			// window, so the holder looks again while the backlog shrinks
+			// (a backlog that does not, pods of another scheduler, ends it).
+			log.Info("kube-scheduler has not evaluated every pending pod yet: looking again", "unevaluated", rep.Unevaluated)
+			backlog = rep.Unevaluated
 			continue
 		}
 		rerun, err := r.Store.Release(ctx, lease)

@@ -203,6 +203,21 @@ func pendingSince(p *corev1.Pod) (time.Time, bool) {
 	return p.CreationTimestamp.Time, true
 }
 
+// Backlog counts the pods kube-scheduler has not evaluated yet (pending by
+// pendingSince with no PodScheduled condition) that were created before
+// before: a pod is evaluated within moments of its creation, so these are
+// a burst it is still working through, whose Unschedulable marks are still
+// to come. Pods of another scheduler count too, and stay.
+func Backlog(pods []*corev1.Pod, before time.Time) int {
+	n := 0
+	for _, p := range pods {
+		if since, ok := pendingSince(p); ok && !podstate.Provisionable(p) && since.Before(before) {
+			n++
+		}
+	}
+	return n
+}
+
 // sleep waits d on the reconciler's timer (r.wait in tests).
 func (r *Reconciler) sleep(ctx context.Context, d time.Duration) error {
 	return pause.For(ctx, d, r.wait)

@@ -198,6 +198,32 @@ func TestPendingSince(t *testing.T) {
 	}
 }
 
+// Backlog counts the pods kube-scheduler has not evaluated though they
+// were created before the cut: not the marked, the just created, the
+// scheduled or the bound.
+func TestBacklog(t *testing.T) {
+	cut := t0.Add(-time.Second)
+	old, fresh := t0.Add(-time.Minute), t0
+	scheduled := unevaluated("s", old)
+	scheduled.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}}
+	for _, tc := range []struct {
+		name string
+		pods []*corev1.Pod
+		want int
+	}{
+		{"none", nil, 0},
+		{"unevaluated for a minute", []*corev1.Pod{unevaluated("a", old), unevaluated("b", old)}, 2},
+		{"just created", []*corev1.Pod{unevaluated("a", fresh)}, 0},
+		{"marked Unschedulable", []*corev1.Pod{unschedulableAt("u", old, old)}, 0},
+		{"scheduled or bound", []*corev1.Pod{scheduled, st.Pod(st.PodOptions{Name: "b", NodeName: "ip-1"})}, 0},
+		{"a mix", []*corev1.Pod{unevaluated("a", old), unevaluated("f", fresh), unschedulableAt("u", old, old)}, 1},
+	} {
+		if got := Backlog(tc.pods, cut); got != tc.want {
+			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
+
 func ptr[T any](v T) *T { return &v }
 
 // Looks that take time (a busy API server): each look counts as of its

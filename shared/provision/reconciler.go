@@ -213,12 +213,16 @@ func (r *Reconciler) init() error {
 
 // Report is what a round saw, planned and launched.
 type Report struct {
-	Pending       int      `json:"pending"`
-	Reschedulable int      `json:"reschedulable,omitempty"`
-	InFlight      int      `json:"inFlight"`
-	Nodes         int      `json:"nodes"`
-	Zones         []string `json:"zones"`
-	Warnings      []string `json:"warnings,omitempty"`
+	Pending       int `json:"pending"`
+	Reschedulable int `json:"reschedulable,omitempty"`
+	InFlight      int `json:"inFlight"`
+	// Unevaluated counts the pods kube-scheduler had not evaluated yet
+	// though they were created a batch's idle window before the round read
+	// (Backlog): a burst it is still working through.
+	Unevaluated int      `json:"unevaluated,omitempty"`
+	Nodes       int      `json:"nodes"`
+	Zones       []string `json:"zones"`
+	Warnings    []string `json:"warnings,omitempty"`
 	// Plan is the last solve's result (nil when nothing was pending).
 	Plan *scheduling.Result `json:"plan,omitempty"`
 	// Solves counts solves (more than one when EC2 refused offerings).
@@ -418,6 +422,7 @@ func (r *Reconciler) Round(ctx context.Context, lease *state.Lease) (*Report, er
 		return rep, err
 	}
 	r.demoteEnded(ctx, w)
+	rep.Unevaluated = Backlog(w.view.Pods, start.Add(-DefaultBatchIdle))
 	r.register(ctx, w, rep)
 	r.keepStatic(ctx, lease, w, rep)
 	err = r.solveAndLaunch(ctx, lease, w, nil, "provisioning", rep)
