@@ -183,13 +183,10 @@ func (d *dynamoCalls) wrap(rt http.RoundTripper) http.RoundTripper {
 		if op, ok := strings.CutPrefix(r.Header.Get("X-Amz-Target"), "DynamoDB_20120810."); ok {
 			key := op
 			if r.Body != nil {
-				b, err := io.ReadAll(r.Body)
-				r.Body.Close()
+				b, err := peekBody(r)
 				if err != nil {
 					return nil, err
 				}
-				r.Body = io.NopCloser(bytes.NewReader(b))
-				r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
 				key += " " + itemKind(b)
 				d.bytes.addN(key, float64(len(b)))
 			}
@@ -197,6 +194,19 @@ func (d *dynamoCalls) wrap(rt http.RoundTripper) http.RoundTripper {
 		}
 		return rt.RoundTrip(r)
 	})
+}
+
+// peekBody reads a request's body and puts it back, for the transport
+// below to send.
+func peekBody(r *http.Request) ([]byte, error) {
+	b, err := io.ReadAll(r.Body)
+	r.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	r.Body = io.NopCloser(bytes.NewReader(b))
+	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
+	return b, nil
 }
 
 // itemKind is the kinds of item a DynamoDB request names: the prefixes
@@ -235,13 +245,10 @@ type fleetCalls struct {
 func (f *fleetCalls) wrap(rt http.RoundTripper) http.RoundTripper {
 	return roundTripper(func(r *http.Request) (*http.Response, error) {
 		if r.Body != nil && r.Method == http.MethodPost {
-			b, err := io.ReadAll(r.Body)
-			r.Body.Close()
+			b, err := peekBody(r)
 			if err != nil {
 				return nil, err
 			}
-			r.Body = io.NopCloser(bytes.NewReader(b))
-			r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
 			if bytes.Contains(b, []byte("Action=CreateFleet")) {
 				f.mu.Lock()
 				f.times = append(f.times, time.Now())
