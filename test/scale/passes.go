@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -342,8 +343,15 @@ func burst(ctx context.Context, m *meter, fleets *fleetCalls, h *harness.Harness
 		return p, err
 	}
 	calls := fleets.since(start)
-	var lat []time.Duration
-	var lastLaunch time.Time
+	marked, err := unschedulableMarks(ctx, kc)
+	if err != nil {
+		return p, err
+	}
+	var lat, fromMark []time.Duration
+	var lastLaunch, lastMark time.Time
+	for _, t := range marked {
+		lastMark = maxTime(lastMark, t)
+	}
 	for _, rec := range recs {
 		if rec.CreatedAt.Before(start) || rec.Phase == state.Launching {
 			continue
@@ -357,16 +365,41 @@ func burst(ctx context.Context, m *meter, fleets *fleetCalls, h *harness.Harness
 			var k int
 			if _, err := fmt.Sscanf(pod, appNS+"/burst-%d", &k); err == nil && k < burstPods {
 				lat = append(lat, calls[i].Sub(created[k]))
+				if t, ok := marked[pod]; ok {
+					fromMark = append(fromMark, calls[i].Sub(t))
+				}
 			}
 		}
 	}
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	slices.Sort(fromMark)
 	p.Extra = map[string]float64{
 		"createToFleetP50s": percentile(lat, 50).Seconds(), "createToFleetP99s": percentile(lat, 99).Seconds(),
+		"markToFleetP50s": percentile(fromMark, 50).Seconds(), "markToFleetP99s": percentile(fromMark, 99).Seconds(), "firstCreatedToLastMarkS": lastMark.Sub(created[0]).Seconds(),
 		"pods": float64(burstPods), "firstCreatedToLaunchedS": lastLaunch.Sub(created[0]).Seconds(), "createFleetCalls": float64(len(calls)), "podsTimed": float64(len(lat)), "podsCovered": float64(coveredPods),
 		"hints": float64(inv.count()), "webhookRequests": float64(wh.Requests()), "sweeps": float64(sweeps),
 	}
 	return p, nil
+}
+
+// unschedulableMarks is when kube-scheduler marked each burst pod
+// Unschedulable (namespace/name: its PodScheduled condition's transition,
+// which the API server stamps to the second: a pod marked late in its
+// second counts up to a second early).
+func unschedulableMarks(ctx context.Context, kc kubernetes.Interface) (map[string]time.Time, error) {
+	pods, err := kc.CoreV1().Pods(appNS).List(ctx, metav1.ListOptions{LabelSelector: "app=burst"})
+	if err != nil {
+		return nil, fmt.Errorf("burst pods: %w", err)
+	}
+	out := map[string]time.Time{}
+	for _, p := range pods.Items {
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Reason == corev1.PodReasonUnschedulable {
+				out[p.Namespace+"/"+p.Name] = c.LastTransitionTime.Time
+			}
+		}
+	}
+	return out, nil
 }
 
 // quietFor is how long the burst waits with no provision invocation
