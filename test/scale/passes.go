@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/nodewright/nodewright/events"
+	"github.com/nodewright/nodewright/shared/apis"
 	"github.com/nodewright/nodewright/shared/state"
 	"github.com/nodewright/nodewright/test/harness"
 	"github.com/nodewright/nodewright/test/localcloud"
@@ -253,7 +254,7 @@ func underutilize(ctx context.Context, etcdURL string, kc kubernetes.Interface, 
 	})
 }
 
-// burst creates burstPods pending pods (1 CPU each: no node has room)
+// burst creates burstPods pending pods (1 CPU each, on-demand only: no node has room)
 // with 16 clients, as production sees them: the webhook function served
 // and registered in the API server (harness.ServeWebhook: its token, its
 // DynamoDB hint gate on the state table), so that each pod kube-scheduler
@@ -290,6 +291,10 @@ func burst(ctx context.Context, m *meter, fleets *fleetCalls, h *harness.Harness
 			req := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}
 			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("burst-%04d", i), Namespace: appNS, Labels: map[string]string{"app": "burst"}},
 				Spec: podSpec(req, "registry.example.com/burst:v1")}
+			// On-demand capacity only: the cluster's nodes are spot, and the
+			// room the consolidation pass left on 5% of them (about 1,000
+			// CPUs at 100%) would otherwise take the burst without a launch.
+			pod.Spec.NodeSelector = map[string]string{apis.LabelCapacityType: "on-demand"}
 			if _, err := kc.CoreV1().Pods(appNS).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 				return err
 			}
