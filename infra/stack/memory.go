@@ -51,11 +51,10 @@ type MemorySizing struct {
 
 // scalePeakSource is where the three cluster-reading functions' peaks come
 // from: make bench-scale (test/scale) measured each pass's Go heap peak at
-// 10% and 30% of the design point on 2026-11-27 (docs/benchmarks.md,
-// Scale) and TestDesignPointMemory extrapolates the line through them to
-// 100%; the figures include the in-process AWS front's share, so they
-// overstate the function's own.
-const scalePeakSource = "estimate: extrapolated to 5,000 nodes / 150,000 pods from make bench-scale at 10% and 30% (2026-11-27): "
+// 5,000 nodes and 150,000 pods (docs/benchmarks.md, Scale); the figures
+// include the in-process AWS front's share, so they overstate the
+// function's own.
+const scalePeakSource = "measured by make bench-scale at 5,000 nodes / 150,000 pods (2026-11-28): "
 
 // cpuReason: Lambda grants CPU in proportion to memory (a whole vCPU at
 // 1,769 MB), and these functions' cold read, solve and simulations are
@@ -65,14 +64,14 @@ const cpuReason = "CPU: Lambda grants a whole vCPU at 1,769 MB; the cold read of
 // MemoryTable is every function's memory sizing.
 func MemoryTable() map[string]MemorySizing {
 	return map[string]MemorySizing{
-		FnProvision: {PeakMiB: 872, Estimate: true, SettingMB: 2176, Why: cpuReason,
-			Source: scalePeakSource + "a new container's sweep (the cold read) 872 MiB, a 1,000-pod burst 520 MiB"},
-		FnConsolidation: {PeakMiB: 850, Estimate: true, SettingMB: 2176, Why: cpuReason,
-			Source: scalePeakSource + "a new container's tick 850 MiB (shared/disruption's in-memory packed tick at 100%: 1.33 GB, docs/benchmarks.md, Consolidation at scale)"},
+		FnProvision: {PeakMiB: 1019, SettingMB: 2176, Why: cpuReason,
+			Source: scalePeakSource + "a 1,000-pod burst 1,019 MiB, a new container's sweep (the cold read) 844 MiB"},
+		FnConsolidation: {PeakMiB: 1025, SettingMB: 2176, Why: cpuReason,
+			Source: scalePeakSource + "a new container's tick 1,025 MiB (993 in the run the docs show)"},
 		// The interruption function reads the cluster's view to find the
 		// pods of the nodes it drains, and drains many nodes at once.
-		FnInterruption: {PeakMiB: 1507, Estimate: true, SettingMB: 2304,
-			Source: scalePeakSource + "a new container's first 10 spot warnings 1,507 MiB, 100 warnings at once in a warm one 1,247 MiB"},
+		FnInterruption: {PeakMiB: 1553, SettingMB: 2368,
+			Source: scalePeakSource + "a new container's first 10 spot warnings 1,553 MiB (1,212 in the run the docs show), 100 warnings at once in a warm one 1,339 MiB"},
 		FnWebhook: {PeakMiB: 32, Estimate: true, SettingMB: 256,
 			Source: "estimate: one AdmissionReview and one asynchronous invoke, independent of the cluster's size; the Go runtime and a 13 MB binary",
 			Why:    "CPU grows with memory: 256 MB starts faster than 128 MB, and the API server waits at most 2 s"},
