@@ -3,7 +3,6 @@ package handlers
 import (
 	"context"
 	"fmt"
-	"io"
 	"sync"
 	"testing"
 	"time"
@@ -12,11 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/nodewright/nodewright/shared/catalog"
 	"github.com/nodewright/nodewright/shared/provision"
 	st "github.com/nodewright/nodewright/shared/scheduling/schedtest"
-	"github.com/nodewright/nodewright/shared/state"
-	"github.com/nodewright/nodewright/shared/state/statetest"
 )
 
 // markingSource is a cluster whose kube-scheduler works through a burst:
@@ -72,27 +68,7 @@ func TestProvisionFollowsKubeSchedulersBacklog(t *testing.T) {
 				p.CreationTimestamp = created
 				p.Status.Conditions = nil
 			}
-			pools, classes, err := st.ProductionPool()
-			if err != nil {
-				t.Fatal(err)
-			}
-			store, err := state.New(statetest.New(), "nodewright-state", "demo", nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			r := &provision.Reconciler{
-				Cluster: "demo", Store: store, Source: &markingSource{pods: pods, lag: 2, perRead: tc.perRead}, Fleet: &memFleet{},
-				Catalog: catalog.Default(), NodePools: pools, NodeClasses: classes,
-			}
-			var reports []*provision.Report
-			h := &Provision{
-				Env: Env{Cluster: "demo"}, Log: NewLogger(io.Discard, "provision", "info"),
-				Setup:      func(context.Context) (*provision.Reconciler, error) { return r, nil },
-				AfterRound: func(rep *provision.Report, _ *provision.SweepReport) { reports = append(reports, rep) },
-			}
-			if err := h.Handle(context.Background(), sample(t, "webhook-hint.json")); err != nil {
-				t.Fatal(err)
-			}
+			reports, store := handleHint(t, &markingSource{pods: pods, lag: 2, perRead: tc.perRead}, nil)
 			recs, err := store.NodeClaims(context.Background())
 			if err != nil {
 				t.Fatal(err)

@@ -112,6 +112,38 @@ func (e *emitted) Emit(name string, v float64, _ metrics.Dims) error {
 	return nil
 }
 
+// handleHint has the provision handler take a webhook hint, with a new
+// reconciler over src (the production pool, an in-memory table and fleet)
+// that adjust may change; it returns every round's report and the table.
+func handleHint(t *testing.T, src provision.ClusterSource, adjust func(*provision.Reconciler)) ([]*provision.Report, *state.Store) {
+	t.Helper()
+	pools, classes, err := st.ProductionPool()
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := state.New(statetest.New(), "nodewright-state", "demo", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &provision.Reconciler{
+		Cluster: "demo", Store: store, Source: src, Fleet: &memFleet{}, Catalog: catalog.Default(),
+		NodePools: pools, NodeClasses: classes,
+	}
+	if adjust != nil {
+		adjust(r)
+	}
+	var reports []*provision.Report
+	h := &Provision{
+		Env: Env{Cluster: "demo"}, Log: NewLogger(io.Discard, "provision", "info"),
+		Setup:      func(context.Context) (*provision.Reconciler, error) { return r, nil },
+		AfterRound: func(rep *provision.Report, _ *provision.SweepReport) { reports = append(reports, rep) },
+	}
+	if err := h.Handle(context.Background(), sample(t, "webhook-hint.json")); err != nil {
+		t.Fatal(err)
+	}
+	return reports, store
+}
+
 // A solve's work budget defers pods; the handler runs more rounds in the
 // same invocation, each starting with the pods nothing was launched for
 // (the pods of in-flight NodeClaims stay on them), until every pod has
@@ -126,30 +158,12 @@ func TestProvisionDeferredPodsLaunchInLaterRounds(t *testing.T) {
 		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
 			Reason: corev1.PodReasonUnschedulable, LastTransitionTime: metav1.Time{Time: marked}}}
 	}
-	pools, classes, err := st.ProductionPool()
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := state.New(statetest.New(), "nodewright-state", "demo", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	m := &emitted{}
 	src := &expectingSource{podsSource: podsSource{pods}}
-	r := &provision.Reconciler{
-		Cluster: "demo", Store: store, Source: src, Fleet: &memFleet{}, Catalog: catalog.Default(),
-		NodePools: pools, NodeClasses: classes, Metrics: m,
-		Options: provision.Options{SolveGroups: 8}, // 8 of the 30 single-pod groups per solve
-	}
-	var reports []*provision.Report
-	h := &Provision{
-		Env: Env{Cluster: "demo"}, Log: NewLogger(io.Discard, "provision", "info"),
-		Setup:      func(context.Context) (*provision.Reconciler, error) { return r, nil },
-		AfterRound: func(rep *provision.Report, _ *provision.SweepReport) { reports = append(reports, rep) },
-	}
-	if err := h.Handle(context.Background(), sample(t, "webhook-hint.json")); err != nil {
-		t.Fatal(err)
-	}
+	reports, store := handleHint(t, src, func(r *provision.Reconciler) {
+		r.Metrics = m
+		r.Options = provision.Options{SolveGroups: 8} // 8 of the 30 single-pod groups per solve
+	})
 	if len(reports) < 2 || reports[0].Deferred == 0 {
 		t.Fatalf("%d rounds, the first deferring %d pods: want a budget-limited first round and more rounds", len(reports), reports[0].Deferred)
 	}

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,11 +20,14 @@ import (
 // fakeQueue records RetryIn calls and fails those whose receipt handle is
 // in fail.
 type fakeQueue struct {
-	calls []string // "receipt after"
+	mu    sync.Mutex // the handler retries a batch's messages at once
+	calls []string   // "receipt after"
 	fail  map[string]bool
 }
 
 func (f *fakeQueue) RetryIn(_ context.Context, rh string, after time.Duration) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	f.calls = append(f.calls, fmt.Sprintf("%s %v", rh, after))
 	if f.fail[rh] {
 		return errors.New("AccessDenied: not allowed")
