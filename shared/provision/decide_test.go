@@ -406,3 +406,17 @@ func TestParseRegistrationTimeout(t *testing.T) {
 		t.Errorf("set: %v", r.RegistrationTimeout())
 	}
 }
+
+// A record whose Node has registered but reports no capacity yet is still
+// capacity in flight: its Node is left out of the solve, and without the
+// record the pods it was launched for would get a second NodeClaim.
+func TestPrepareCountsANodeWithoutCapacityInFlight(t *testing.T) {
+	empty := node("ip-5", "i-5")
+	empty.Status.Capacity, empty.Status.Allocatable = nil, nil
+	view := &View{Pods: []*corev1.Pod{pending("p1", "1")}, Nodes: []*corev1.Node{empty}}
+	records := []*state.NodeClaim{record("default-fffff", state.Launched, "i-5")}
+	got := Prepare(Inputs{View: view, Records: records, Catalog: cat, Zones: []string{"us-east-1a"}})
+	if got.InFlight != 1 || len(got.Input.Nodes) != 1 || !got.Input.Nodes[0].InFlight {
+		t.Errorf("in flight %d, nodes %d: want the record's in-flight node in the solve", got.InFlight, len(got.Input.Nodes))
+	}
+}

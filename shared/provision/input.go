@@ -215,6 +215,9 @@ func Prepare(in Inputs) Prepared {
 		}
 		if len(n.Status.Allocatable) == 0 && len(n.Status.Capacity) == 0 {
 			out.Warnings = append(out.Warnings, fmt.Sprintf("node %s reports no capacity yet: left out", n.Name))
+			if r != nil {
+				delete(registered, r.Name) // its record stays capacity in flight
+			}
 			continue
 		}
 		sn := &scheduling.Node{Node: n}
