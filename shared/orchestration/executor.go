@@ -280,14 +280,15 @@ func (e *Executor) step(ctx context.Context, lease *state.Lease, a *state.Action
 		if _, err := e.Capacity.Register(ctx); err != nil {
 			return false, err
 		}
-		ready, failed, err := e.replacementsReady(ctx, a)
+		waiting, failed, err := e.replacementsReady(ctx, a)
 		if err != nil {
 			return false, err
 		}
 		if failed != "" {
 			return true, e.abandon(ctx, a, AbandonReplacement, failed)
 		}
-		if !ready {
+		if len(waiting) > 0 {
+			e.waitingEvents(ctx, a, waiting)
 			return false, nil
 		}
 		a.Step = state.StepReplacementReady
@@ -381,11 +382,15 @@ func (e *Executor) launch(ctx context.Context, lease *state.Lease, a *state.Acti
 	for _, l := range launched {
 		a.Replacements = append(a.Replacements, l.Name)
 	}
+	// The events tell of a launch that has happened: recorded before the
+	// action is written, they survive an invocation that ends right after
+	// it (a later one adopting the replacements records them again, and
+	// the recorder counts the repeat).
+	e.launchingEvents(ctx, a, launched)
 	if err := e.Store.PutAction(ctx, a); err != nil {
 		return false, err
 	}
 	e.Log.Info("consolidation replacements launching", "action", a.ID, "replacements", a.Replacements)
-	e.launchingEvents(ctx, a, launched)
 	return true, e.markCandidates(ctx, a, nil)
 }
 
@@ -433,12 +438,15 @@ func (e *Executor) beginDraining(ctx context.Context, a *state.Action, immediate
 	if err != nil {
 		return err
 	}
+	// The candidates are marked: their drain has begun. As at launch, the
+	// events go before the action's write, so that an invocation ending at
+	// it loses none (the next one marks again and records them again).
+	e.terminatingEvents(ctx, a, marked)
 	a.Step, a.Deadline = state.StepDraining, earliest
 	if err := e.Store.PutAction(ctx, a); err != nil {
 		return err
 	}
 	e.Log.Info("consolidation draining", "action", a.ID, "nodes", a.Nodes, "deadline", a.Deadline)
-	e.terminatingEvents(ctx, a, marked)
 	return nil
 }
 
@@ -547,24 +555,25 @@ func withoutAction(in disruption.Inputs, a *state.Action) disruption.Inputs {
 	return out
 }
 
-// replacementsReady reports whether every replacement is initialized, or
-// why the action cannot go on (a replacement gone, or not registered in
-// time).
-func (e *Executor) replacementsReady(ctx context.Context, a *state.Action) (bool, string, error) {
+// replacementsReady returns the action's replacements not yet initialized,
+// or why the action must be abandoned: a replacement gone, or one that
+// did not initialize in time.
+func (e *Executor) replacementsReady(ctx context.Context, a *state.Action) ([]*state.NodeClaim, string, error) {
+	var waiting []*state.NodeClaim
 	for _, name := range a.Replacements {
 		r, err := e.Store.GetNodeClaim(ctx, name)
 		if errors.Is(err, state.ErrNotFound) {
-			return false, "replacement " + name + " is gone", nil
+			return nil, "replacement " + name + " is gone", nil
 		}
 		if err != nil {
-			return false, "", err
+			return nil, "", err
 		}
 		if r.Phase != state.Initialized {
 			if e.Now().Sub(r.CreatedAt) > e.readyTimeout() {
-				return false, "replacement " + name + " did not become ready in time", nil
+				return nil, "replacement " + name + " did not become ready in time", nil
 			}
-			return false, "", nil
+			waiting = append(waiting, r)
 		}
 	}
-	return true, "", nil
+	return waiting, "", nil
 }

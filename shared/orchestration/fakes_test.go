@@ -42,6 +42,8 @@ type fakeStore struct {
 	// failPut, when set, fails an action write at that step (an invocation
 	// that dies before it records the step).
 	failPut string
+	// failIf, when set, fails the action writes it picks.
+	failIf func(*state.Action) bool
 }
 
 func newStore() *fakeStore {
@@ -90,7 +92,7 @@ func (s *fakeStore) StartAction(_ context.Context, a *state.Action, claims []*st
 func (s *fakeStore) PutAction(_ context.Context, a *state.Action) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.failPut != "" && a.Step == s.failPut {
+	if s.failPut != "" && a.Step == s.failPut || s.failIf != nil && s.failIf(a) {
 		return errors.New("the invocation died")
 	}
 	if have := s.actions[a.ID]; have != nil && have.Version != a.Version {

@@ -47,10 +47,20 @@ func (e *Executor) claimRef(ctx context.Context, rec *state.NodeClaim) provision
 func (e *Executor) launchingEvents(ctx context.Context, a *state.Action, launched []*state.NodeClaim) {
 	replaces := strings.Join(a.NodeClaims, ", ")
 	for _, l := range launched {
-		ref := e.claimRef(ctx, l)
-		e.Events.Event(ctx, ref, corev1.EventTypeNormal, string(EventDisruptionLaunching),
+		e.Events.Event(ctx, e.claimRef(ctx, l), corev1.EventTypeNormal, string(EventDisruptionLaunching),
 			fmt.Sprintf("Launching NodeClaim for disruption reason %s (%s): it replaces %s", a.Reason, a.Method, replaces))
-		e.Events.Event(ctx, ref, corev1.EventTypeNormal, string(EventDisruptionWaitingReadiness),
+	}
+	e.waitingEvents(ctx, a, launched)
+}
+
+// waitingEvents records, on each replacement NodeClaim not yet
+// initialized, that the action waits for it; as Karpenter does, each time
+// it waits. The message stays the same, so the recorder counts the repeats
+// on one Event.
+func (e *Executor) waitingEvents(ctx context.Context, a *state.Action, waiting []*state.NodeClaim) {
+	replaces := strings.Join(a.NodeClaims, ", ")
+	for _, w := range waiting {
+		e.Events.Event(ctx, e.claimRef(ctx, w), corev1.EventTypeNormal, string(EventDisruptionWaitingReadiness),
 			fmt.Sprintf("Disruption of %s waits for this NodeClaim to initialize", replaces))
 	}
 }

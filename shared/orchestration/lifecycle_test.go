@@ -1,10 +1,12 @@
 package orchestration
 
 import (
+	"context"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/nodewright/nodewright/shared/disruption"
 	"github.com/nodewright/nodewright/shared/state"
 )
 
@@ -54,5 +56,88 @@ func TestLifecycleEventsOnKarpenterObjects(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestLifecycleEventsSurviveAnInvocationEnding: the invocation that
+// launches a replacement may end at any call after the launch, and the
+// replacement's events are on it all the same: they are recorded before
+// the action is written, and each later invocation that waits on the
+// replacement records DisruptionWaitingReadiness again, as Karpenter does
+// each time it waits.
+func TestLifecycleEventsSurviveAnInvocationEnding(t *testing.T) {
+	tests := []struct {
+		name string
+		// endAtWrite: the action's write with its replacement fails;
+		// otherwise the invocation's events after that write are lost.
+		endAtWrite bool
+	}{
+		{name: "ends at the action's write", endAtWrite: true},
+		{name: "ends right after the action's write"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t)
+			a := r.start(command(true))
+			r.clock.Step(validationWait)
+			if tc.endAtWrite {
+				r.store.failIf = func(a *state.Action) bool { return len(a.Replacements) > 0 }
+			}
+			_, err := r.e.Advance(context.Background(), &state.Lease{}, a, func(context.Context) (disruption.Inputs, error) {
+				return disruption.Inputs{}, nil
+			})
+			if tc.endAtWrite {
+				if err == nil {
+					t.Fatal("the failed write went unreported")
+				}
+				var launched []string
+				for _, rec := range r.store.recs {
+					if strings.Contains(rec.Reason, a.ID) {
+						launched = append(launched, rec.Name)
+					}
+				}
+				if len(launched) != 1 {
+					t.Fatalf("launched %v, want one replacement", launched)
+				}
+				for _, w := range []string{"DisruptionLaunching", "DisruptionWaitingReadiness"} {
+					if want := "NodeClaim/" + launched[0] + ":" + w; !slices.Contains(r.events.onKinds, want) {
+						t.Errorf("the invocation ended at the action's write: events %v, want %s", r.events.onKinds, want)
+					}
+				}
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			r.store.failIf = nil
+			r.rebuild() // a later invocation; the events above are not its own
+			a = r.stored(a.ID)
+			r.advance(a)
+			repl := r.stored(a.ID).Replacements
+			if len(repl) != 1 {
+				t.Fatalf("replacements %v, want the one launched", repl)
+			}
+			if want := "NodeClaim/" + repl[0] + ":DisruptionWaitingReadiness"; !slices.Contains(r.events.onKinds, want) {
+				t.Errorf("a later invocation waits on %s: events %v, want %s", repl[0], r.events.onKinds, want)
+			}
+		})
+	}
+}
+
+// TestTerminatingEventsSurviveTheDrainsWrite: the candidates are marked
+// before the action is written at draining, so an invocation that ends at
+// that write has already recorded DisruptionTerminating on them.
+func TestTerminatingEventsSurviveTheDrainsWrite(t *testing.T) {
+	r := newRig(t)
+	a := r.start(command(false))
+	r.clock.Step(validationWait)
+	r.store.failPut = state.StepDraining
+	if _, err := r.e.Advance(context.Background(), &state.Lease{}, a, func(context.Context) (disruption.Inputs, error) {
+		return disruption.Inputs{}, nil
+	}); err == nil {
+		t.Fatal("the failed write went unreported")
+	}
+	for _, want := range []string{"Node/ip-a:DisruptionTerminating", "NodeClaim/nc-a:DisruptionTerminating"} {
+		if !slices.Contains(r.events.onKinds, want) {
+			t.Errorf("the invocation ended at the draining write: events %v, want %s", r.events.onKinds, want)
+		}
 	}
 }
