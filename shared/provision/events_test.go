@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	testingclock "k8s.io/utils/clock/testing"
 
@@ -121,5 +122,37 @@ func TestLaunchedNodeClaimsAreSettledAtOnce(t *testing.T) {
 	}
 	if ev.hi != 4 {
 		t.Errorf("at most %d NodeClaims settled at once, want all 4", ev.hi)
+	}
+}
+
+// TestConcurrentFirstUseSharesOneLimiter: a container's concurrent
+// invocations may be the first to use a reconciler; they fill its defaults
+// once, so every one of them draws Nominated events from the same bucket
+// (go test -race reported the unguarded fill).
+func TestConcurrentFirstUseSharesOneLimiter(t *testing.T) {
+	clock := testingclock.NewFakeClock(t0)
+	base, _, _, _ := testReconciler(t, clock, func(time.Time) (*View, error) { return &View{}, nil })
+	r := &Reconciler{Store: base.Store, Source: base.Source, Fleet: base.Fleet, Catalog: base.Catalog}
+	const n = 8
+	seen := make([]*rate.Limiter, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := r.init(); err != nil {
+				t.Error(err)
+			}
+			seen[i] = r.nominations
+		}()
+	}
+	wg.Wait()
+	for i, l := range seen {
+		if l == nil || l != r.nominations {
+			t.Fatalf("invocation %d drew from limiter %p, the reconciler holds %p: want one", i, l, r.nominations)
+		}
+	}
+	if r.Now == nil || r.Names == nil || r.Events == nil {
+		t.Error("defaults unset after first use")
 	}
 }

@@ -180,34 +180,37 @@ type Reconciler struct {
 	drainEvents, adoptEvents termination.Recent
 	// nominations limits the pods' Nominated events (nominatedPerSecond).
 	nominations *rate.Limiter
+	// defaults fills the unset fields once: a container's invocations may
+	// share a fresh reconciler.
+	defaults sync.Once
 }
 
 func (r *Reconciler) init() error {
 	if r.Store == nil || r.Source == nil || r.Fleet == nil || r.Catalog == nil {
 		return errors.New("provision: a reconciler needs Store, Source, Fleet and Catalog")
 	}
-	if r.Names == nil {
-		r.Names = func(pool string) (string, error) { return fleet.NodeClaimName(pool, rand.Reader) }
-	}
-	if r.Nonce == nil {
-		r.Nonce = launch.RandomNonce
-	}
-	if r.Now == nil {
-		r.Now = time.Now
-	}
-	if r.Log == nil {
-		r.Log = slog.New(slog.DiscardHandler)
-	}
-	if r.Events == nil {
-		r.Events = DiscardEvents{}
-	}
-	if r.Metrics == nil {
-		r.Metrics = metrics.Discard{}
-	}
-	if r.nominations == nil {
+	r.defaults.Do(func() {
+		if r.Names == nil {
+			r.Names = func(pool string) (string, error) { return fleet.NodeClaimName(pool, rand.Reader) }
+		}
+		if r.Nonce == nil {
+			r.Nonce = launch.RandomNonce
+		}
+		if r.Now == nil {
+			r.Now = time.Now
+		}
+		if r.Log == nil {
+			r.Log = slog.New(slog.DiscardHandler)
+		}
+		if r.Events == nil {
+			r.Events = DiscardEvents{}
+		}
+		if r.Metrics == nil {
+			r.Metrics = metrics.Discard{}
+		}
 		r.nominations = rate.NewLimiter(nominatedPerSecond, nominatedBurst)
-	}
-	r.Options.defaults()
+		r.Options.defaults()
+	})
 	return nil
 }
 
