@@ -466,6 +466,13 @@ func (h *Handler) act(ctx context.Context, lease *state.Lease, in trigger.Interr
 			for _, l := range rep.Launched() {
 				a.Replacements = append(a.Replacements, l.NodeClaim)
 			}
+			// Pods a concurrent round launched for once the intent marked
+			// them go to its NodeClaims: those are the replacements too.
+			for _, nc := range rep.InFlightTo() {
+				if !slices.Contains(a.Replacements, nc) {
+					a.Replacements = append(a.Replacements, nc)
+				}
+			}
 			h.emit(metrics.InterruptionToReplacement, h.Now().Sub(arrived).Seconds(), nil)
 			log.Info("replacement launched", "pods", len(pods), "nodeClaims", a.Replacements, "pricePerHour", rep.PricePerHour(),
 				"sinceMessage", h.Now().Sub(arrived).String())

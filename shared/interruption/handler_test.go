@@ -215,6 +215,9 @@ type fakeCapacity struct {
 	mu       sync.Mutex
 	replaces int
 	avoided  [][]state.Offering // each Replace's avoided offerings
+	// inFlight, when set, are NodeClaims a concurrent round launched for
+	// the pods: Replace launches nothing and nominates them there.
+	inFlight []string
 }
 
 func (c *fakeCapacity) Replace(_ context.Context, _ *state.Lease, pods []string, _ string, avoid ...state.Offering) (*provision.Report, error) {
@@ -222,6 +225,9 @@ func (c *fakeCapacity) Replace(_ context.Context, _ *state.Lease, pods []string,
 	defer c.mu.Unlock()
 	c.replaces++
 	c.avoided = append(c.avoided, avoid)
+	if len(c.inFlight) > 0 {
+		return &provision.Report{Nominated: len(pods), NominatedTo: c.inFlight}, nil
+	}
 	name := fmt.Sprintf("repl-%d", c.replaces)
 	return &provision.Report{Launches: []provision.Launch{{NodeClaim: name, Instance: &fleet.Instance{NodeClaim: name}}}}, nil
 }
@@ -931,5 +937,23 @@ func TestTransientFailureIsHandledAgainInTheInvocation(t *testing.T) {
 				t.Errorf("action %+v: want the node handled", a)
 			}
 		})
+	}
+}
+
+// TestReplacementsLaunchedByAConcurrentRound: once the intent marks the
+// node, a concurrent provision round may launch for its pods before the
+// handler's Replace; Replace then launches nothing, and the action names
+// the round's NodeClaims as its replacements, where its pods go.
+func TestReplacementsLaunchedByAConcurrentRound(t *testing.T) {
+	r := newRig(t, func(termination.DrainOptions, int) termination.DrainResult {
+		return termination.DrainResult{Done: true, Evicted: []string{"default/web-0", "default/web-1", "default/web-2"}}
+	})
+	r.cap.inFlight = []string{"default-round1"}
+	if resp := r.deliver(5*time.Second, spotWarning("evt-1")); len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("failures %+v", resp.BatchItemFailures)
+	}
+	a := r.store.action(ActionPrefix + instanceA)
+	if a == nil || !slices.Equal(a.Replacements, []string{"default-round1"}) {
+		t.Fatalf("action %+v: want the round's NodeClaim as its replacement", a)
 	}
 }

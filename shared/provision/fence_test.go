@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -162,5 +163,62 @@ func TestLaunchClaimsAfterAnotherLauncherCommitted(t *testing.T) {
 				t.Errorf("%d fleets, want %d", n, tc.wantFleets)
 			}
 		})
+	}
+}
+
+// A replacement whose pods a round already launched for (the intent
+// marked them, and the round's solve moved them first) launches nothing,
+// and names the round's in-flight NodeClaims as where its pods go.
+func TestReplacementNamesTheNodeClaimsItsPodsGoTo(t *testing.T) {
+	clock := testingclock.NewFakeClock(t0)
+	ctx := context.Background()
+	n := node("ip-old", "i-old")
+	var pods []*corev1.Pod
+	var keys []string
+	for i := range 6 {
+		p := bound(fmt.Sprintf("web-%d", i), n.Name)
+		pods = append(pods, p)
+		keys = append(keys, p.Namespace+"/"+p.Name)
+	}
+	view := func(time.Time) (*View, error) { return &View{Pods: pods, Nodes: []*corev1.Node{n}}, nil }
+	round, fl, _, _ := testReconciler(t, clock, view)
+	replace, _, _, _ := testReconciler(t, clock, view)
+	store, err := state.New(statetest.NewChecked(), "nodewright-state", "test-cluster", clock.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	round.Store, replace.Store, replace.Fleet = store, store, fl
+	old := record("default-old00", state.Initialized, "i-old")
+	old.Zone, old.NodeName = "us-east-1a", n.Name
+	old.Disruption = &state.Disruption{Action: "interruption-i-old", Reason: "SpotInterruption", Since: t0, Reschedule: true}
+	if err := store.PutNodeClaim(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	lease, err := store.Acquire(ctx, state.LeaseProvision, "provision", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rr, err := round.Round(ctx, lease)
+	if err != nil || len(rr.Launched()) == 0 {
+		t.Fatalf("round: %v, launched %d; want it to launch for the marked node's pods", err, len(rr.Launched()))
+	}
+	var roundClaims []string
+	for _, in := range rr.Launched() {
+		roundClaims = append(roundClaims, in.NodeClaim)
+	}
+	slices.Sort(roundClaims)
+	nodeLease, err := store.Acquire(ctx, state.LeaseNode(old.Name), "interruption", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := replace.Replace(ctx, nodeLease, keys, "replacement for default-old00: SpotInterruption")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Launched()) != 0 {
+		t.Errorf("the replacement launched %d NodeClaims for pods a round launched for", len(rep.Launched()))
+	}
+	if got := rep.InFlightTo(); !slices.Equal(got, roundClaims) {
+		t.Errorf("the replacement's pods go to %v, want the round's NodeClaims %v", got, roundClaims)
 	}
 }

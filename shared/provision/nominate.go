@@ -1,6 +1,8 @@
 package provision
 
 import (
+	"maps"
+	"slices"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -20,8 +22,9 @@ import (
 // a round after one whose work budget deferred pods starts with those,
 // instead of spending its budget placing again the pods already covered,
 // and capacity planned for a pod is never handed to another. It changes in
-// in place and returns how many pods it nominated.
-func nominate(in *scheduling.Input, records []*state.NodeClaim, placed *placements) int {
+// in place and returns how many pods it nominated and the NodeClaims it
+// nominated them to, sorted.
+func nominate(in *scheduling.Input, records []*state.NodeClaim, placed *placements) (int, []string) {
 	inFlight := map[string]*scheduling.Node{}
 	for _, n := range in.Nodes {
 		if n.InFlight {
@@ -38,7 +41,7 @@ func nominate(in *scheduling.Input, records []*state.NodeClaim, placed *placemen
 		}
 	}
 	if len(claimOf) == 0 {
-		return 0
+		return 0, nil
 	}
 	used := map[string]corev1.ResourceList{}
 	for name, n := range inFlight {
@@ -49,6 +52,7 @@ func nominate(in *scheduling.Input, records []*state.NodeClaim, placed *placemen
 	}
 	kept := in.Pods[:0:0]
 	nominated := 0
+	to := map[string]bool{}
 	for _, p := range in.Pods {
 		name, ok := claimOf[p.Namespace+"/"+p.Name]
 		n := inFlight[name]
@@ -61,9 +65,10 @@ func nominate(in *scheduling.Input, records []*state.NodeClaim, placed *placemen
 		c.Spec.NodeName = name
 		n.Pods = append(n.Pods, &c)
 		nominated++
+		to[name] = true
 	}
 	in.Pods = kept
-	return nominated
+	return nominated, slices.Sorted(maps.Keys(to))
 }
 
 // add adds p's requests to used.

@@ -1,6 +1,7 @@
 package provision
 
 import (
+	"maps"
 	"slices"
 	"testing"
 
@@ -52,7 +53,7 @@ func TestNominate(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := scheduling.Input{Pods: tc.pods, Nodes: tc.nodes}
-			n := nominate(&in, tc.records, &placements{on: tc.placed})
+			n, to := nominate(&in, tc.records, &placements{on: tc.placed})
 			if got := podKeys(in.Pods); !slices.Equal(got, tc.want) {
 				t.Errorf("left to solve %v, want %v", got, tc.want)
 			}
@@ -71,6 +72,9 @@ func TestNominate(t *testing.T) {
 			}
 			if n != total {
 				t.Errorf("nominated %d, %d put on nodes", n, total)
+			}
+			if want := slices.Sorted(maps.Keys(tc.on)); !slices.Equal(to, want) {
+				t.Errorf("nominated to %v, want %v", to, want)
 			}
 			for _, p := range tc.pods {
 				if p.Spec.NodeName != "" {
