@@ -222,3 +222,75 @@ func TestReplacementNamesTheNodeClaimsItsPodsGoTo(t *testing.T) {
 		t.Errorf("the replacement's pods go to %v, want the round's NodeClaims %v", got, roundClaims)
 	}
 }
+
+// A replacement that keeps losing the launch fence to other launchers
+// (each buying for other pods) solves again while they make progress, and
+// launches once they let it; one that loses every time says so
+// (ErrConflict) rather than reporting nothing launched as done.
+func TestReplacementOutlastsOtherLaunchers(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		others int // launches of other pods, one before each of ours
+		want   error
+	}{
+		{name: "five others first", others: 5},
+		{name: "others without end", others: 1000, want: state.ErrConflict},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := testingclock.NewFakeClock(t0)
+			ctx := context.Background()
+			n := node("ip-old", "i-old")
+			var pods []*corev1.Pod
+			var keys []string
+			for i := range 3 {
+				p := bound(fmt.Sprintf("web-%d", i), n.Name)
+				pods = append(pods, p)
+				keys = append(keys, p.Namespace+"/"+p.Name)
+			}
+			view := func(time.Time) (*View, error) { return &View{Pods: pods, Nodes: []*corev1.Node{n}}, nil }
+			replace, fl, _, _ := testReconciler(t, clock, view)
+			store, err := state.New(statetest.NewChecked(), "nodewright-state", "test-cluster", clock.Now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			replace.Store = store
+			old := record("default-old00", state.Initialized, "i-old")
+			old.Zone, old.NodeName = "us-east-1a", n.Name
+			old.Disruption = &state.Disruption{Action: "interruption-i-old", Reason: "SpotInterruption", Since: t0, Reschedule: true}
+			if err := store.PutNodeClaim(ctx, old); err != nil {
+				t.Fatal(err)
+			}
+			other, err := store.Acquire(ctx, state.LeaseProvision, "provision", time.Hour)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Between our read and our write, another launcher records a
+			// NodeClaim for pods of its own.
+			fl.onPrepare = func(call int) {
+				if call > tc.others {
+					return
+				}
+				v, err := store.Versions(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				rec := record(fmt.Sprintf("other-%04d", call), state.Launching, "")
+				rec.Claim.Pods = []string{fmt.Sprintf("default/other-%d", call)}
+				if err := store.CreateNodeClaims(ctx, other, []*state.NodeClaim{rec}, &v); err != nil {
+					t.Fatal(err)
+				}
+			}
+			nodeLease, err := store.Acquire(ctx, state.LeaseNode(old.Name), "interruption", time.Hour)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep, err := replace.Replace(ctx, nodeLease, keys, "replacement for default-old00: SpotInterruption")
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("replace: %v, want %v", err, tc.want)
+			}
+			if got := len(rep.Launched()); (tc.want == nil) != (got == 1) {
+				t.Errorf("launched %d NodeClaims; want one unless every attempt lost", got)
+			}
+		})
+	}
+}

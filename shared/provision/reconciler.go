@@ -388,10 +388,12 @@ func (r *Reconciler) Replace(ctx context.Context, lease *state.Lease, pods []str
 // solveAndLaunch solves and launches, and solves again without the
 // offerings EC2 refused (falling back from spot to on-demand where the
 // pool allows it), or for the NodeClaims a partial fleet left out, at most
-// Options.MaxAttempts times; a launch that lost a race for a limited pool
-// re-reads and solves again. Pods a NodeClaim in flight was launched for
+// Options.MaxAttempts times; a launch that lost the launch fence (another
+// launcher wrote records since the read, or a race for a limited pool)
+// re-reads and solves again, at most launchConflicts times. Pods a NodeClaim in flight was launched for
 // stay on it (nominate): a solve places only the others.
 func (r *Reconciler) solveAndLaunch(ctx context.Context, lease *state.Lease, w *world, only map[string]bool, reason string, rep *Report) error {
+	conflicts := 0
 	for attempt := 0; attempt < r.Options.MaxAttempts; attempt++ {
 		unavailable := state.NewUnavailableSet(w.excluded())
 		prep := Prepare(Inputs{
@@ -449,7 +451,15 @@ func (r *Reconciler) solveAndLaunch(ctx context.Context, lease *state.Lease, w *
 			// fence, or room in a limited pool): read the records again and
 			// solve again; pods now nominated to its in-flight NodeClaims
 			// stay there.
-			r.Log.Info("another launcher launched since the records were read: solving again", "error", err.Error())
+			// A lost fence is another launcher's progress, not a failure of
+			// this attempt's: it does not count against MaxAttempts, only
+			// against launchConflicts, and running out of those is an
+			// error (nothing was launched for these pods).
+			if conflicts++; conflicts == launchConflicts {
+				return fmt.Errorf("lost the launch fence to other launchers %d times: %w", conflicts, err)
+			}
+			attempt--
+			r.Log.Info("another launcher launched since the records were read: solving again", "error", err.Error(), "conflicts", conflicts)
 			if w.versions, err = r.Store.Versions(ctx); err == nil {
 				w.records, err = r.Store.NodeClaims(ctx)
 			}
@@ -477,6 +487,11 @@ func (r *Reconciler) solveAndLaunch(ctx context.Context, lease *state.Lease, w *
 	}
 	return nil
 }
+
+// launchConflicts bounds how often one round or replacement solves again
+// after losing the launch fence: with 100 spot warnings at once, each
+// replacement races the others' (and the rounds') writes.
+const launchConflicts = 16
 
 // solveBudget is a solve's work budget: Options.SolveGroups placements and
 // Options.SolveTime, shortened so that the invocation keeps launchReserve
