@@ -71,6 +71,9 @@ type Options struct {
 	// WrapKube and WrapAWS, when set, wrap the transport of the functions'
 	// Kubernetes and AWS clients (to count their requests).
 	WrapKube, WrapAWS func(http.RoundTripper) http.RoundTripper
+	// Queues, when set, are the interruption queues Send, DrainQueue and
+	// DLQ use (Suite.OwnQueues); nil: the local cloud's seeded ones.
+	Queues *Queues
 }
 
 // Harness is the three functions wired to one local cloud.
@@ -329,7 +332,8 @@ func AuditBatch(cluster, namespace string, pods []string, t time.Time) (json.Raw
 // visibility so that redeliveries come quickly in tests.
 func (h *Harness) DrainQueue(ctx context.Context, visibility time.Duration) (handled int, failed int, err error) {
 	client := sqs.NewFromConfig(h.LC.AWSConfig())
-	url := h.LC.Seeded.QueueURL
+	q := h.queues()
+	url := q.URL
 	for {
 		out, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
 			QueueUrl: aws.String(url), MaxNumberOfMessages: 10, WaitTimeSeconds: 0,
@@ -351,7 +355,7 @@ func (h *Harness) DrainQueue(ctx context.Context, visibility time.Duration) (han
 			}
 			ev.Records = append(ev.Records, events.SQSMessage{
 				MessageId: aws.ToString(m.MessageId), ReceiptHandle: aws.ToString(m.ReceiptHandle), Body: aws.ToString(m.Body),
-				Attributes: attrs, EventSource: "aws:sqs", EventSourceARN: h.LC.Seeded.QueueARN, AWSRegion: "us-east-1",
+				Attributes: attrs, EventSource: "aws:sqs", EventSourceARN: q.ARN, AWSRegion: "us-east-1",
 			})
 			receipts[aws.ToString(m.MessageId)] = aws.ToString(m.ReceiptHandle)
 		}
@@ -542,14 +546,14 @@ func Event(sample, id string, at time.Time, state string, instances ...string) (
 
 // Send puts a message on the interruption queue, as EventBridge does.
 func (h *Harness) Send(ctx context.Context, body []byte) error {
-	_, err := sqs.NewFromConfig(h.LC.AWSConfig()).SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(h.LC.Seeded.QueueURL), MessageBody: aws.String(string(body))})
+	_, err := sqs.NewFromConfig(h.LC.AWSConfig()).SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(h.queues().URL), MessageBody: aws.String(string(body))})
 	return err
 }
 
 // DLQ returns the bodies of the messages in the dead-letter queue.
 func (h *Harness) DLQ(ctx context.Context) ([]string, error) {
 	out, err := sqs.NewFromConfig(h.LC.AWSConfig()).ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
-		QueueUrl: aws.String(h.LC.Seeded.DLQURL), MaxNumberOfMessages: 10, VisibilityTimeout: 0,
+		QueueUrl: aws.String(h.queues().DLQURL), MaxNumberOfMessages: 10, VisibilityTimeout: 0,
 	})
 	if err != nil {
 		return nil, err

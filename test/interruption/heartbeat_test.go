@@ -57,16 +57,18 @@ func (m *mortal) die() time.Time {
 // received it while that invocation lived; the next invocation waits out
 // the dead one's node lease, takes the node over and drains it to the
 // deadline, before the instance goes. The function's own role changes the
-// message's visibility.
+// message's visibility. It runs alone (not in parallel): a heartbeat of
+// 3 s is kept on an idle cloud, and the next invocation, not another
+// test's provision sweep, must take the node over.
 func TestWarningOfADeadInvocationComesBackWithinAHeartbeat(t *testing.T) {
 	c := harness.Ctx(t)
 	oneNodePoolOf(t, "heartbeat", "m8g.xlarge")
-	h := suite.Harness(t, harness.Options{})
+	h := newHarness(t, "heartbeat")
 	node := running(t, h, "heartbeat", "heartbeatapp", 3)
 	if err := harness.PDB(c, suite.LC, "default", "heartbeatapp", 0); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := h.DrainQueue(c, time.Second); err != nil { // earlier tests' leftovers
+	if _, _, err := drain(c, h, time.Second); err != nil { // what EventBridge delivered for our instances so far
 		t.Fatal(err)
 	}
 	cfg, err := harness.FunctionAWS(c, suite.LC, "interruption")
@@ -74,7 +76,7 @@ func TestWarningOfADeadInvocationComesBackWithinAHeartbeat(t *testing.T) {
 		t.Fatal(err)
 	}
 	client := sqs.NewFromConfig(cfg)
-	url := suite.LC.Seeded.QueueURL
+	url := h.Queues().URL
 	const heartbeat = 3 * time.Second
 	fn := &mortal{q: redelivery.Queue{API: client, URL: url}}
 	h.Interruption.Queue, h.Interruption.Heartbeat = fn, heartbeat
@@ -97,7 +99,7 @@ func TestWarningOfADeadInvocationComesBackWithinAHeartbeat(t *testing.T) {
 		for _, m := range out.Messages {
 			if aws.ToString(m.Body) == string(ev) {
 				return &awsevents.SQSMessage{MessageId: aws.ToString(m.MessageId), ReceiptHandle: aws.ToString(m.ReceiptHandle), Body: aws.ToString(m.Body),
-					Attributes: m.Attributes, EventSource: "aws:sqs", EventSourceARN: suite.LC.Seeded.QueueARN, AWSRegion: "us-east-1"}, nil
+					Attributes: m.Attributes, EventSource: "aws:sqs", EventSourceARN: h.Queues().ARN, AWSRegion: "us-east-1"}, nil
 			}
 		}
 		return nil, nil

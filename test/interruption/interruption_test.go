@@ -2,14 +2,14 @@
 // the local cloud: EventBridge events reach the queue, the handler gets them
 // in SQS batch form, and interrupted nodes are replaced, drained under
 // their PodDisruptionBudgets and terminated, once per instance however
-// often a message comes.
+// often a message comes. main_test.go says how the tests share one local
+// cloud.
 package interruption_test
 
 import (
 	"context"
 	"fmt"
 	"maps"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -27,16 +27,8 @@ import (
 	"github.com/nodewright/nodewright/shared/metrics"
 	"github.com/nodewright/nodewright/shared/state"
 	"github.com/nodewright/nodewright/test/harness"
-	"github.com/nodewright/nodewright/test/localcloud"
 	"github.com/nodewright/nodewright/test/localcloud/cloudfault"
 )
-
-var suite *harness.Suite
-
-func TestMain(m *testing.M) {
-	os.Exit(harness.Main(m, localcloud.Options{BootDelay: time.Second, InstallCRDs: true},
-		func(s *harness.Suite) { suite = s }, "nodepool-default.yaml", "ec2nodeclass-default.yaml"))
-}
 
 // oneNodePool is a test pool whose nodes hold many small pods: one spot
 // type, so a Deployment lands on one node.
@@ -45,8 +37,8 @@ func oneNodePool(t *testing.T, name string) *apis.NodePool {
 }
 
 // oneNodePoolOf is oneNodePool on another type: an interruption marks its
-// spot offering unavailable for 3 minutes, so tests that need to launch
-// after an earlier test's interruption use types of their own.
+// spot offering unavailable for 3 minutes, and the tests run at once, so
+// each test's pools have types of their own.
 func oneNodePoolOf(t *testing.T, name, instanceType string) *apis.NodePool {
 	return suite.Pool(t, name, func(np *apis.NodePool) {
 		np.Spec.Template.Spec.Requirements = []apis.NodeSelectorRequirementWithMinValues{
@@ -57,7 +49,7 @@ func oneNodePoolOf(t *testing.T, name, instanceType string) *apis.NodePool {
 }
 
 // running deploys app on pool with n pods and waits for them on one node,
-// returning it.
+// returning it; the messages that name its instance go to h's queues.
 func running(t *testing.T, h *harness.Harness, pool, app string, n int) *corev1.Node {
 	t.Helper()
 	c := harness.Ctx(t)
@@ -78,6 +70,7 @@ func running(t *testing.T, h *harness.Harness, pool, app string, n int) *corev1.
 		t.Fatalf("%s runs on %d nodes (%v), want one", app, len(nodes), err)
 	}
 	for _, n := range nodes {
+		post.own(t, harness.InstanceOf(n), h.Queues().URL)
 		return n
 	}
 	return nil
@@ -90,9 +83,10 @@ func running(t *testing.T, h *harness.Harness, pool, app string, n int) *corev1.
 // runs again within the two-minute notice, the Node is gone and the
 // instance terminated.
 func TestSpotInterruptionWithPDB(t *testing.T) {
+	t.Parallel()
 	c := harness.Ctx(t)
 	oneNodePool(t, "spot")
-	h := suite.Harness(t, harness.Options{})
+	h := newHarness(t, "spot")
 	node := running(t, h, "spot", "spotapp", 10)
 	if err := harness.PDB(c, suite.LC, "default", "spotapp", 1); err != nil {
 		t.Fatal(err)
@@ -109,7 +103,7 @@ func TestSpotInterruptionWithPDB(t *testing.T) {
 	if err := cloudfault.Inject(c, suite.LC.AWS, cloudfault.Spot, instance, 2*time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	handled, failed, err := h.DrainQueue(c, 30*time.Second)
+	handled, failed, err := drain(c, h, 30*time.Second)
 	if err != nil || handled == 0 || failed != 0 {
 		t.Fatalf("queue: %d handled, %d failed, %v", handled, failed, err)
 	}
@@ -240,9 +234,10 @@ func firstEviction(t *testing.T, app string) func() time.Time {
 // TestDuplicatesDoNothingNew: the same message delivered three times, and
 // two different messages for one instance: one replacement, one drain.
 func TestDuplicatesDoNothingNew(t *testing.T) {
+	t.Parallel()
 	c := harness.Ctx(t)
-	oneNodePool(t, "dup")
-	h := suite.Harness(t, harness.Options{})
+	oneNodePoolOf(t, "dup", "c6gd.2xlarge")
+	h := newHarness(t, "dup")
 	node := running(t, h, "dup", "dupapp", 4)
 	instance := harness.InstanceOf(node)
 	now := time.Now()
@@ -253,7 +248,7 @@ func TestDuplicatesDoNothingNew(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	handled, failed, err := h.DrainQueue(c, 30*time.Second)
+	handled, failed, err := drain(c, h, 30*time.Second)
 	if err != nil || handled < 4 || failed != 0 {
 		t.Fatalf("queue: %d handled, %d failed, %v; want our 4 handled (and any state changes other tests' terminations sent)", handled, failed, err)
 	}
@@ -287,13 +282,14 @@ func TestDuplicatesDoNothingNew(t *testing.T) {
 // comes back as a batch item failure at each delivery and rests in the DLQ
 // after the queue's receive limit; every failure is counted.
 func TestMalformedMessageReachesTheDLQ(t *testing.T) {
+	t.Parallel()
 	c := harness.Ctx(t)
 	oneNodePoolOf(t, "malspot", "r7g.2xlarge")
 	oneNodePoolOf(t, "malrebal", "c8g.2xlarge")
-	h := suite.Harness(t, harness.Options{})
+	h := newHarness(t, "mal")
 	spotNode := running(t, h, "malspot", "malspotapp", 2)
 	rebalNode := running(t, h, "malrebal", "malrebalapp", 2)
-	if _, _, err := h.DrainQueue(c, time.Second); err != nil { // earlier tests' leftovers
+	if _, _, err := drain(c, h, time.Second); err != nil { // what EventBridge delivered for our instances so far
 		t.Fatal(err)
 	}
 	bad := `this is not JSON {"id":"evt-bad","detail-type":"EC2 Spot Instance Interruption Warning"`
@@ -315,7 +311,7 @@ func TestMalformedMessageReachesTheDLQ(t *testing.T) {
 		}
 	}
 	if err := harness.Poll(c, 2*time.Minute, "the malformed message in the DLQ", func() (bool, string, error) {
-		if _, _, err := h.DrainQueue(c, time.Second); err != nil {
+		if _, _, err := drain(c, h, time.Second); err != nil {
 			return false, "", err
 		}
 		dlq, err := h.DLQ(c)
@@ -394,6 +390,7 @@ func nodeEvent(t *testing.T, node, reason string) bool {
 // function's sweep carries the drain on (no message needed) until the node
 // is gone, never violating the PDB.
 func TestDrainOutlivesItsInvocation(t *testing.T) {
+	t.Parallel()
 	c := harness.Ctx(t)
 	suite.Pool(t, "outlive", func(np *apis.NodePool) {
 		np.Spec.Template.Spec.Requirements = []apis.NodeSelectorRequirementWithMinValues{
@@ -402,7 +399,7 @@ func TestDrainOutlivesItsInvocation(t *testing.T) {
 		}
 		np.Annotations = map[string]string{interruption.AnnotationRebalance: interruption.RebalanceReplace}
 	})
-	h := suite.Harness(t, harness.Options{})
+	h := newHarness(t, "outlive")
 	node := running(t, h, "outlive", "outliveapp", 3)
 	if err := harness.PDB(c, suite.LC, "default", "outliveapp", 0); err != nil {
 		t.Fatal(err)
@@ -418,7 +415,7 @@ func TestDrainOutlivesItsInvocation(t *testing.T) {
 	}
 	// An invocation of 75 s: the drain stops 10 s before its end.
 	short, cancel := context.WithTimeout(c, 75*time.Second)
-	handled, failed, err := h.DrainQueue(short, 30*time.Second)
+	handled, failed, err := drain(short, h, 30*time.Second)
 	cancel()
 	if err != nil || handled == 0 || failed != 0 {
 		t.Fatalf("queue: %d handled, %d failed, %v", handled, failed, err)
@@ -491,9 +488,10 @@ func TestDrainOutlivesItsInvocation(t *testing.T) {
 // deadline the pods left are deleted, and the action records them as
 // stranded, with its cause; they run again on the replacement.
 func TestDrainPastTheDeadlineStrandsPods(t *testing.T) {
+	t.Parallel()
 	c := harness.Ctx(t)
 	oneNodePoolOf(t, "late", "r8g.2xlarge")
-	h := suite.Harness(t, harness.Options{})
+	h := newHarness(t, "late")
 	node := running(t, h, "late", "lateapp", 3)
 	if err := harness.PDB(c, suite.LC, "default", "lateapp", 0); err != nil {
 		t.Fatal(err)
@@ -504,7 +502,7 @@ func TestDrainPastTheDeadlineStrandsPods(t *testing.T) {
 	if err := h.Send(c, ev); err != nil {
 		t.Fatal(err)
 	}
-	if handled, failed, err := h.DrainQueue(c, 30*time.Second); err != nil || handled == 0 || failed != 0 {
+	if handled, failed, err := drain(c, h, 30*time.Second); err != nil || handled == 0 || failed != 0 {
 		t.Fatalf("queue: %d handled, %d failed, %v", handled, failed, err)
 	}
 	st, _ := harness.Store(suite.LC)
@@ -538,9 +536,10 @@ func TestDrainPastTheDeadlineStrandsPods(t *testing.T) {
 // and a spot warning for an instance that is not ours: acknowledged,
 // nothing done.
 func TestIgnoredEvents(t *testing.T) {
+	t.Parallel()
 	c := harness.Ctx(t)
-	oneNodePool(t, "ign")
-	h := suite.Harness(t, harness.Options{})
+	oneNodePoolOf(t, "ign", "c7gd.2xlarge")
+	h := newHarness(t, "ign")
 	node := running(t, h, "ign", "ignapp", 2)
 	instance := harness.InstanceOf(node)
 	run, _ := harness.Event(events.InstanceStateChange, "evt-running", time.Now(), "running", instance)
@@ -553,7 +552,7 @@ func TestIgnoredEvents(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	handled, failed, err := h.DrainQueue(c, 30*time.Second)
+	handled, failed, err := drain(c, h, 30*time.Second)
 	if err != nil || handled < 2 || failed != 0 {
 		t.Fatalf("queue: %d handled, %d failed, %v: want this test's 2 (and any left by earlier tests) handled, none failed", handled, failed, err)
 	}
@@ -574,10 +573,11 @@ func TestIgnoredEvents(t *testing.T) {
 // TestScheduledChangeOnTwoInstances: an AWS Health scheduled change that
 // lists two of our instances: both are replaced and drained.
 func TestScheduledChangeOnTwoInstances(t *testing.T) {
+	t.Parallel()
 	c := harness.Ctx(t)
-	oneNodePool(t, "health-a")
-	oneNodePool(t, "health-b")
-	h := suite.Harness(t, harness.Options{})
+	oneNodePoolOf(t, "health-a", "m6gd.2xlarge")
+	oneNodePoolOf(t, "health-b", "m7gd.2xlarge")
+	h := newHarness(t, "health")
 	a := running(t, h, "health-a", "healtha", 2)
 	b := running(t, h, "health-b", "healthb", 2)
 	if a.Name == b.Name {
@@ -587,7 +587,7 @@ func TestScheduledChangeOnTwoInstances(t *testing.T) {
 	if err := h.Send(c, ev); err != nil {
 		t.Fatal(err)
 	}
-	handled, failed, err := h.DrainQueue(c, 30*time.Second)
+	handled, failed, err := drain(c, h, 30*time.Second)
 	if err != nil || handled < 1 || failed != 0 {
 		t.Fatalf("queue: %d handled, %d failed, %v", handled, failed, err)
 	}
@@ -610,11 +610,13 @@ func TestScheduledChangeOnTwoInstances(t *testing.T) {
 
 // TestReplacementDoesNotWaitForProvision: while another invocation holds
 // the provision lease (a long round in progress), a spot interruption's
-// replacement is still launching within 10 s of the message.
+// replacement is still launching within 10 s of the message. It runs
+// alone (not in parallel): while it holds the lease no other test's pods
+// are provisioned.
 func TestReplacementDoesNotWaitForProvision(t *testing.T) {
 	c := harness.Ctx(t)
 	oneNodePoolOf(t, "busy", "m6g.2xlarge")
-	h := suite.Harness(t, harness.Options{})
+	h := newHarness(t, "busy")
 	node := running(t, h, "busy", "busyapp", 4)
 	st, err := harness.Store(suite.LC)
 	if err != nil {
@@ -630,7 +632,7 @@ func TestReplacementDoesNotWaitForProvision(t *testing.T) {
 	if err := cloudfault.Inject(c, suite.LC.AWS, cloudfault.Spot, instance, 2*time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	if handled, failed, err := h.DrainQueue(c, 30*time.Second); err != nil || handled == 0 || failed != 0 {
+	if handled, failed, err := drain(c, h, 30*time.Second); err != nil || handled == 0 || failed != 0 {
 		t.Fatalf("queue: %d handled, %d failed, %v", handled, failed, err)
 	}
 	a, err := st.GetAction(c, "interruption-"+instance)
@@ -657,6 +659,7 @@ func TestReplacementDoesNotWaitForProvision(t *testing.T) {
 // annotated nodewright.io/rebalance: replace the node is replaced and
 // drained before any interruption comes.
 func TestRebalanceRecommendation(t *testing.T) {
+	t.Parallel()
 	c := harness.Ctx(t)
 	oneNodePoolOf(t, "rebal", "c7g.2xlarge")
 	suite.Pool(t, "rebalrepl", func(np *apis.NodePool) {
@@ -666,7 +669,7 @@ func TestRebalanceRecommendation(t *testing.T) {
 		}
 		np.Annotations = map[string]string{interruption.AnnotationRebalance: interruption.RebalanceReplace}
 	})
-	h := suite.Harness(t, harness.Options{})
+	h := newHarness(t, "rebal")
 	kept := running(t, h, "rebal", "rebalapp", 2)
 	replaced := running(t, h, "rebalrepl", "rebalreplapp", 2)
 	for _, n := range []*corev1.Node{kept, replaced} {
@@ -674,7 +677,7 @@ func TestRebalanceRecommendation(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if handled, failed, err := h.DrainQueue(c, 30*time.Second); err != nil || handled < 2 || failed != 0 {
+	if handled, failed, err := drain(c, h, 30*time.Second); err != nil || handled < 2 || failed != 0 {
 		t.Fatalf("queue: %d handled, %d failed, %v", handled, failed, err)
 	}
 	// Default: an event on the node, the node stays, nothing launched.
@@ -720,9 +723,10 @@ func TestRebalanceRecommendation(t *testing.T) {
 // not its Node is still there, not when the pod garbage collector finds
 // them 40 s later.
 func TestInstanceTerminatedOutside(t *testing.T) {
+	t.Parallel()
 	c := harness.Ctx(t)
 	oneNodePoolOf(t, "gone", "r6g.2xlarge")
-	h := suite.Harness(t, harness.Options{})
+	h := newHarness(t, "gone")
 	node := running(t, h, "gone", "goneapp", 3)
 	instance := harness.InstanceOf(node)
 	start := time.Now()
@@ -730,7 +734,7 @@ func TestInstanceTerminatedOutside(t *testing.T) {
 	if _, err := ec2c.TerminateInstances(c, &ec2.TerminateInstancesInput{InstanceIds: []string{instance}}); err != nil {
 		t.Fatal(err)
 	}
-	if handled, failed, err := h.DrainQueue(c, 30*time.Second); err != nil || handled == 0 || failed != 0 {
+	if handled, failed, err := drain(c, h, 30*time.Second); err != nil || handled == 0 || failed != 0 {
 		t.Fatalf("queue: %d handled, %d failed, %v", handled, failed, err)
 	}
 	st, _ := harness.Store(suite.LC)

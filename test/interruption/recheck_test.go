@@ -31,14 +31,15 @@ import (
 // node and drains it to the deadline, before the instance goes; the
 // instance's state changes reach the recheck queue too.
 func TestWarningWhoseFirstDeliveryDiedIsHandledByItsRecheck(t *testing.T) {
+	t.Parallel()
 	c := harness.Ctx(t)
 	oneNodePoolOf(t, "recheck", "m7g.xlarge")
-	h := suite.Harness(t, harness.Options{})
+	h := newHarness(t, "recheck")
 	node := running(t, h, "recheck", "recheckapp", 3)
 	if err := harness.PDB(c, suite.LC, "default", "recheckapp", 0); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := h.DrainQueue(c, time.Second); err != nil { // earlier tests' leftovers
+	if _, _, err := drain(c, h, time.Second); err != nil { // what EventBridge delivered for our instances so far
 		t.Fatal(err)
 	}
 	cfg, err := harness.FunctionAWS(c, suite.LC, "interruption")
@@ -46,9 +47,11 @@ func TestWarningWhoseFirstDeliveryDiedIsHandledByItsRecheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	client := sqs.NewFromConfig(cfg)
-	seeded := suite.LC.Seeded
-	// The function's wiring (functions/interruption), with a short heartbeat.
-	h.Interruption.Queue = redelivery.Queue{API: client, URL: seeded.QueueURL}
+	seeded, own := suite.LC.Seeded, h.Queues()
+	// The function's wiring (functions/interruption), with a short
+	// heartbeat; the test's own interruption queue, the seeded recheck
+	// queue (no other test receives from it).
+	h.Interruption.Queue = redelivery.Queue{API: client, URL: own.URL}
 	h.Interruption.RecheckQueue = redelivery.Queue{API: client, URL: seeded.RecheckQueueURL}
 	h.Interruption.RecheckARN, h.Interruption.Heartbeat = seeded.RecheckQueueARN, 3*time.Second
 
@@ -82,7 +85,7 @@ func TestWarningWhoseFirstDeliveryDiedIsHandledByItsRecheck(t *testing.T) {
 	}
 	// The first delivery: received, then its invocation dies at once.
 	if err := harness.Poll(c, 30*time.Second, "the warning on the interruption queue", func() (bool, string, error) {
-		m, err := receive(c, seeded.QueueURL, seeded.QueueARN)
+		m, err := receive(c, own.URL, own.ARN)
 		return m != nil, "", err
 	}); err != nil {
 		t.Fatal(err)
@@ -117,7 +120,7 @@ func TestWarningWhoseFirstDeliveryDiedIsHandledByItsRecheck(t *testing.T) {
 		t.Errorf("drain finished at %s: want between the deadline %s and the instance's end %s", finished.Format(time.TimeOnly), deadline.Format(time.TimeOnly), end.Format(time.TimeOnly))
 	}
 	// The first delivery is still out of sight (the queue's visibility).
-	if m, err := receive(c, seeded.QueueURL, seeded.QueueARN); err != nil || m != nil {
+	if m, err := receive(c, own.URL, own.ARN); err != nil || m != nil {
 		t.Errorf("the first delivery came back (%v, %v): want it out of sight for the queue's visibility timeout", m != nil, err)
 	}
 	// The local EventBridge delivers the instance's state changes (the

@@ -16,8 +16,8 @@ import (
 	"github.com/nodewright/nodewright/test/harness"
 )
 
-// TestFailedMessageRetriedSoonThenDeadLettered: on the queue seeded with
-// the attributes the stack synthesizes (infra/queueattrs: a visibility
+// TestFailedMessageRetriedSoonThenDeadLettered: on a queue with the
+// attributes the stack synthesizes (infra/queueattrs: a visibility
 // above the function's timeout, minutes), a message that always fails
 // comes back within a minute of each failure, because the handler sets a
 // short visibility on it with ChangeMessageVisibility (1 s here, to keep
@@ -25,6 +25,7 @@ import (
 // rests in the DLQ after the queue's receive limit. The queue is received
 // without a visibility of the test's own, as Lambda's event source does.
 func TestFailedMessageRetriedSoonThenDeadLettered(t *testing.T) {
+	t.Parallel()
 	c := harness.Ctx(t)
 	golden, err := queueattrs.Golden()
 	if err != nil {
@@ -42,20 +43,21 @@ func TestFailedMessageRetriedSoonThenDeadLettered(t *testing.T) {
 		t.Fatal(err)
 	}
 	client := sqs.NewFromConfig(cfg)
-	url := suite.LC.Seeded.QueueURL
-	attrs, err := client.GetQueueAttributes(c, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url),
-		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameAll}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for k, v := range golden.Queue {
-		if attrs.Attributes[k] != v {
-			t.Errorf("seeded queue: %s = %q, the stack's %q", k, attrs.Attributes[k], v)
+	// The test's own queue, made as the seeded one is (harness.OwnQueues):
+	// both have the stack's attributes.
+	h := newHarness(t, "retry")
+	url := h.Queues().URL
+	for _, q := range []struct{ name, url string }{{"seeded queue", suite.LC.Seeded.QueueURL}, {"the test's queue", url}} {
+		attrs, err := client.GetQueueAttributes(c, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(q.url),
+			AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameAll}})
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	h := suite.Harness(t, harness.Options{})
-	if _, _, err := h.DrainQueue(c, time.Second); err != nil { // earlier tests' leftovers
-		t.Fatal(err)
+		for k, v := range golden.Queue {
+			if attrs.Attributes[k] != v {
+				t.Errorf("%s: %s = %q, the stack's %q", q.name, k, attrs.Attributes[k], v)
+			}
+		}
 	}
 	h.Interruption.Queue = redelivery.Queue{API: client, URL: url}
 	h.Interruption.RetryVisibility = time.Second
@@ -98,7 +100,7 @@ func TestFailedMessageRetriedSoonThenDeadLettered(t *testing.T) {
 		}
 		ev := awsevents.SQSEvent{Records: []awsevents.SQSMessage{{
 			MessageId: aws.ToString(msg.MessageId), ReceiptHandle: aws.ToString(msg.ReceiptHandle), Body: poison,
-			Attributes: msg.Attributes, EventSource: "aws:sqs", EventSourceARN: suite.LC.Seeded.QueueARN, AWSRegion: "us-east-1",
+			Attributes: msg.Attributes, EventSource: "aws:sqs", EventSourceARN: h.Queues().ARN, AWSRegion: "us-east-1",
 		}}}
 		resp, err := h.Interruption.Handle(c, ev)
 		if err != nil || len(resp.BatchItemFailures) != 1 || resp.BatchItemFailures[0].ItemIdentifier != aws.ToString(msg.MessageId) {
