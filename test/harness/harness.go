@@ -324,9 +324,9 @@ func AuditBatch(cluster, namespace string, pods []string, t time.Time) (json.Raw
 	return json.Marshal(map[string]any{"awslogs": map[string]any{"data": base64.StdEncoding.EncodeToString(buf.Bytes())}})
 }
 
-// DrainQueue hands the interruption queue's messages to the interruption
-// function as Lambda's SQS event source does: batches of up to 10, the
-// succeeded messages deleted, the failed ones left to become visible
+// DrainQueue hands the interruption queue's messages (Options.Queues, or
+// the seeded queue) to the interruption function as Lambda's SQS event
+// source does: batches of up to 10, the succeeded messages deleted, the failed ones left to become visible
 // again (and, after the queue's receive limit, to move to the DLQ). It
 // returns when a receive comes back empty. Visibility is shortened to
 // visibility so that redeliveries come quickly in tests.
@@ -544,7 +544,8 @@ func Event(sample, id string, at time.Time, state string, instances ...string) (
 	return json.Marshal(ev)
 }
 
-// Send puts a message on the interruption queue, as EventBridge does.
+// Send puts a message on the interruption queue (Options.Queues, or the
+// seeded queue), as EventBridge does.
 func (h *Harness) Send(ctx context.Context, body []byte) error {
 	_, err := sqs.NewFromConfig(h.LC.AWSConfig()).SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(h.queues().URL), MessageBody: aws.String(string(body))})
 	return err
