@@ -326,9 +326,10 @@ func AuditBatch(cluster, namespace string, pods []string, t time.Time) (json.Raw
 
 // DrainQueue hands the interruption queue's messages (Options.Queues, or
 // the seeded queue) to the interruption function as Lambda's SQS event
-// source does: batches of up to 10, the succeeded messages deleted, the failed ones left to become visible
-// again (and, after the queue's receive limit, to move to the DLQ). It
-// returns when a receive comes back empty. Visibility is shortened to
+// source does: batches of up to 10, the succeeded messages deleted, the
+// failed ones left to become visible again (and, after the queue's
+// receive limit, to move to the DLQ). It returns when a receive comes
+// back empty. Visibility is shortened to
 // visibility so that redeliveries come quickly in tests.
 func (h *Harness) DrainQueue(ctx context.Context, visibility time.Duration) (handled int, failed int, err error) {
 	client := sqs.NewFromConfig(h.LC.AWSConfig())
