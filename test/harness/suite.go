@@ -79,7 +79,7 @@ func (s *Suite) Harness(t testing.TB, opts Options) *Harness {
 	t.Cleanup(func() {
 		if t.Failed() {
 			b, _ := os.ReadFile(f.Name())
-			if len(b) > 8000 {
+			if len(b) > 8000 && os.Getenv("NODEWRIGHT_FULL_LOG") == "" {
 				b = b[len(b)-8000:]
 			}
 			t.Logf("functions' log (tail):\n%s", b)

@@ -27,13 +27,7 @@ var suite *harness.Suite
 // parallel is how many tests run at once when -test.parallel is not
 // given: they spend their time waiting on the local cloud, not on a CPU,
 // so go test's default (GOMAXPROCS) would leave most of them queued.
-// It is 1 for now: run together (-parallel 16: the package in 137-167 s
-// instead of 392 s), an interruption's replacement sometimes ends with
-// none recorded (action done, Replacements empty) after its launch met
-// another launcher's conflicting write and solved again
-// (TestDuplicatesDoNothingNew, TestMalformedMessageReachesTheDLQ); raise
-// it once that race is fixed.
-const parallel = 1
+const parallel = 16
 
 func TestMain(m *testing.M) {
 	flag.Parse()
