@@ -17,6 +17,45 @@ import (
 	"github.com/nodewright/nodewright/shared/state/statetest"
 )
 
+// markedNode is a node whose interruption marked its record (its n pods
+// move in every solve), a round and a replacement reconciler over one
+// store and the replacement's fleet, and the pods' keys.
+type markedNode struct {
+	store          *state.Store
+	round, replace *Reconciler
+	fl             *fakeFleet
+	old            *state.NodeClaim
+	keys           []string
+}
+
+func newMarkedNode(t *testing.T, clock *testingclock.FakeClock, n int) *markedNode {
+	t.Helper()
+	nd := node("ip-old", "i-old")
+	var pods []*corev1.Pod
+	m := &markedNode{}
+	for i := range n {
+		p := bound(fmt.Sprintf("web-%d", i), nd.Name)
+		pods = append(pods, p)
+		m.keys = append(m.keys, p.Namespace+"/"+p.Name)
+	}
+	view := func(time.Time) (*View, error) { return &View{Pods: pods, Nodes: []*corev1.Node{nd}}, nil }
+	m.round, m.fl, _, _ = testReconciler(t, clock, view)
+	m.replace, _, _, _ = testReconciler(t, clock, view)
+	store, err := state.New(statetest.NewChecked(), "nodewright-state", "test-cluster", clock.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.store = store
+	m.round.Store, m.replace.Store, m.replace.Fleet = store, store, m.fl
+	m.old = record("default-old00", state.Initialized, "i-old")
+	m.old.Zone, m.old.NodeName = "us-east-1a", nd.Name
+	m.old.Disruption = &state.Disruption{Action: "interruption-i-old", Reason: "SpotInterruption", Since: t0, Reschedule: true}
+	if err := store.PutNodeClaim(context.Background(), m.old); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
 // Two launchers never buy for the same pods: a provision round that read
 // the state after an interruption marked a node disrupting, and before
 // the replacement's records were written, solves for the node's six pods
@@ -26,33 +65,12 @@ import (
 func TestRoundAndReplacementDoNotBuyForTheSamePods(t *testing.T) {
 	clock := testingclock.NewFakeClock(t0)
 	ctx := context.Background()
-	n := node("ip-old", "i-old")
-	var pods []*corev1.Pod
-	var keys []string
-	for i := range 6 {
-		p := bound(fmt.Sprintf("web-%d", i), n.Name)
-		pods = append(pods, p)
-		keys = append(keys, p.Namespace+"/"+p.Name)
-	}
-	view := func(time.Time) (*View, error) { return &View{Pods: pods, Nodes: []*corev1.Node{n}}, nil }
-	round, fl, _, _ := testReconciler(t, clock, view)
-	replace, _, _, _ := testReconciler(t, clock, view)
-	store, err := state.New(statetest.NewChecked(), "nodewright-state", "test-cluster", clock.Now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	round.Store, replace.Store, replace.Fleet = store, store, fl
+	m := newMarkedNode(t, clock, 6)
+	round, replace, fl, store, old, keys := m.round, m.replace, m.fl, m.store, m.old, m.keys
 	replaced := 0
 	replace.Names = func(pool string) (string, error) {
 		replaced++
 		return fmt.Sprintf("%s-r%04d", pool, replaced), nil
-	}
-	// The interruption marked the node: its pods move in every solve.
-	old := record("default-old00", state.Initialized, "i-old")
-	old.Zone, old.NodeName = "us-east-1a", n.Name
-	old.Disruption = &state.Disruption{Action: "interruption-i-old", Reason: "SpotInterruption", Since: t0, Reschedule: true}
-	if err := store.PutNodeClaim(ctx, old); err != nil {
-		t.Fatal(err)
 	}
 	// The round has solved; before it records its NodeClaims, the
 	// replacement launches for the same pods.
@@ -172,28 +190,8 @@ func TestLaunchClaimsAfterAnotherLauncherCommitted(t *testing.T) {
 func TestReplacementNamesTheNodeClaimsItsPodsGoTo(t *testing.T) {
 	clock := testingclock.NewFakeClock(t0)
 	ctx := context.Background()
-	n := node("ip-old", "i-old")
-	var pods []*corev1.Pod
-	var keys []string
-	for i := range 6 {
-		p := bound(fmt.Sprintf("web-%d", i), n.Name)
-		pods = append(pods, p)
-		keys = append(keys, p.Namespace+"/"+p.Name)
-	}
-	view := func(time.Time) (*View, error) { return &View{Pods: pods, Nodes: []*corev1.Node{n}}, nil }
-	round, fl, _, _ := testReconciler(t, clock, view)
-	replace, _, _, _ := testReconciler(t, clock, view)
-	store, err := state.New(statetest.NewChecked(), "nodewright-state", "test-cluster", clock.Now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	round.Store, replace.Store, replace.Fleet = store, store, fl
-	old := record("default-old00", state.Initialized, "i-old")
-	old.Zone, old.NodeName = "us-east-1a", n.Name
-	old.Disruption = &state.Disruption{Action: "interruption-i-old", Reason: "SpotInterruption", Since: t0, Reschedule: true}
-	if err := store.PutNodeClaim(ctx, old); err != nil {
-		t.Fatal(err)
-	}
+	m := newMarkedNode(t, clock, 6)
+	round, replace, store, old, keys := m.round, m.replace, m.store, m.old, m.keys
 	lease, err := store.Acquire(ctx, state.LeaseProvision, "provision", time.Minute)
 	if err != nil {
 		t.Fatal(err)
@@ -239,27 +237,8 @@ func TestReplacementOutlastsOtherLaunchers(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			clock := testingclock.NewFakeClock(t0)
 			ctx := context.Background()
-			n := node("ip-old", "i-old")
-			var pods []*corev1.Pod
-			var keys []string
-			for i := range 3 {
-				p := bound(fmt.Sprintf("web-%d", i), n.Name)
-				pods = append(pods, p)
-				keys = append(keys, p.Namespace+"/"+p.Name)
-			}
-			view := func(time.Time) (*View, error) { return &View{Pods: pods, Nodes: []*corev1.Node{n}}, nil }
-			replace, fl, _, _ := testReconciler(t, clock, view)
-			store, err := state.New(statetest.NewChecked(), "nodewright-state", "test-cluster", clock.Now)
-			if err != nil {
-				t.Fatal(err)
-			}
-			replace.Store = store
-			old := record("default-old00", state.Initialized, "i-old")
-			old.Zone, old.NodeName = "us-east-1a", n.Name
-			old.Disruption = &state.Disruption{Action: "interruption-i-old", Reason: "SpotInterruption", Since: t0, Reschedule: true}
-			if err := store.PutNodeClaim(ctx, old); err != nil {
-				t.Fatal(err)
-			}
+			m := newMarkedNode(t, clock, 3)
+			replace, fl, store, old, keys := m.replace, m.fl, m.store, m.old, m.keys
 			other, err := store.Acquire(ctx, state.LeaseProvision, "provision", time.Hour)
 			if err != nil {
 				t.Fatal(err)
