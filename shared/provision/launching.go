@@ -119,18 +119,32 @@ func (r *Reconciler) LaunchClaims(ctx context.Context, lease *state.Lease, claim
 		if !errors.Is(err, state.ErrConflict) || attempt == r.Options.MaxAttempts {
 			return rep, launched, err
 		}
-		if w.versions, err = r.Store.Versions(ctx); err == nil {
-			w.records, err = r.Store.NodeClaims(ctx)
+		if err := r.readRecordsAgain(ctx, w); err != nil {
+			return rep, nil, err
 		}
-		if err != nil {
-			return rep, nil, fmt.Errorf("read state again: %w", err)
-		}
-		w.records, _ = r.splitStale(w.records)
 		if pod, nc := takenPod(claims, w.records); pod != "" {
 			return rep, nil, fmt.Errorf("pod %s is on NodeClaim %s launched meanwhile: %w", pod, nc, state.ErrConflict)
 		}
 		r.Log.Info("another launcher launched since the records were read: launching the claims again", "attempt", attempt)
 	}
+}
+
+// readRecordsAgain reads the launch versions and the live records into w
+// after a launch lost the fence: versions first, as read does, so that a
+// launch between the two reads shows in the records and fails the next
+// commit.
+func (r *Reconciler) readRecordsAgain(ctx context.Context, w *world) error {
+	v, err := r.Store.Versions(ctx)
+	if err != nil {
+		return fmt.Errorf("read state again: %w", err)
+	}
+	recs, err := r.Store.NodeClaims(ctx)
+	if err != nil {
+		return fmt.Errorf("read state again: %w", err)
+	}
+	w.versions = v
+	w.records, _ = r.splitStale(recs)
+	return nil
 }
 
 // takenPod names a pod of claims that an in-flight NodeClaim of records

@@ -460,13 +460,9 @@ func (r *Reconciler) solveAndLaunch(ctx context.Context, lease *state.Lease, w *
 			}
 			attempt--
 			r.Log.Info("another launcher launched since the records were read: solving again", "error", err.Error(), "conflicts", conflicts)
-			if w.versions, err = r.Store.Versions(ctx); err == nil {
-				w.records, err = r.Store.NodeClaims(ctx)
+			if err := r.readRecordsAgain(ctx, w); err != nil {
+				return err
 			}
-			if err != nil {
-				return fmt.Errorf("read state again: %w", err)
-			}
-			w.records, _ = r.splitStale(w.records)
 			continue
 		}
 		if err != nil {
